@@ -1,0 +1,20 @@
+"""A persistent background job queue on peewee: SQLite by default, PostgreSQL to scale out."""
+
+from .db import open_database
+from .errors import DatabaseURLError, IdempotencyConflict, QueueError, ValidationError
+from .models import Job, JobStatus, Priority, parse_priority, priority_label
+from .repository import JobRepository
+
+__all__ = [
+    "DatabaseURLError",
+    "IdempotencyConflict",
+    "Job",
+    "JobRepository",
+    "JobStatus",
+    "Priority",
+    "QueueError",
+    "ValidationError",
+    "open_database",
+    "parse_priority",
+    "priority_label",
+]

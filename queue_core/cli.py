@@ -1,0 +1,165 @@
+"""``python -m queue_core``: the admin CLI for scripts and for enqueuing test jobs by hand."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from datetime import timedelta
+
+from .db import default_url, open_database
+from .errors import QueueError
+from .models import JobStatus, priority_label
+from .repository import DEFAULT_MAX_RETRIES, JobRepository
+
+EXIT_USAGE = 2
+
+
+class CLIArgumentParser(argparse.ArgumentParser):
+    """argparse that reports bad arguments as one line and exit code 2 (its default), without usage spam."""
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def non_negative_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds >= 0")
+    return value
+
+
+def json_object(text: str) -> dict:
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"payload is not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError('payload must be a JSON object, e.g. \'{"to": "ann@example.com"}\'')
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    db_help = "database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)"
+    # --db is accepted before or after the command; SUPPRESS keeps a sub-command from resetting it.
+    db_option = CLIArgumentParser(add_help=False)
+    db_option.add_argument("--db", default=argparse.SUPPRESS, help=db_help)
+
+    parser = CLIArgumentParser(prog="python -m queue_core", description="Admin CLI of the job queue.")
+    parser.add_argument("--db", default=None, help=db_help)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=CLIArgumentParser)
+
+    enqueue = commands.add_parser("enqueue", parents=[db_option], help="enqueue a job")
+    enqueue.add_argument("type", help="job type, e.g. echo")
+    enqueue.add_argument("--payload", type=json_object, default=None, help="JSON object")
+    enqueue.add_argument("--priority", default="low", help="low, medium, high, critical or an integer")
+    enqueue.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES)
+    enqueue.add_argument("--idempotency-key", default=None)
+    enqueue.add_argument("--delay", type=non_negative_seconds, default=0.0, help="seconds before it may run")
+
+    listing = commands.add_parser("list", parents=[db_option], help="list jobs as a table")
+    listing.add_argument("--status", choices=[s.value for s in JobStatus])
+    listing.add_argument("--type", default=None)
+    listing.add_argument("--limit", type=int, default=50)
+    listing.add_argument("--after", type=int, default=None, help="show jobs with a larger id (paging)")
+    listing.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
+
+    show = commands.add_parser("show", parents=[db_option], help="one job, with its attempts' errors")
+    show.add_argument("id", type=int)
+
+    commands.add_parser("stats", parents=[db_option], help="jobs per status and throughput")
+
+    retry = commands.add_parser("retry", parents=[db_option], help="put a failed job back to pending")
+    retry.add_argument("id", type=int)
+
+    reap = commands.add_parser("reap", parents=[db_option], help="take back stale claims")
+    reap.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
+
+    prune = commands.add_parser("prune", parents=[db_option], help="delete finished jobs older than a retention")
+    prune.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
+    return parser
+
+
+def job_json(repo: JobRepository, job, *, with_errors: bool = False) -> str:
+    data = job.to_dict()
+    if with_errors:
+        data["errors"] = [e.to_dict() for e in repo.errors_for(job.id)]
+    return json.dumps(data, indent=2, ensure_ascii=False)
+
+
+def print_table(jobs) -> None:
+    rows = [("ID", "TYPE", "PRIORITY", "STATUS", "ATTEMPT", "WORKER", "ERROR")]
+    for job in jobs:
+        error = (job.error or "").splitlines()[0][:50] if job.error else ""
+        attempt = f"{job.retry_count}/{job.max_retries}"
+        rows.append(
+            (str(job.id), job.type, priority_label(job.priority), job.status, attempt, job.worker_id or "", error)
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+
+
+def run(args, repo: JobRepository) -> int:
+    if args.command == "enqueue":
+        run_at = repo.now() + timedelta(seconds=args.delay) if args.delay else None
+        job, created = repo.create(
+            args.type,
+            args.payload,
+            priority=args.priority,
+            max_retries=args.max_retries,
+            idempotency_key=args.idempotency_key,
+            run_at=run_at,
+        )
+        print(job_json(repo, job))
+        if not created:
+            print(f"job {job.id} already exists with this idempotency key; nothing new enqueued", file=sys.stderr)
+    elif args.command == "list":
+        jobs = repo.list(args.status, args.type, limit=args.limit, after=args.after)
+        if args.json:
+            for job in jobs:
+                print(json.dumps(job.to_dict(), ensure_ascii=False))
+        else:
+            print_table(jobs)
+    elif args.command == "show":
+        job = repo.find_by_id(args.id)
+        if job is None:
+            return fail(f"no job with id {args.id}")
+        print(job_json(repo, job, with_errors=True))
+    elif args.command == "stats":
+        stats = {"counts": repo.counts(), "per_minute_last_5m": repo.throughput(), "db": args.db or default_url()}
+        print(json.dumps(stats, indent=2))
+    elif args.command == "retry":
+        job = repo.retry(args.id)
+        if job is None:
+            found = repo.find_by_id(args.id)
+            reason = "no such job" if found is None else f"it is {found.status}; only failed jobs can be retried"
+            return fail(f"cannot retry job {args.id}: {reason}")
+        print(job_json(repo, job))
+    elif args.command == "reap":
+        print(json.dumps({"reaped": repo.reap_stale(timedelta(seconds=args.older_than))}))
+    elif args.command == "prune":
+        print(json.dumps({"pruned": repo.prune(timedelta(seconds=args.older_than))}))
+    return 0
+
+
+def fail(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        db = open_database(args.db)
+    except QueueError as exc:
+        return fail(str(exc))
+    try:
+        return run(args, JobRepository(db))
+    except QueueError as exc:
+        return fail(str(exc))
+    finally:
+        db.close()

@@ -1,0 +1,146 @@
+"""Opening the database: URL parsing, connection settings, and the versioned schema."""
+
+from __future__ import annotations
+
+import os
+from urllib.parse import parse_qsl, urlparse
+
+import peewee as pw
+from playhouse.db_url import parse as parse_db_url
+
+from .errors import DatabaseURLError
+from .models import bind_models
+
+DEFAULT_URL = "sqlite:///queue.db"
+BUSY_TIMEOUT_MS = 10_000
+SYNCHRONOUS_MODES = ("NORMAL", "FULL")
+
+
+def default_url() -> str:
+    return os.environ.get("QUEUE_DB_URL") or DEFAULT_URL
+
+
+def open_database(url: str | None = None, *, synchronous: str | None = None) -> pw.Database:
+    """Open ``url`` (a ``playhouse.db_url`` URL; default ``$QUEUE_DB_URL`` or ``sqlite:///queue.db``).
+
+    The schema is created or migrated on open, so any command can be the first to touch a new file.
+    SQLite: WAL, a busy timeout, ``synchronous=NORMAL`` (durable against a process crash; a power loss
+    may drop the last commits) unless ``synchronous="FULL"`` or ``?synchronous=full`` in the URL asks
+    for durability against power loss too, at the cost of an fsync per commit.
+    """
+    url = url or default_url()
+    parsed = urlparse(url)
+    scheme = parsed.scheme.split("+")[0]
+    if scheme == "sqlite":
+        db = _open_sqlite(url, parsed, synchronous)
+    elif scheme in ("postgres", "postgresql"):
+        db = _open_postgres(url)
+    else:
+        raise DatabaseURLError(
+            f"unsupported database URL {url!r}: use sqlite:///path/to/file.db or postgresql://user@host/dbname"
+        )
+    try:
+        db.connect(reuse_if_open=True)
+        migrate(db)
+    except pw.OperationalError as exc:
+        db.close()
+        raise DatabaseURLError(f"cannot open {url}: {exc}") from exc
+    return db
+
+
+def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
+    path = parsed.path[1:] if parsed.path.startswith("/") else parsed.path
+    if parsed.netloc or not path:
+        raise DatabaseURLError(
+            f"bad SQLite URL {url!r}: use three slashes for a relative path (sqlite:///queue.db) "
+            "or four for an absolute one (sqlite:////var/lib/queue.db)"
+        )
+    options = {k.lower(): v for k, v in parse_qsl(parsed.query)}
+    mode = (synchronous or options.get("synchronous") or "NORMAL").upper()
+    if mode not in SYNCHRONOUS_MODES:
+        raise DatabaseURLError(f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, not {mode!r}")
+    return pw.SqliteDatabase(
+        path,
+        pragmas={
+            "journal_mode": "wal",
+            "busy_timeout": BUSY_TIMEOUT_MS,
+            "synchronous": mode,
+            "foreign_keys": 1,
+        },
+        timeout=BUSY_TIMEOUT_MS / 1000,
+        # Every transaction we open writes: take the write lock up front so a reader never has to
+        # upgrade mid-transaction (the source of "database is locked" errors that busy_timeout cannot fix).
+        lock_type="IMMEDIATE",
+        check_same_thread=False,
+    )
+
+
+def _open_postgres(url) -> pw.PostgresqlDatabase:
+    params = parse_db_url(url)
+    database = params.pop("database", None)
+    if not database:
+        raise DatabaseURLError(f"bad PostgreSQL URL {url!r}: name the database (postgresql://user@host:5432/dbname)")
+    return pw.PostgresqlDatabase(database, **params)
+
+
+def is_postgres(db: pw.Database) -> bool:
+    return isinstance(db, pw.PostgresqlDatabase)
+
+
+# --- schema -------------------------------------------------------------------------------------
+
+SCHEMA_VERSION_KEY = "schema_version"
+
+# Indexes the queue's own queries need; partial ones stay small under churn (finished jobs are not in them).
+INDEXES_V1 = (
+    # claim: among pending jobs, highest priority, then due first, then lowest id; the ORDER BY
+    # follows the index, so a claim reads one index entry, not every pending job.
+    "CREATE INDEX IF NOT EXISTS jobs_claim ON jobs (status, priority DESC, run_at, id)",
+    # counts per status, the running/failed windows, the reaper, throughput, prune of finished jobs.
+    "CREATE INDEX IF NOT EXISTS jobs_status_updated ON jobs (status, updated_at)",
+    # the console's and the API's filter by type.
+    "CREATE INDEX IF NOT EXISTS jobs_type_status ON jobs (type, status)",
+)
+
+
+def _migrate_v1(db: pw.Database) -> None:
+    models = bind_models(db)
+    db.create_tables([models.Job, models.JobError])
+    for statement in INDEXES_V1:
+        db.execute_sql(statement)
+
+
+# (version, step): each step takes the schema from version - 1 to version, keeping every job.
+MIGRATIONS = ((1, _migrate_v1),)
+SCHEMA_VERSION = MIGRATIONS[-1][0]
+
+
+def schema_version(db: pw.Database) -> int:
+    meta = bind_models(db).SchemaMeta
+    if not meta.table_exists():
+        return 0
+    row = meta.get_or_none(meta.key == SCHEMA_VERSION_KEY)
+    return int(row.value) if row else 0
+
+
+def migrate(db: pw.Database) -> int:
+    """Bring the schema to ``SCHEMA_VERSION``; idempotent and safe when several processes open at once."""
+    meta = bind_models(db).SchemaMeta
+    with db.atomic():
+        if is_postgres(db):
+            # Serialise concurrent first opens; SQLite's BEGIN IMMEDIATE already does.
+            db.execute_sql("SELECT pg_advisory_xact_lock(7312450981)")
+        db.create_tables([meta])
+        current = schema_version(db)
+        if current > SCHEMA_VERSION:
+            raise DatabaseURLError(
+                f"database schema version {current} is newer than this queue_core's "
+                f"({SCHEMA_VERSION}); upgrade queue_core"
+            )
+        for version, step in MIGRATIONS:
+            if version > current:
+                step(db)
+                meta.insert(key=SCHEMA_VERSION_KEY, value=str(version)).on_conflict(
+                    conflict_target=[meta.key], preserve=[meta.value]
+                ).execute()
+    return SCHEMA_VERSION

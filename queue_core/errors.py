@@ -1,0 +1,32 @@
+"""The one exception tree of the queue: everything we raise on purpose is a ``QueueError``."""
+
+from __future__ import annotations
+
+
+class QueueError(Exception):
+    """Root of every error the queue raises on purpose."""
+
+
+class ValidationError(QueueError, ValueError):
+    """Bad input; nothing was written. ``field`` names what to fix."""
+
+    def __init__(self, field: str, message: str):
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class IdempotencyConflict(QueueError):
+    """The idempotency key is taken by a job with another type or payload; the stored job is untouched."""
+
+    def __init__(self, key: str, existing):
+        super().__init__(
+            f"idempotency key {key!r} already belongs to job {existing.id} "
+            f"(type {existing.type!r}) with a different type or payload; use a new key"
+        )
+        self.key = key
+        self.existing = existing
+
+
+class DatabaseURLError(QueueError):
+    """The database URL cannot be opened as given."""

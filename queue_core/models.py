@@ -1,0 +1,203 @@
+"""The job model: the guide's ``jobs`` table, kept verbatim, plus extension columns.
+
+Models here are unbound definitions; ``bind_models(db)`` gives subclasses bound to one database, so a
+process (or a test) can hold several databases without rebinding a global.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from datetime import UTC, datetime
+from enum import IntEnum, StrEnum
+from types import SimpleNamespace
+
+import peewee as pw
+
+from .errors import ValidationError
+
+SQLITE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
+
+
+class JobStatus(StrEnum):
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+
+
+class Priority(IntEnum):
+    LOW = 0
+    MEDIUM = 10
+    HIGH = 20
+    CRITICAL = 30
+
+
+def priority_label(value: int) -> str:
+    """The label of the highest tier at or below ``value`` (15 -> "medium"; below 0 -> "low")."""
+    label = Priority.LOW
+    for tier in Priority:
+        if value >= tier:
+            label = tier
+    return label.name.lower()
+
+
+def parse_priority(value) -> int:
+    """Accept a label ("high"), an int, or a string of digits; raise ValidationError otherwise."""
+    if isinstance(value, bool):
+        raise ValidationError("priority", "must be a label or an integer, not a boolean")
+    if isinstance(value, int):
+        if not -(2**31) <= value < 2**31:
+            raise ValidationError("priority", "must fit in 32 bits")
+        return value
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return Priority[text.upper()].value
+        except KeyError:
+            pass
+        try:
+            return parse_priority(int(text))
+        except ValueError:
+            pass
+    labels = ", ".join(p.name.lower() for p in Priority)
+    raise ValidationError("priority", f"unknown priority {value!r}; use one of {labels} or an integer")
+
+
+def to_utc(value: datetime | None) -> datetime | None:
+    if value is None:
+        return None
+    return value.astimezone(UTC)
+
+
+class UTCDateTimeField(pw.DateTimeField):
+    """Aware UTC datetimes in Python; naive UTC in the database.
+
+    On SQLite the text is fixed-width, so comparing text compares times.
+    """
+
+    def db_value(self, value):
+        if value is None or not isinstance(value, datetime):
+            return value
+        if value.tzinfo is None:
+            raise ValidationError(self.name, "naive datetime; pass an aware datetime (e.g. in UTC)")
+        naive = value.astimezone(UTC).replace(tzinfo=None)
+        if isinstance(self.model._meta.database, pw.SqliteDatabase):
+            return naive.strftime(SQLITE_TIME_FORMAT)
+        return naive
+
+    def python_value(self, value):
+        value = super().python_value(value)
+        if isinstance(value, datetime):
+            return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+        return value
+
+
+class JSONTextField(pw.TextField):
+    """JSON stored as text (the guide's ``payload`` column); dicts in Python."""
+
+    def db_value(self, value):
+        if value is None or isinstance(value, str):
+            return value
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+    def python_value(self, value):
+        if value is None or not isinstance(value, str):
+            return value
+        return json.loads(value)
+
+
+class BaseModel(pw.Model):
+    class Meta:
+        legacy_table_names = False
+
+
+class Job(BaseModel):
+    # The guide's columns, names and meaning unchanged.
+    id = pw.AutoField()
+    type = pw.CharField(max_length=255)
+    payload = JSONTextField(default="{}")
+    priority = pw.IntegerField(default=0)
+    status = pw.CharField(max_length=16, default=JobStatus.PENDING.value)
+    retry_count = pw.IntegerField(default=0)
+    max_retries = pw.IntegerField(default=3)
+    idempotency_key = pw.CharField(max_length=255, null=True, unique=True)
+    claimed_at = UTCDateTimeField(null=True)
+    worker_id = pw.CharField(max_length=255, null=True)
+    error = pw.TextField(null=True)
+    created_at = UTCDateTimeField()
+    updated_at = UTCDateTimeField()
+    # Extensions (schema version 1).
+    run_at = UTCDateTimeField()  # claimable from this time on: delayed jobs and retry back-off
+    heartbeat_at = UTCDateTimeField(null=True)  # refreshed by the worker while the job runs
+    retry_backoff = pw.FloatField(null=True)  # base delay in seconds; None = repository default, 0 = at once
+
+    class Meta:
+        table_name = "jobs"
+
+    @property
+    def priority_label(self) -> str:
+        return priority_label(self.priority)
+
+    @property
+    def attempt(self) -> int:
+        """1-based number of the current (or last) attempt."""
+        return self.retry_count + 1
+
+    def to_dict(self) -> dict:
+        """Plain, JSON-ready data: every column, payload as an object, times as ISO 8601 UTC."""
+        data = {}
+        for name in self._meta.sorted_field_names:
+            value = getattr(self, name)
+            data[name] = value.isoformat() if isinstance(value, datetime) else value
+        data["priority_label"] = self.priority_label
+        return data
+
+
+class JobError(BaseModel):
+    """One failed attempt of a job: every attempt's error, kept for operators."""
+
+    id = pw.AutoField()
+    job_id = pw.IntegerField()
+    attempt = pw.IntegerField()
+    worker_id = pw.CharField(max_length=255, null=True)
+    error = pw.TextField()
+    created_at = UTCDateTimeField()
+
+    class Meta:
+        table_name = "job_errors"
+        indexes = ((("job_id", "attempt"), False),)
+
+    def to_dict(self) -> dict:
+        return {
+            "attempt": self.attempt,
+            "worker_id": self.worker_id,
+            "error": self.error,
+            "created_at": self.created_at.isoformat(),
+        }
+
+
+class SchemaMeta(BaseModel):
+    """Key/value facts about the database itself, e.g. the schema version."""
+
+    key = pw.CharField(max_length=64, primary_key=True)
+    value = pw.TextField()
+
+    class Meta:
+        table_name = "queue_meta"
+
+
+MODELS = (Job, JobError, SchemaMeta)
+_bound: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def bind_models(db: pw.Database) -> SimpleNamespace:
+    """Subclasses of every model bound to ``db`` (cached), as ``.Job``, ``.JobError``, ``.SchemaMeta``."""
+    models = _bound.get(db)
+    if models is None:
+        bound = {}
+        for model in MODELS:
+            meta = type("Meta", (), {"database": db, "table_name": model._meta.table_name})
+            bound[model.__name__] = type(model.__name__, (model,), {"Meta": meta, "__module__": __name__})
+        models = _bound[db] = SimpleNamespace(**bound)
+    return models

@@ -1,0 +1,442 @@
+"""``JobRepository``: every state transition of a job, and the read model the console and API show.
+
+No other module changes a job. Each transition is one guarded statement, or one transaction that
+takes the write lock first, so two workers never both win the same job.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+from collections.abc import Callable, Iterable
+from datetime import UTC, datetime, timedelta
+
+import peewee as pw
+
+from .errors import IdempotencyConflict, ValidationError
+from .models import Job, JobStatus, bind_models, parse_priority
+
+# Retry back-off: delay = min(CAP, base * 2**retry_count), then "equal jitter" (a random point in the
+# upper half) so that jobs failing together do not come back together. base is the job's
+# ``retry_backoff`` or DEFAULT_BACKOFF_BASE; 0 retries at once, as the guide does.
+DEFAULT_BACKOFF_BASE = 2.0
+BACKOFF_CAP = 3600.0
+DEFAULT_MAX_RETRIES = 3
+MAX_RETRIES_LIMIT = 1000
+MAX_ERROR_CHARS = 10_000
+MAX_TEXT_CHARS = 255
+MAX_LIST_LIMIT = 1000
+
+Clock = Callable[[], datetime]
+# Plain strings, not the enum: database drivers differ in how they send enum members.
+PENDING, RUNNING, COMPLETED, FAILED = (status.value for status in JobStatus)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> float:
+    """Seconds to wait before retry number ``retry_count + 1``."""
+    base = DEFAULT_BACKOFF_BASE if base is None else base
+    if base <= 0:
+        return 0.0
+    delay = min(BACKOFF_CAP, base * 2 ** min(retry_count, 64))
+    return delay / 2 + rng.uniform(0, delay / 2)
+
+
+class JobRepository:
+    def __init__(self, db: pw.Database, clock: Clock | None = None, *, rng: random.Random | None = None):
+        self.db = db
+        self.clock = clock or utc_now
+        self.rng = rng or random.Random()
+        models = bind_models(db)
+        self.Job = models.Job
+        self.JobError = models.JobError
+
+    def now(self) -> datetime:
+        now = self.clock()
+        if now.tzinfo is None:
+            raise ValidationError("clock", "the clock returned a naive datetime; it must return aware UTC")
+        return now.astimezone(UTC)
+
+    # --- create -----------------------------------------------------------------------------------
+
+    def create(
+        self,
+        type: str,
+        payload: dict | None = None,
+        *,
+        priority: int | str = 0,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        idempotency_key: str | None = None,
+        run_at: datetime | None = None,
+        retry_backoff: float | None = None,
+    ) -> tuple[Job, bool]:
+        """Enqueue a job; with an idempotency key already used, return that job and ``created=False``."""
+        fields = self._validated_fields(type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff)
+        if idempotency_key is not None:
+            existing = self.find_by_idempotency_key(idempotency_key)
+            if existing is not None:
+                return self._same_job_or_conflict(existing, fields), False
+        try:
+            with self.db.atomic():
+                job = self.Job.create(**fields)
+        except pw.IntegrityError:
+            # Lost the race to a concurrent create: the UNIQUE constraint is the authority.
+            existing = self.find_by_idempotency_key(idempotency_key) if idempotency_key is not None else None
+            if existing is None:
+                raise
+            return self._same_job_or_conflict(existing, fields), False
+        # The stored form, decoded: what any later read of this job returns.
+        job.payload = json.loads(fields["payload"])
+        return job, True
+
+    def _validated_fields(self, type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff) -> dict:
+        now = self.now()
+        return {
+            "type": validate_type(type),
+            "payload": encode_payload(payload),
+            "priority": parse_priority(priority),
+            "max_retries": validate_max_retries(max_retries),
+            "idempotency_key": validate_idempotency_key(idempotency_key),
+            "run_at": now if run_at is None else validate_aware("run_at", run_at),
+            "retry_backoff": validate_retry_backoff(retry_backoff),
+            "status": PENDING,
+            "created_at": now,
+            "updated_at": now,
+        }
+
+    @staticmethod
+    def _same_job_or_conflict(existing: Job, fields: dict) -> Job:
+        if existing.type != fields["type"] or existing.payload != json.loads(fields["payload"]):
+            raise IdempotencyConflict(fields["idempotency_key"], existing)
+        return existing
+
+    # --- claim and run --------------------------------------------------------------------------
+
+    def claim(self, worker_id: str, *, types: Iterable[str] | None = None) -> Job | None:
+        """Atomically take the next due pending job: highest priority, then due first, then lowest id."""
+        jobs = self.claim_many(worker_id, 1, types=types)
+        return jobs[0] if jobs else None
+
+    def claim_many(self, worker_id: str, n: int, *, types: Iterable[str] | None = None) -> list[Job]:
+        """Claim up to ``n`` jobs in one statement (in claim order)."""
+        worker_id = validate_worker_id(worker_id)
+        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
+            raise ValidationError("n", "must be a positive integer")
+        Job = self.Job
+        now = self.now()
+        due = Job.select(Job.id).where((Job.status == PENDING) & (Job.run_at <= now))
+        if types is not None:
+            types = list(types)
+            if not types:
+                return []
+            due = due.where(Job.type.in_(types))
+        due = due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(n)
+        query = (
+            Job.update(
+                status=RUNNING,
+                worker_id=worker_id,
+                claimed_at=now,
+                heartbeat_at=None,
+                updated_at=now,
+            )
+            .where(Job.id.in_(due))
+            .returning(Job)
+        )
+        jobs = list(query.execute())
+        jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
+        return jobs
+
+    def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> list[int]:
+        """Refresh the heartbeat of running jobs this worker holds; returns the ids it still holds."""
+        job_ids = list(job_ids)
+        if not job_ids:
+            return []
+        Job = self.Job
+        query = (
+            Job.update(heartbeat_at=self.now())
+            .where(Job.id.in_(job_ids) & (Job.status == RUNNING) & (Job.worker_id == worker_id))
+            .returning(Job.id)
+        )
+        return sorted(row.id for row in query.execute())
+
+    def _held(self, job_id: int, worker_id: str | None, attempt: int | None):
+        """The condition that ``job_id`` is running and, if given, held by ``worker_id`` at ``attempt``."""
+        Job = self.Job
+        condition = (Job.id == job_id) & (Job.status == RUNNING)
+        if worker_id is not None:
+            condition &= Job.worker_id == worker_id
+        if attempt is not None:
+            # retry_count is the fencing token: a reap bumps it, so a zombie's late ack matches nothing.
+            condition &= Job.retry_count == attempt - 1
+        return condition
+
+    def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
+        """Mark a running job completed; None if it is missing, not running, or held by someone else."""
+        now = self.now()
+        query = (
+            self.Job.update(status=COMPLETED, updated_at=now)
+            .where(self._held(job_id, worker_id, attempt))
+            .returning(self.Job)
+        )
+        return next(iter(query.execute()), None)
+
+    def fail(self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
+        """Record a failed attempt: back to pending after a back-off while retries are left, else failed."""
+        error = validate_error(error)
+        Job = self.Job
+        with self.db.atomic():
+            job = Job.select().where(self._held(job_id, worker_id, attempt)).for_update(self._for_update()).first()
+            if job is None:
+                return None
+            now = self.now()
+            self._record_error(job, error, now)
+            if job.retry_count < job.max_retries:
+                delay = backoff_delay(job.retry_count, job.retry_backoff, self.rng)
+                changes = self._requeue_changes(now, error, retry_count=job.retry_count + 1)
+                changes["run_at"] = now + timedelta(seconds=delay)
+            else:
+                changes = {"status": FAILED, "error": error, "updated_at": now}
+            query = Job.update(**changes).where(self._held(job_id, job.worker_id, job.attempt)).returning(Job)
+            return next(iter(query.execute()), None)
+
+    def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
+        """Give a running job back to the queue without counting a retry (a worker shutting down)."""
+        now = self.now()
+        changes = self._requeue_changes(now, None, retry_count=self.Job.retry_count)
+        changes.pop("error")
+        query = self.Job.update(**changes).where(self._held(job_id, worker_id, attempt)).returning(self.Job)
+        return next(iter(query.execute()), None)
+
+    @staticmethod
+    def _requeue_changes(now: datetime, error: str | None, *, retry_count) -> dict:
+        return {
+            "status": PENDING,
+            "retry_count": retry_count,
+            "error": error,
+            "worker_id": None,
+            "claimed_at": None,
+            "heartbeat_at": None,
+            "run_at": now,
+            "updated_at": now,
+        }
+
+    def _record_error(self, job: Job, error: str, now: datetime) -> None:
+        self.JobError.create(job_id=job.id, attempt=job.attempt, worker_id=job.worker_id, error=error, created_at=now)
+
+    def _for_update(self) -> str | None:
+        # SQLite has no row locks; its BEGIN IMMEDIATE already holds the write lock.
+        return None if isinstance(self.db, pw.SqliteDatabase) else "FOR UPDATE"
+
+    # --- operator actions -------------------------------------------------------------------------
+
+    def reap_stale(self, older_than: timedelta) -> int:
+        """Take back claims whose heartbeat (or claim, if none) is older than ``older_than``.
+
+        A job with retries left goes back to pending at once with retry_count + 1; one without becomes
+        failed, with an error naming the worker that lost it. Returns how many jobs were reaped.
+        """
+        if not isinstance(older_than, timedelta) or older_than.total_seconds() < 0:
+            raise ValidationError("older_than", "must be a non-negative timedelta")
+        Job = self.Job
+        with self.db.atomic():
+            now = self.now()
+            cutoff = now - older_than
+            last_sign = pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at)
+            stale = list(
+                Job.select()
+                .where((Job.status == RUNNING) & (last_sign < cutoff))
+                .order_by(Job.id)
+                .for_update(self._for_update())
+            )
+            for job in stale:
+                seen = job.heartbeat_at or job.claimed_at
+                error = (
+                    f"worker {job.worker_id} lost its claim: no heartbeat for "
+                    f"{(now - seen).total_seconds():.0f}s (stale after {older_than.total_seconds():.0f}s)"
+                )
+                self._record_error(job, error, now)
+                if job.retry_count < job.max_retries:
+                    changes = self._requeue_changes(now, error, retry_count=job.retry_count + 1)
+                else:
+                    changes = {"status": FAILED, "error": error + "; no retries left", "updated_at": now}
+                Job.update(**changes).where(self._held(job.id, job.worker_id, job.attempt)).execute()
+            return len(stale)
+
+    def retry(self, job_id: int) -> Job | None:
+        """Operator retry of a failed job: back to pending now, retry_count reset to 0, claim cleared.
+
+        The latest ``error`` and the attempt history stay, so the operator still sees why it failed.
+        None if the job is missing or not failed.
+        """
+        Job = self.Job
+        now = self.now()
+        changes = {
+            "status": PENDING,
+            "retry_count": 0,
+            "worker_id": None,
+            "claimed_at": None,
+            "heartbeat_at": None,
+            "run_at": now,
+            "updated_at": now,
+        }
+        query = Job.update(**changes).where((Job.id == job_id) & (Job.status == FAILED)).returning(Job)
+        return next(iter(query.execute()), None)
+
+    def prune(self, older_than: timedelta) -> int:
+        """Delete completed and failed jobs (and their error history) finished more than ``older_than`` ago."""
+        if not isinstance(older_than, timedelta) or older_than.total_seconds() < 0:
+            raise ValidationError("older_than", "must be a non-negative timedelta")
+        Job, JobError = self.Job, self.JobError
+        finished = (Job.status.in_([COMPLETED, FAILED])) & (Job.updated_at < self.now() - older_than)
+        with self.db.atomic():
+            JobError.delete().where(JobError.job_id.in_(Job.select(Job.id).where(finished))).execute()
+            return Job.delete().where(finished).execute()
+
+    # --- read model -------------------------------------------------------------------------------
+
+    def find_by_id(self, job_id: int) -> Job | None:
+        return self.Job.get_or_none(self.Job.id == job_id)
+
+    def find_by_idempotency_key(self, key: str) -> Job | None:
+        return self.Job.get_or_none(self.Job.idempotency_key == key)
+
+    def errors_for(self, job_id: int) -> list:
+        """Every failed attempt of a job, oldest first."""
+        JobError = self.JobError
+        return list(JobError.select().where(JobError.job_id == job_id).order_by(JobError.attempt, JobError.id))
+
+    def counts(self, *, type: str | None = None) -> dict[str, int]:
+        """Jobs per status (every status present, zero included)."""
+        Job = self.Job
+        query = Job.select(Job.status, pw.fn.COUNT(Job.id).alias("n")).group_by(Job.status)
+        if type is not None:
+            query = query.where(Job.type == type)
+        counts = {status.value: 0 for status in JobStatus}
+        for status, n in query.tuples():
+            counts[status] = n
+        return counts
+
+    def list(
+        self, status: str | None = None, type: str | None = None, *, limit: int = 100, after: int | None = None
+    ) -> list[Job]:
+        """Jobs in id order, ``limit`` at a time; pass the last id seen as ``after`` for the next page."""
+        Job = self.Job
+        query = Job.select().order_by(Job.id).limit(validate_limit(limit))
+        if status is not None:
+            query = query.where(Job.status == validate_status(status))
+        if type is not None:
+            query = query.where(Job.type == type)
+        if after is not None:
+            query = query.where(Job.id > after)
+        return list(query)
+
+    def window(self, status: str, *, type: str | None = None, limit: int = 200) -> list[Job]:
+        """The first ``limit`` jobs of one status in the order an operator reads them.
+
+        pending: claim order; running: oldest claim first (stale ones on top); completed and failed:
+        most recent first.
+        """
+        Job = self.Job
+        status = validate_status(status)
+        orders = {
+            PENDING: (Job.priority.desc(), Job.run_at, Job.id),
+            RUNNING: (Job.claimed_at, Job.id),
+            COMPLETED: (Job.updated_at.desc(), Job.id.desc()),
+            FAILED: (Job.updated_at.desc(), Job.id.desc()),
+        }
+        query = Job.select().where(Job.status == status).order_by(*orders[status]).limit(validate_limit(limit))
+        if type is not None:
+            query = query.where(Job.type == type)
+        return list(query)
+
+    def throughput(self, period: timedelta = timedelta(minutes=5)) -> dict[str, float]:
+        """Jobs completed and attempts failed per minute over the last ``period``."""
+        Job, JobError = self.Job, self.JobError
+        since = self.now() - period
+        completed = Job.select().where((Job.status == COMPLETED) & (Job.updated_at >= since)).count()
+        failed = JobError.select().where(JobError.created_at >= since).count()
+        minutes = period.total_seconds() / 60
+        return {"completed": completed / minutes, "failed": failed / minutes}
+
+
+# --- validation: bad input raises ValidationError naming the field, before anything is written ------
+
+
+def validate_type(value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError("type", "must be a non-empty string, e.g. 'send-invoice'")
+    if len(value) > MAX_TEXT_CHARS or not value.isprintable():
+        raise ValidationError("type", f"must be at most {MAX_TEXT_CHARS} printable characters")
+    return value
+
+
+def encode_payload(value) -> str:
+    if value is None:
+        value = {}
+    if not isinstance(value, dict):
+        raise ValidationError("payload", f"must be a JSON object, got {type(value).__name__}")
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise ValidationError("payload", f"must be JSON-serialisable: {exc}") from None
+
+
+def validate_max_retries(value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_RETRIES_LIMIT:
+        raise ValidationError("max_retries", f"must be an integer from 0 to {MAX_RETRIES_LIMIT}, got {value!r}")
+    return value
+
+
+def validate_idempotency_key(value) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS:
+        raise ValidationError("idempotency_key", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
+    return value
+
+
+def validate_retry_backoff(value) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValidationError("retry_backoff", "must be a non-negative number of seconds (0 retries at once)")
+    return float(value)
+
+
+def validate_aware(field: str, value) -> datetime:
+    if not isinstance(value, datetime):
+        raise ValidationError(field, "must be a datetime")
+    if value.tzinfo is None or value.utcoffset() is None:
+        raise ValidationError(field, "naive datetime; pass an aware one, e.g. datetime.now(UTC)")
+    return value.astimezone(UTC)
+
+
+def validate_worker_id(value) -> str:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS:
+        raise ValidationError("worker_id", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
+    return value
+
+
+def validate_error(value) -> str:
+    if not isinstance(value, str):
+        raise ValidationError("error", "must be a string")
+    if len(value) > MAX_ERROR_CHARS:
+        value = value[:MAX_ERROR_CHARS] + " ... (truncated)"
+    return value or "(no error message)"
+
+
+def validate_status(value) -> str:
+    try:
+        return JobStatus(value).value
+    except ValueError:
+        raise ValidationError("status", f"unknown status {value!r}; use one of {', '.join(JobStatus)}") from None
+
+
+def validate_limit(value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_LIST_LIMIT:
+        raise ValidationError("limit", f"must be an integer from 1 to {MAX_LIST_LIMIT}")
+    return value

@@ -1,0 +1,49 @@
+"""Shared fixtures: a fresh database per test (never the user's queue.db) and a clock tests control."""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from queue_core.db import open_database
+from queue_core.repository import JobRepository
+
+START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self, now: datetime = START):
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float = 0, **kwargs) -> datetime:
+        self.now += timedelta(seconds=seconds, **kwargs)
+        return self.now
+
+
+@pytest.fixture
+def db_url(tmp_path) -> str:
+    return f"sqlite:///{tmp_path / 'queue.db'}"
+
+
+@pytest.fixture
+def db(db_url):
+    database = open_database(db_url)
+    yield database
+    database.close()
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def repo(db, clock) -> JobRepository:
+    return JobRepository(db, clock=clock, rng=random.Random(1234))

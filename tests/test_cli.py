@@ -1,0 +1,90 @@
+"""The admin CLI, run as a user runs it: a real process, JSON out, one-line errors and exit 2."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def cli(db_url, tmp_path):
+    def run(*args, expect=0):
+        env = {**os.environ, "QUEUE_DB_URL": db_url, "PYTHONPATH": str(ROOT)}
+        out = subprocess.run(
+            [sys.executable, "-m", "queue_core", *args], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert out.returncode == expect, (out.stdout, out.stderr)
+        return out
+
+    return run
+
+
+def test_enqueue_show_list_stats(cli):
+    job = json.loads(cli("enqueue", "echo", "--payload", '{"msg": "hi"}', "--priority", "high").stdout)
+    assert job["type"] == "echo" and job["payload"] == {"msg": "hi"} and job["priority"] == 20
+    assert job["priority_label"] == "high" and job["status"] == "pending"
+
+    shown = json.loads(cli("show", str(job["id"])).stdout)
+    assert shown["id"] == job["id"] and shown["errors"] == []
+
+    table = cli("list", "--status", "pending").stdout.splitlines()
+    assert table[0].split()[:4] == ["ID", "TYPE", "PRIORITY", "STATUS"]
+    assert table[1].split()[:4] == [str(job["id"]), "echo", "high", "pending"]
+
+    stats = json.loads(cli("stats").stdout)
+    assert stats["counts"]["pending"] == 1
+
+
+def test_idempotent_enqueue_says_nothing_new(cli):
+    first = json.loads(cli("enqueue", "echo", "--idempotency-key", "k").stdout)
+    out = cli("enqueue", "echo", "--idempotency-key", "k")
+    assert json.loads(out.stdout)["id"] == first["id"]
+    assert "already exists" in out.stderr
+    assert len(cli("list", "--json").stdout.splitlines()) == 1
+
+
+def test_retry_and_reap(cli, db_url):
+    from queue_core.db import open_database
+    from queue_core.repository import JobRepository
+
+    repo = JobRepository(open_database(db_url))
+    job, _ = repo.create("t", max_retries=0)
+    repo.claim("w")
+    repo.fail(job.id, "boom")
+    assert json.loads(cli("retry", str(job.id)).stdout)["status"] == "pending"
+    err = cli("retry", str(job.id), expect=2).stderr
+    assert "only failed jobs" in err
+    repo.claim("w")
+    assert json.loads(cli("reap", "--older-than", "0").stdout) == {"reaped": 1}
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["enqueue", "echo", "--payload", "{not json"], "not valid JSON"),
+        (["enqueue", "echo", "--payload", "[1]"], "JSON object"),
+        (["enqueue", "echo", "--priority", "urgent"], "priority"),
+        (["enqueue", "echo", "--max-retries", "-1"], "max_retries"),
+        (["enqueue", ""], "type"),
+        (["show", "999"], "no job with id 999"),
+        (["show", "abc"], "invalid int value"),
+        (["reap", "--older-than", "-5"], "seconds"),
+        (["list", "--limit", "0"], "limit"),
+        (["frobnicate"], "invalid choice"),
+        (["--db", "mysql://x/y", "stats"], "unsupported database URL"),
+        (["stats", "--db", "mysql://x/y"], "unsupported database URL"),
+    ],
+)
+def test_bad_input_is_one_clear_line_and_exit_2(cli, args, message):
+    out = cli(*args, expect=2)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+    assert cli("list", "--json").stdout == ""  # nothing written

@@ -1,0 +1,62 @@
+"""Opening databases: URLs, SQLite settings, and the versioned schema."""
+
+from __future__ import annotations
+
+import pytest
+
+from queue_core.db import SCHEMA_VERSION, default_url, open_database, schema_version
+from queue_core.errors import DatabaseURLError
+from queue_core.repository import JobRepository
+
+
+def test_sqlite_settings(db):
+    pragma = lambda name: db.execute_sql(f"PRAGMA {name}").fetchone()[0]  # noqa: E731
+    assert pragma("journal_mode") == "wal"
+    assert pragma("busy_timeout") >= 5000
+    assert pragma("synchronous") == 1  # NORMAL
+
+
+def test_synchronous_full_on_request(tmp_path):
+    db = open_database(f"sqlite:///{tmp_path / 'q.db'}?synchronous=full")
+    assert db.execute_sql("PRAGMA synchronous").fetchone()[0] == 2
+    db.close()
+
+
+def test_schema_created_once_and_reopen_keeps_jobs(db_url):
+    db = open_database(db_url)
+    assert schema_version(db) == SCHEMA_VERSION
+    JobRepository(db).create("t", {"keep": True})
+    db.close()
+    db = open_database(db_url)
+    assert schema_version(db) == SCHEMA_VERSION
+    assert JobRepository(db).list()[0].payload == {"keep": True}
+    indexes = {row[0] for row in db.execute_sql("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"jobs_claim", "jobs_status_updated", "jobs_type_status"} <= indexes
+    db.close()
+
+
+def test_claim_query_uses_the_claim_index(repo, db):
+    plan = db.execute_sql(
+        "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE status = 'pending' AND run_at <= ? "
+        "ORDER BY priority DESC, run_at, id LIMIT 1",
+        ("2030-01-01",),
+    ).fetchall()
+    assert any("jobs_claim" in row[-1] for row in plan), plan
+    assert not any("TEMP B-TREE" in row[-1] for row in plan), plan
+
+
+@pytest.mark.parametrize(
+    "url", ["mysql://x/y", "sqlite://queue.db", "nonsense", "postgresql://localhost", "sqlite:///x.db?synchronous=off"]
+)
+def test_bad_urls_say_what_to_fix(url):
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(url)
+    message = str(info.value).lower()
+    assert any(hint in message for hint in ("sqlite:///", "postgresql://", "synchronous"))
+
+
+def test_default_url_from_environment(monkeypatch):
+    monkeypatch.delenv("QUEUE_DB_URL", raising=False)
+    assert default_url() == "sqlite:///queue.db"
+    monkeypatch.setenv("QUEUE_DB_URL", "sqlite:///elsewhere.db")
+    assert default_url() == "sqlite:///elsewhere.db"

@@ -1,0 +1,244 @@
+"""The guide's rules, one test (at least) each, through JobRepository."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from queue_core.errors import IdempotencyConflict
+from queue_core.repository import BACKOFF_CAP, DEFAULT_BACKOFF_BASE
+
+
+def test_lifecycle_pending_running_completed(repo, clock):
+    job, created = repo.create("send-invoice", {"invoice": 7})
+    assert created and job.status == "pending" and job.payload == {"invoice": 7}
+    assert job.created_at == job.run_at == clock.now
+
+    clock.advance(1)
+    claimed = repo.claim("w1")
+    assert (claimed.id, claimed.status, claimed.worker_id) == (job.id, "running", "w1")
+    assert claimed.claimed_at == clock.now and claimed.payload == {"invoice": 7}
+
+    clock.advance(1)
+    done = repo.complete(job.id, worker_id="w1")
+    assert done.status == "completed" and done.updated_at == clock.now
+    assert repo.find_by_id(job.id).status == "completed"
+    assert repo.claim("w1") is None
+
+
+def test_complete_and_fail_only_a_running_job(repo):
+    job, _ = repo.create("t")
+    assert repo.complete(job.id) is None
+    assert repo.fail(job.id, "x") is None
+    assert repo.complete(9999) is None
+    repo.claim("w1")
+    repo.complete(job.id)
+    assert repo.complete(job.id) is None
+    assert repo.fail(job.id, "late") is None
+    assert repo.find_by_id(job.id).status == "completed"
+
+
+def test_fail_requeues_with_retry_count_and_keeps_latest_error(repo, clock):
+    job, _ = repo.create("t", max_retries=2, retry_backoff=0)
+    repo.claim("w1")
+    failed = repo.fail(job.id, "first", worker_id="w1")
+    assert failed.status == "pending" and failed.retry_count == 1 and failed.error == "first"
+    assert failed.worker_id is None and failed.claimed_at is None
+    assert failed.run_at == clock.now  # retry_backoff=0: the guide's immediate retry
+
+    repo.claim("w2")
+    failed = repo.fail(job.id, "second", worker_id="w2")
+    assert failed.status == "pending" and failed.retry_count == 2 and failed.error == "second"
+
+    repo.claim("w3")
+    final = repo.fail(job.id, "third", worker_id="w3")
+    assert final.status == "failed" and final.retry_count == 2 and final.error == "third"
+    history = repo.errors_for(job.id)
+    assert [(e.attempt, e.worker_id, e.error) for e in history] == [
+        (1, "w1", "first"),
+        (2, "w2", "second"),
+        (3, "w3", "third"),
+    ]
+
+
+def test_max_retries_zero_fails_at_once(repo):
+    job, _ = repo.create("t", max_retries=0)
+    repo.claim("w1")
+    failed = repo.fail(job.id, "boom")
+    assert failed.status == "failed" and failed.retry_count == 0 and failed.error == "boom"
+
+
+def test_backoff_is_exponential_jittered_and_capped(repo, clock):
+    job, _ = repo.create("t", max_retries=30)
+    delays = []
+    for _ in range(15):
+        clock.advance(BACKOFF_CAP * 2)  # always due again
+        assert repo.claim("w1").id == job.id
+        failed = repo.fail(job.id, "again")
+        delays.append((failed.run_at - clock.now).total_seconds())
+    for retry_count, delay in enumerate(delays):
+        full = min(BACKOFF_CAP, DEFAULT_BACKOFF_BASE * 2**retry_count)
+        assert full / 2 <= delay <= full
+    assert delays[3] > delays[0] * 2  # grows
+    assert max(delays) <= BACKOFF_CAP
+    # not claimable before run_at
+    clock.advance(BACKOFF_CAP / 4)
+    assert repo.claim("w1") is None
+
+
+def test_delayed_job_waits_for_run_at(repo, clock):
+    job, _ = repo.create("t", run_at=clock.now + timedelta(seconds=30))
+    assert repo.claim("w1") is None
+    clock.advance(30)
+    assert repo.claim("w1").id == job.id
+
+
+def test_priority_order_then_fifo_within_a_tier(repo, clock):
+    ids = {}
+    for name, priority in [("low1", "low"), ("crit", "critical"), ("med1", 10), ("low2", 0), ("med2", "medium")]:
+        ids[name] = repo.create(name, priority=priority)[0].id
+        clock.advance(1)
+    order = [repo.claim("w").type for _ in range(5)]
+    assert order == ["crit", "med1", "med2", "low1", "low2"]
+    assert repo.claim("w") is None
+
+
+def test_same_time_falls_back_to_lowest_id(repo):
+    first, _ = repo.create("a")
+    second, _ = repo.create("b")
+    assert [repo.claim("w").id, repo.claim("w").id] == [first.id, second.id]
+
+
+def test_claim_limited_to_types(repo):
+    repo.create("unknown-type", priority="critical")
+    known, _ = repo.create("echo")
+    assert repo.claim("w", types=["echo"]).id == known.id
+    assert repo.claim("w", types=["echo"]) is None
+    assert repo.claim("w", types=[]) is None
+    assert repo.counts()["pending"] == 1
+
+
+def test_claim_many_takes_in_claim_order(repo, clock):
+    for priority in (0, 30, 10):
+        repo.create("t", priority=priority)
+    jobs = repo.claim_many("w", 2)
+    assert [j.priority for j in jobs] == [30, 10]
+    assert all(j.status == "running" for j in jobs)
+
+
+def test_idempotency_first_call_creates_second_returns_existing(repo):
+    job, created = repo.create("email", {"to": "a"}, idempotency_key="order-1")
+    again, created_again = repo.create("email", {"to": "a"}, idempotency_key="order-1")
+    assert created is True and created_again is False
+    assert again.id == job.id
+    assert repo.counts()["pending"] == 1
+
+
+def test_idempotency_key_with_other_content_is_a_conflict(repo):
+    job, _ = repo.create("email", {"to": "a"}, idempotency_key="order-1")
+    with pytest.raises(IdempotencyConflict) as info:
+        repo.create("email", {"to": "b"}, idempotency_key="order-1")
+    assert info.value.existing.id == job.id
+    with pytest.raises(IdempotencyConflict):
+        repo.create("sms", {"to": "a"}, idempotency_key="order-1")
+    assert repo.find_by_id(job.id).payload == {"to": "a"}
+    assert sum(repo.counts().values()) == 1
+
+
+def test_stale_claim_is_reaped_with_retry_count(repo, clock):
+    job, _ = repo.create("t")
+    repo.claim("w-dead")
+    clock.advance(60)
+    assert repo.reap_stale(timedelta(seconds=120)) == 0
+    clock.advance(61)
+    assert repo.reap_stale(timedelta(seconds=120)) == 1
+    reaped = repo.find_by_id(job.id)
+    assert reaped.status == "pending" and reaped.retry_count == 1 and reaped.worker_id is None
+    assert "w-dead" in reaped.error and reaped.run_at == clock.now
+    assert repo.errors_for(job.id)[0].worker_id == "w-dead"
+
+
+def test_heartbeat_keeps_a_long_job_from_being_reaped(repo, clock):
+    job, _ = repo.create("t")
+    repo.claim("w1")
+    for _ in range(5):
+        clock.advance(100)
+        assert repo.heartbeat([job.id], worker_id="w1") == [job.id]
+    assert repo.reap_stale(timedelta(seconds=120)) == 0
+    assert repo.heartbeat([job.id], worker_id="someone-else") == []
+    clock.advance(121)
+    assert repo.reap_stale(timedelta(seconds=120)) == 1
+
+
+def test_stale_claim_with_no_retries_left_is_failed_naming_the_worker(repo, clock):
+    job, _ = repo.create("t", max_retries=0)
+    repo.claim("w-lost")
+    clock.advance(300)
+    assert repo.reap_stale(timedelta(seconds=60)) == 1
+    failed = repo.find_by_id(job.id)
+    assert failed.status == "failed"
+    assert "w-lost" in failed.error and "no retries left" in failed.error
+
+
+def test_zombie_worker_cannot_complete_or_fail_the_new_claim(repo, clock):
+    job, _ = repo.create("t")
+    first = repo.claim("zombie")
+    clock.advance(600)
+    repo.reap_stale(timedelta(seconds=60))
+    second = repo.claim("healthy")
+    assert second.id == job.id
+    assert repo.complete(job.id, worker_id="zombie") is None
+    assert repo.fail(job.id, "late", worker_id="zombie") is None
+    # Same worker id, old attempt (e.g. another thread of the same process): fenced by attempt.
+    assert repo.complete(job.id, worker_id="healthy", attempt=first.attempt) is None
+    assert repo.find_by_id(job.id).status == "running"
+    assert repo.complete(job.id, worker_id="healthy", attempt=second.attempt).status == "completed"
+
+
+def test_release_returns_job_without_counting_a_retry(repo):
+    job, _ = repo.create("t")
+    repo.claim("w1")
+    released = repo.release(job.id, worker_id="w1")
+    assert released.status == "pending" and released.retry_count == 0 and released.worker_id is None
+    assert repo.release(job.id, worker_id="w1") is None
+
+
+def test_operator_retry_of_failed_job(repo, clock):
+    job, _ = repo.create("t", max_retries=0)
+    repo.claim("w1")
+    repo.fail(job.id, "boom")
+    assert repo.retry(9999) is None
+    clock.advance(5)
+    again = repo.retry(job.id)
+    assert again.status == "pending" and again.retry_count == 0 and again.run_at == clock.now
+    assert again.error == "boom" and len(repo.errors_for(job.id)) == 1
+    assert repo.retry(job.id) is None  # only failed jobs
+    assert repo.claim("w1").id == job.id
+
+
+def test_counts_list_window_and_throughput(repo, clock):
+    for i in range(5):
+        repo.create(f"t{i % 2}", priority=i)
+    repo.claim("w")  # priority 4
+    job = repo.claim("w")  # priority 3
+    repo.complete(job.id)
+    assert repo.counts() == {"pending": 3, "running": 1, "completed": 1, "failed": 0}
+    assert repo.counts(type="t0") == {"pending": 2, "running": 1, "completed": 0, "failed": 0}
+    page1 = repo.list(limit=2)
+    page2 = repo.list(limit=2, after=page1[-1].id)
+    assert [j.id for j in page1 + page2] == [1, 2, 3, 4]
+    assert [j.priority for j in repo.window("pending")] == [2, 1, 0]
+    assert [j.type for j in repo.window("pending", type="t1")] == ["t1"]
+    assert repo.throughput(timedelta(minutes=1)) == {"completed": 1.0, "failed": 0.0}
+
+
+def test_prune_deletes_only_old_finished_jobs(repo, clock):
+    old, _ = repo.create("t", max_retries=0)
+    repo.claim("w")
+    repo.fail(old.id, "x")
+    clock.advance(days=8)
+    repo.create("t")
+    assert repo.prune(timedelta(days=7)) == 1
+    assert repo.find_by_id(old.id) is None and repo.errors_for(old.id) == []
+    assert repo.counts()["pending"] == 1
