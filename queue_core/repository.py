@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 import peewee as pw
@@ -27,6 +27,24 @@ MAX_RETRIES_LIMIT = 1000
 MAX_ERROR_CHARS = 10_000
 MAX_TEXT_CHARS = 255
 MAX_LIST_LIMIT = 1000
+# Rows per INSERT in create_many: 11 bound values a row stays far below SQLite's 32,766 and
+# PostgreSQL's 65,535 parameters per statement, while one statement per 1000 rows costs next to nothing.
+CREATE_MANY_CHUNK = 1000
+# Every column a new job sets; the rest start NULL. Values are already in their stored form.
+INSERT_COLUMNS = (
+    "type",
+    "payload",
+    "priority",
+    "status",
+    "retry_count",
+    "max_retries",
+    "idempotency_key",
+    "run_at",
+    "retry_backoff",
+    "created_at",
+    "updated_at",
+)
+CREATE_FIELDS = ("type", "payload", "priority", "max_retries", "idempotency_key", "run_at", "retry_backoff")
 
 Clock = Callable[[], datetime]
 # Plain strings, not the enum: database drivers differ in how they send enum members.
@@ -75,7 +93,9 @@ class JobRepository:
         retry_backoff: float | None = None,
     ) -> tuple[Job, bool]:
         """Enqueue a job; with an idempotency key already used, return that job and ``created=False``."""
-        fields = self._validated_fields(type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff)
+        fields = self._validated_fields(
+            self.now(), type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff
+        )
         if idempotency_key is not None:
             existing = self.find_by_idempotency_key(idempotency_key)
             if existing is not None:
@@ -93,8 +113,102 @@ class JobRepository:
         job.payload = json.loads(fields["payload"])
         return job, True
 
-    def _validated_fields(self, type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff) -> dict:
+    def create_many(self, specs: Iterable[Mapping]) -> list[Job]:
+        """Enqueue many jobs in one transaction, all or nothing; the jobs come back in the order given.
+
+        Each spec is a mapping of ``create``'s keyword arguments (``type`` required). Every spec is
+        validated before anything is written: a bad one raises ``ValidationError`` naming it, e.g.
+        ``specs[3].priority``. A spec whose idempotency key is already used gets that job back, as with
+        ``create`` (``IdempotencyConflict`` if its type or payload differ, and then nothing is written);
+        a key given twice in one batch is an error.
+        """
         now = self.now()
+        rows = [self._validated_spec(index, spec, now) for index, spec in enumerate(specs)]
+        if not rows:
+            return []
+        _reject_repeated_keys(rows)
+        try:
+            return self._insert_many(rows)
+        except pw.IntegrityError:
+            # A concurrent create took one of our keys between our look-up and our insert (PostgreSQL;
+            # SQLite holds the write lock throughout). Nothing was written; once more sees that job.
+            return self._insert_many(rows)
+
+    def _validated_spec(self, index: int, spec, now: datetime) -> dict:
+        if not isinstance(spec, Mapping):
+            raise ValidationError(f"specs[{index}]", f"must be a mapping of create()'s arguments, not {spec!r}")
+        unknown = sorted(set(spec) - set(CREATE_FIELDS))
+        if unknown or "type" not in spec:
+            what = f"unknown field(s) {', '.join(map(str, unknown))}" if unknown else "type is missing"
+            raise ValidationError(f"specs[{index}]", f"{what}; a spec takes {', '.join(CREATE_FIELDS)}")
+        try:
+            return self._validated_fields(
+                now,
+                spec["type"],
+                spec.get("payload"),
+                spec.get("priority", 0),
+                spec.get("max_retries", DEFAULT_MAX_RETRIES),
+                spec.get("idempotency_key"),
+                spec.get("run_at"),
+                spec.get("retry_backoff"),
+            )
+        except ValidationError as exc:
+            raise ValidationError(f"specs[{index}].{exc.field}", exc.message) from None
+
+    def _insert_many(self, rows: list[dict]) -> list[Job]:
+        Job = self.Job
+        with self.db.atomic():
+            keys = [row["idempotency_key"] for row in rows if row["idempotency_key"] is not None]
+            existing = {}
+            for start in range(0, len(keys), CREATE_MANY_CHUNK):
+                chunk = keys[start : start + CREATE_MANY_CHUNK]
+                existing.update(
+                    (job.idempotency_key, job) for job in Job.select().where(Job.idempotency_key.in_(chunk))
+                )
+            jobs = [
+                self._same_job_or_conflict(existing[row["idempotency_key"]], row)
+                if row["idempotency_key"] in existing
+                else None
+                for row in rows
+            ]
+            new = [index for index, job in enumerate(jobs) if job is None]
+            for start in range(0, len(new), CREATE_MANY_CHUNK):
+                chunk = new[start : start + CREATE_MANY_CHUNK]
+                ids = self._insert_rows([rows[index] for index in chunk])
+                for index, job_id in zip(chunk, ids, strict=True):
+                    job = Job(id=job_id, **rows[index])
+                    job.payload = json.loads(rows[index]["payload"])
+                    jobs[index] = job
+        return jobs
+
+    def _insert_rows(self, rows: list[dict]) -> list[int]:
+        """One multi-row INSERT of validated rows; their new ids, in the rows' order.
+
+        Written as SQL rather than ``insert_many``: peewee spends ~50 µs a row building the statement,
+        which held batch enqueue to 17k jobs/s (tests/bench); this runs at well over 50k.
+        """
+        Job = self.Job
+        fields = [Job._meta.fields[name] for name in INSERT_COLUMNS]
+        columns = ", ".join(f'"{field.column_name}"' for field in fields)
+        row_sql = "(" + ", ".join([self.db.param] * len(fields)) + ")"
+        sql = f'INSERT INTO "{Job._meta.table_name}" ({columns}) VALUES {", ".join([row_sql] * len(rows))} RETURNING id'
+        params = []
+        stored_times = {}  # a batch shares one "now": convert each distinct time once
+        for row in rows:
+            for field in fields:
+                value = row[field.name]
+                if isinstance(value, datetime):
+                    if value not in stored_times:
+                        stored_times[value] = field.db_value(value)
+                    value = stored_times[value]
+                params.append(value)
+        # One statement numbers its rows in the order given, while we hold the write lock (SQLite) or
+        # draws them from the sequence row by row (PostgreSQL): ascending ids follow our order.
+        return sorted(job_id for (job_id,) in self.db.execute_sql(sql, params).fetchall())
+
+    def _validated_fields(
+        self, now, type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff
+    ) -> dict:
         return {
             "type": validate_type(type),
             "payload": encode_payload(payload),
@@ -104,6 +218,7 @@ class JobRepository:
             "run_at": now if run_at is None else validate_aware("run_at", run_at),
             "retry_backoff": validate_retry_backoff(retry_backoff),
             "status": PENDING,
+            "retry_count": 0,
             "created_at": now,
             "updated_at": now,
         }
@@ -364,6 +479,19 @@ class JobRepository:
 
 
 # --- validation: bad input raises ValidationError naming the field, before anything is written ------
+
+
+def _reject_repeated_keys(rows: list[dict]) -> None:
+    first_use = {}
+    for index, row in enumerate(rows):
+        key = row["idempotency_key"]
+        if key is None:
+            continue
+        if key in first_use:
+            raise ValidationError(
+                f"specs[{index}].idempotency_key", f"repeats the key of specs[{first_use[key]}]; one job per key"
+            )
+        first_use[key] = index
 
 
 def validate_type(value) -> str:
