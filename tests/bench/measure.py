@@ -1,0 +1,140 @@
+"""Timing, memory and process helpers shared by every scenario, and the tables the run prints."""
+
+from __future__ import annotations
+
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Result:
+    """One scenario: a value per round (jobs/s, or ms for latencies), plus whatever the rounds noticed."""
+
+    key: str
+    label: str
+    n: int
+    unit: str  # "jobs/s" | "ms" | "MB"
+    values: list[float] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    error: str | None = None  # set when the scenario could not run at all (e.g. a peer is not installed)
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.values) if self.values else None
+
+
+def repeat(rounds: int, one_round: Callable[[], float]) -> list[float]:
+    """Run ``one_round`` ``rounds`` times; each returns its own measured value (setup excluded by it)."""
+    return [one_round() for _ in range(rounds)]
+
+
+def rate(n: int, seconds: float) -> float:
+    return n / seconds if seconds > 0 else float("inf")
+
+
+class Stopwatch:
+    def __enter__(self):
+        self.start = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.seconds = time.perf_counter() - self.start
+
+
+def child_env(**extra: str) -> dict:
+    """Children import queue_core and tests.bench from this checkout, whatever the current directory."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
+
+
+def spawn(args: list[str], **extra_env: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, *args],
+        cwd=ROOT,
+        env=child_env(**extra_env),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def reap(process: subprocess.Popen, timeout: float = 120.0) -> tuple[int, float, str]:
+    """Wait for a child we spawned: (exit code, peak RSS in MB, its stderr).
+
+    ``os.wait4`` gives the peak RSS of exactly this child, which psutil cannot read once it has exited.
+    """
+    deadline = time.monotonic() + timeout
+    while True:
+        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+        if pid:
+            break
+        if time.monotonic() > deadline:
+            process.kill()
+            pid, status, usage = os.wait4(process.pid, 0)
+            break
+        time.sleep(0.002)
+    process.returncode = os.waitstatus_to_exitcode(status)
+    stderr = process.stderr.read() if process.stderr else ""
+    if process.stderr:
+        process.stderr.close()
+    return process.returncode, usage.ru_maxrss / 1024, stderr
+
+
+def self_peak_rss_mb() -> float:
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def machine_summary() -> str:
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory_gb = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return f"{os.cpu_count()} cores ({cpu}), {memory_gb:.0f} GB RAM, {platform.system()} {platform.release()}"
+
+
+def versions() -> str:
+    import sqlite3
+    from importlib import metadata
+
+    parts = [f"Python {platform.python_version()}", f"SQLite {sqlite3.sqlite_version}"]
+    for name in ("peewee", "psycopg", "huey", "procrastinate", "pgqueuer"):
+        try:
+            parts.append(f"{name} {metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            parts.append(f"{name} (not installed)")
+    return ", ".join(parts)
+
+
+def format_value(value: float | None, unit: str) -> str:
+    if value is None:
+        return "-"
+    if unit == "jobs/s":
+        return f"{value:,.0f} jobs/s"
+    return f"{value:,.1f} {unit}"
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(header, *rows, strict=True)]
+    lines = [
+        "| " + " | ".join(str(cell).ljust(width) for cell, width in zip(row, widths, strict=True)) + " |"
+        for row in [header, ["-" * w for w in widths], *rows]
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,200 @@
+"""The peers, measured like ours: Huey (SqliteHuey) on SQLite; procrastinate and pgqueuer on PostgreSQL.
+
+Enqueue runs in this process, one job per call. A drain starts the peer's own worker(s) in child
+processes on N waiting no-op jobs and times from the start of the first child until the queue is empty
+(Huey, which has no "exit when empty" mode) or until every child has exited (the others' drain modes).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+from .backends import create_database, drop_database
+from .measure import Result, Stopwatch, rate, reap, repeat, spawn
+from .scenarios import Context
+
+POLL = 0.002  # seconds between "is the queue empty yet" checks while a Huey consumer drains
+
+
+def _noted(result: Result, exc: Exception) -> Result:
+    result.error = f"{type(exc).__name__}: {exc}".splitlines()[0][:200]
+    return result
+
+
+# --- Huey -------------------------------------------------------------------------------------------
+
+
+def huey_enqueue(ctx: Context) -> Result:
+    result = ctx.result("huey.enqueue", "Huey (SqliteHuey): enqueue, one by one")
+    try:
+        from .huey_app import make_huey
+    except ImportError as exc:
+        return _noted(result, exc)
+    numbers = iter(range(10**6))
+
+    def one_round() -> float:
+        huey, noop = make_huey(str(ctx.workdir / f"huey-enqueue-{next(numbers)}.db"))
+        with Stopwatch() as watch:
+            for _ in range(ctx.n):
+                noop()
+        assert huey.pending_count() == ctx.n
+        huey.storage.close()
+        return rate(ctx.n, watch.seconds)
+
+    result.values = repeat(ctx.rounds, one_round)
+    return result
+
+
+def huey_drain(ctx: Context) -> Result:
+    result = ctx.result("huey.drain", "Huey: drain with its consumer (1 process, 1 worker thread)")
+    try:
+        from .huey_app import make_huey
+    except ImportError as exc:
+        return _noted(result, exc)
+    numbers = iter(range(10**6))
+    peak_rss = []
+
+    def one_round() -> float:
+        path = str(ctx.workdir / f"huey-drain-{next(numbers)}.db")
+        huey, noop = make_huey(path)
+        for _ in range(ctx.n):
+            noop()
+        args = ["-m", "huey.bin.huey_consumer", "tests.bench.huey_app.huey", "-w", "1", "-k", "thread", "-n", "-q"]
+        with Stopwatch() as watch:
+            consumer = spawn(args, BENCH_HUEY_DB=path)
+            while huey.pending_count():
+                if consumer.poll() is not None:
+                    raise RuntimeError(f"huey consumer exited early: {consumer.stderr.read()[-500:]}")
+                time.sleep(POLL)
+        consumer.send_signal(signal.SIGINT)  # graceful stop; the queue is already empty
+        _code, rss, _err = reap(consumer)
+        peak_rss.append(rss)
+        huey.storage.close()
+        return rate(ctx.n, watch.seconds)
+
+    result.values = repeat(ctx.rounds, one_round)
+    result.notes.append(f"consumer peak RSS {max(peak_rss):.0f} MB")
+    return result
+
+
+# --- PostgreSQL peers: one throwaway database each ----------------------------------------------------
+
+
+class PeerDatabase:
+    """A database for one peer for the whole run, emptied before each round."""
+
+    def __init__(self, peer: str, tables: str):
+        self.name = f"queue_core_bench_{peer}_{os.getpid()}"
+        self.url = create_database(self.name)
+        self.tables = tables
+
+    def empty(self) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            connection.execute(f"TRUNCATE {self.tables} RESTART IDENTITY CASCADE")
+
+    def count(self, sql: str) -> int:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as connection:
+            return connection.execute(sql).fetchone()[0]
+
+    def drop(self) -> None:
+        drop_database(self.name)
+
+
+def drain_with_children(ctx: Context, processes: int, args: list[str]) -> tuple[float, float]:
+    """Start ``processes`` children that each exit once the queue is empty: (seconds, peak RSS MB)."""
+    with Stopwatch() as watch:
+        children = [spawn(args) for _ in range(processes)]
+        outcomes = [reap(child, timeout=600) for child in children]
+    for code, _rss, stderr in outcomes:
+        if code != 0:
+            raise RuntimeError(f"worker exited with {code}: {stderr.strip()[-500:]}")
+    return watch.seconds, max(rss for _code, rss, _err in outcomes)
+
+
+def procrastinate_scenarios(ctx: Context, drain_processes: list[int]) -> list[Result]:
+    enqueue = ctx.result("procrastinate.enqueue", "procrastinate: defer, one by one")
+    drains = {
+        p: ctx.result(f"procrastinate.drain_{p}p", f"procrastinate: drain, {p} worker process(es)")
+        for p in drain_processes
+    }
+    try:
+        from .peer_workers import procrastinate_app
+
+        database = PeerDatabase("procrastinate", "procrastinate_jobs")
+        app, noop = procrastinate_app(database.url)
+        with app.open():
+            app.schema_manager.apply_schema()
+    except Exception as exc:
+        return [_noted(r, exc) for r in (enqueue, *drains.values())]
+    try:
+
+        def enqueue_round() -> float:
+            database.empty()
+            with app.open(), Stopwatch() as watch:
+                for _ in range(ctx.n):
+                    noop.defer()
+            return rate(ctx.n, watch.seconds)
+
+        def drain_round(processes: int) -> float:
+            database.empty()
+            with app.open():
+                noop.batch_defer(*[{}] * ctx.n)
+            seconds, rss = drain_with_children(
+                ctx, processes, ["-m", "tests.bench.peer_workers", "procrastinate", database.url]
+            )
+            done = database.count("SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'")
+            assert done == ctx.n, f"procrastinate finished {done} of {ctx.n}"
+            drains[processes].notes.append(f"peak RSS {rss:.0f} MB")
+            return rate(ctx.n, seconds)
+
+        enqueue.values = repeat(ctx.rounds, enqueue_round)
+        for processes, result in drains.items():
+            result.values = repeat(ctx.rounds, lambda p=processes: drain_round(p))
+    finally:
+        database.drop()
+    return [enqueue, *drains.values()]
+
+
+def pgqueuer_scenarios(ctx: Context, drain_processes: list[int]) -> list[Result]:
+    enqueue = ctx.result("pgqueuer.enqueue", "pgqueuer: enqueue, one by one")
+    batch = ctx.result("pgqueuer.enqueue_batch", "pgqueuer: enqueue, one batch")
+    drains = {
+        p: ctx.result(f"pgqueuer.drain_{p}p", f"pgqueuer: drain mode, {p} worker process(es)") for p in drain_processes
+    }
+    try:
+        from .peer_workers import pgqueuer_enqueue, pgqueuer_install
+
+        database = PeerDatabase("pgqueuer", "pgqueuer, pgqueuer_log, pgqueuer_statistics")
+        pgqueuer_install(database.url)
+    except Exception as exc:
+        return [_noted(r, exc) for r in (enqueue, batch, *drains.values())]
+    try:
+
+        def enqueue_round(batched: bool) -> float:
+            database.empty()
+            return rate(ctx.n, pgqueuer_enqueue(database.url, ctx.n, batched=batched))
+
+        def drain_round(processes: int) -> float:
+            database.empty()
+            pgqueuer_enqueue(database.url, ctx.n, batched=True)
+            seconds, rss = drain_with_children(
+                ctx, processes, ["-m", "tests.bench.peer_workers", "pgqueuer", database.url]
+            )
+            left = database.count("SELECT count(*) FROM pgqueuer")
+            assert left == 0, f"pgqueuer left {left} of {ctx.n} jobs"
+            drains[processes].notes.append(f"peak RSS {rss:.0f} MB")
+            return rate(ctx.n, seconds)
+
+        enqueue.values = repeat(ctx.rounds, lambda: enqueue_round(False))
+        batch.values = repeat(ctx.rounds, lambda: enqueue_round(True))
+        for processes, result in drains.items():
+            result.values = repeat(ctx.rounds, lambda p=processes: drain_round(p))
+    finally:
+        database.drop()
+    return [enqueue, batch, *drains.values()]

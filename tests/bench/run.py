@@ -1,0 +1,208 @@
+"""Run every scenario one after the other and print medians, ratios and the issue's targets.
+
+python -m tests.bench [--quick] [--backend sqlite|postgresql|all] [--only NAME] [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from . import peers, scenarios
+from .backends import PostgresBackend, SqliteBackend
+from .measure import Result, format_value, machine_summary, markdown_table, versions
+from .scenarios import Context
+
+FULL = {"n": 5000, "rounds": 5}
+QUICK = {"n": 500, "rounds": 3}
+
+
+def sqlite_plan(ctx: Context) -> list:
+    return [
+        scenarios.raw_insert,
+        scenarios.raw_drain,
+        scenarios.ours_create,
+        scenarios.ours_create_many,
+        scenarios.ours_drain_in_process,
+        peers.huey_enqueue,
+        peers.huey_drain,
+    ]
+
+
+def postgres_plan(ctx: Context) -> list:
+    drain_processes = [1, 4]
+    return [
+        scenarios.raw_insert,
+        scenarios.raw_drain,
+        scenarios.ours_create,
+        scenarios.ours_create_many,
+        scenarios.ours_drain_in_process,
+        lambda c: peers.procrastinate_scenarios(c, drain_processes),
+        lambda c: peers.pgqueuer_scenarios(c, drain_processes),
+    ]
+
+
+def run_backend(name: str, args, workdir: Path, sizes: dict) -> list[Result]:
+    try:
+        backend = (SqliteBackend if name == "sqlite" else PostgresBackend)(workdir)
+    except Exception as exc:  # e.g. no PostgreSQL server: say so in the table, run the rest
+        failed = Result(f"{name}.backend", f"{name}: cannot open the database", 0, "jobs/s")
+        failed.error = f"{type(exc).__name__}: {exc}".splitlines()[0]
+        return [failed]
+    ctx = Context(backend, sizes["n"], sizes["rounds"], workdir, args.quick)
+    plan = sqlite_plan(ctx) if name == "sqlite" else postgres_plan(ctx)
+    results = []
+    try:
+        for scenario in plan:
+            started = time.perf_counter()
+            produced = scenario(ctx)
+            produced = produced if isinstance(produced, list) else [produced]
+            produced = [r for r in produced if not args.only or args.only in r.key]
+            for result in produced:
+                report_progress(result, time.perf_counter() - started)
+            results.extend(produced)
+    finally:
+        backend.close()
+    return results
+
+
+def report_progress(result: Result, seconds: float) -> None:
+    shown = result.error or format_value(result.median, result.unit)
+    print(f"  {result.key:<34} {shown}  ({seconds:.1f}s)", file=sys.stderr, flush=True)
+
+
+# --- the tables -----------------------------------------------------------------------------------
+
+
+def reference_of(result: Result) -> str | None:
+    """The raw reference a scenario is compared with: same backend, same kind of work."""
+    backend, rest = result.key.split(".", 1)
+    if rest.startswith("raw."):
+        return None
+    if "drain" in rest:
+        return f"{backend}.raw.drain"
+    if "enqueue" in rest or "create" in rest:
+        return f"{backend}.raw.insert"
+    return None
+
+
+def ratio(results: dict[str, Result], numerator: str, denominator: str) -> float | None:
+    a, b = results.get(numerator), results.get(denominator)
+    if a is None or b is None or a.median is None or b.median is None or not b.median:
+        return None
+    return a.median / b.median
+
+
+def results_table(results: list[Result]) -> str:
+    by_key = {r.key: r for r in results}
+    rows = []
+    for r in results:
+        reference = reference_of(r)
+        vs_raw = ratio(by_key, r.key, reference) if reference else None
+        spread = f"{min(r.values):,.0f}–{max(r.values):,.0f}" if len(r.values) > 1 and r.unit == "jobs/s" else ""
+        if r.values and r.unit != "jobs/s":
+            spread = f"{min(r.values):,.1f}–{max(r.values):,.1f}" if len(r.values) > 1 else ""
+        rows.append(
+            [
+                r.label if not r.key.startswith("postgresql.") else f"[pg] {r.label}",
+                f"{r.n:,}" if r.n else "",
+                r.error or format_value(r.median, r.unit),
+                spread,
+                f"{vs_raw:.2f}" if vs_raw is not None else "",
+                "; ".join(r.notes),
+            ]
+        )
+    return markdown_table(["scenario", "N", "median", "min–max", "× raw", "notes"], rows)
+
+
+# (description, numerator key, denominator key or None for an absolute threshold, required value)
+TARGETS = [
+    ("SQLite drain, 1 worker process ≥ 2× Huey's drain", "sqlite.ours.worker_1p", "sqlite.huey.drain", 2.0),
+    ("SQLite drain, 1 worker process ≥ 50% of raw claim+complete", "sqlite.ours.worker_1p", "sqlite.raw.drain", 0.5),
+    ("single create ≥ 1.5× Huey's enqueue", "sqlite.ours.create", "sqlite.huey.enqueue", 1.5),
+    ("batch enqueue ≥ 50,000 jobs/s", "sqlite.ours.create_many", None, 50_000),
+    ("SQLite: 2 worker processes never slower than 1", "sqlite.ours.worker_2p", "sqlite.ours.worker_1p", 1.0),
+    ("SQLite: 4 worker processes never slower than 1", "sqlite.ours.worker_4p", "sqlite.ours.worker_1p", 1.0),
+    (
+        "PostgreSQL drain, 4 processes ≥ 3× procrastinate (4 processes)",
+        "postgresql.ours.worker_4p",
+        "postgresql.procrastinate.drain_4p",
+        3.0,
+    ),
+    (
+        "PostgreSQL drain, 4 processes ≥ 3× procrastinate (1 process)",
+        "postgresql.ours.worker_4p",
+        "postgresql.procrastinate.drain_1p",
+        3.0,
+    ),
+]
+# Upper bounds: (description, key, maximum)
+CEILINGS = [
+    ("console refresh with 1M jobs ≤ 30 ms (median)", "sqlite.console.refresh_1000000", 30.0),
+    ("console peak RSS ≤ 150 MB", "sqlite.console.rss", 150.0),
+    ("zero 'database is locked' errors (SQLite workers)", "sqlite.ours.locked_errors", 0.0),
+]
+
+
+def targets_table(results: list[Result]) -> str:
+    by_key = {r.key: r for r in results}
+    rows = []
+    for description, numerator, denominator, required in TARGETS:
+        if denominator is None:
+            value = by_key[numerator].median if numerator in by_key else None
+            shown = format_value(value, "jobs/s")
+        else:
+            value = ratio(by_key, numerator, denominator)
+            shown = f"{value:.2f}×" if value is not None else "-"
+        verdict = "not measured" if value is None else ("met" if value >= required else "MISSED")
+        rows.append([description, shown, verdict])
+    for description, key, maximum in CEILINGS:
+        value = by_key[key].median if key in by_key else None
+        shown = format_value(value, by_key[key].unit) if value is not None else "-"
+        verdict = "not measured" if value is None else ("met" if value <= maximum else "MISSED")
+        rows.append([description, shown, verdict])
+    return markdown_table(["target", "measured", "verdict"], rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="small N and 3 rounds: a smoke run (under 2 minutes)")
+    parser.add_argument("--backend", choices=["sqlite", "postgresql", "all"], default="all")
+    parser.add_argument("--only", metavar="NAME", help="keep only results whose key contains NAME (e.g. huey)")
+    parser.add_argument("--json", metavar="FILE", help="also write every round's value to FILE")
+    parser.add_argument("-n", type=int, help="jobs per round (default 5000; 500 with --quick)")
+    parser.add_argument("--rounds", type=int, help="rounds per scenario (default 5; 3 with --quick)")
+    args = parser.parse_args(argv)
+    sizes = dict(QUICK if args.quick else FULL)
+    sizes["n"] = args.n or sizes["n"]
+    sizes["rounds"] = args.rounds or sizes["rounds"]
+    backends = ["sqlite", "postgresql"] if args.backend == "all" else [args.backend]
+
+    started = time.perf_counter()
+    workdir = Path(tempfile.mkdtemp(prefix="queue-core-bench-"))
+    results: list[Result] = []
+    try:
+        for name in backends:
+            print(f"{name}: N={sizes['n']}, {sizes['rounds']} rounds", file=sys.stderr, flush=True)
+            results.extend(run_backend(name, args, workdir, sizes))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+    print(f"Machine: {machine_summary()}")
+    print(f"Versions: {versions()}")
+    print(
+        f"N = {sizes['n']:,} jobs per round, median of {sizes['rounds']} rounds; {time.strftime('%Y-%m-%d %H:%M %Z')}"
+    )
+    print()
+    print(results_table(results))
+    print()
+    print(targets_table(results))
+    print(f"\n(run took {time.perf_counter() - started:.0f}s)")
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.__dict__ | {"median": r.median} for r in results], indent=1))
+    return 0
