@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
-from .models import JobStatus
+from .models import JobStatus, Priority
 from .repository import DEFAULT_MAX_RETRIES, MAX_LIST_LIMIT, MAX_RETRIES_LIMIT, MAX_TEXT_CHARS
 
 # Ids, attempts and counts must fit the database's 64-bit integers; larger ones would not even reach a query.
@@ -32,8 +32,16 @@ class Body(BaseModel):
 class CreateJob(Body):
     type: StrictStr = Field(description="job type, e.g. 'send-invoice'", json_schema_extra={"minLength": 1})
     payload: dict[str, Any] | None = Field(default=None, description="any JSON object; default {}")
-    priority: StrictInt | StrictStr = Field(
-        default=0, description="low, medium, high, critical, or an integer (higher runs first)"
+    # Any: parse_priority owns what a priority may be; the schema below documents it.
+    priority: Any = Field(
+        default=0,
+        description="low, medium, high, critical, or a 32-bit integer (higher runs first)",
+        json_schema_extra={
+            "anyOf": [
+                {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1},
+                {"type": "string", "enum": [p.name.lower() for p in Priority]},
+            ]
+        },
     )
     max_retries: StrictInt = Field(
         default=DEFAULT_MAX_RETRIES, json_schema_extra={"minimum": 0, "maximum": MAX_RETRIES_LIMIT}
@@ -44,7 +52,7 @@ class CreateJob(Body):
         json_schema_extra={"maxLength": MAX_TEXT_CHARS},
     )
     run_at: datetime | None = Field(default=None, description="not claimable before this time (ISO 8601 with offset)")
-    retry_backoff: StrictFloat | StrictInt | None = Field(
+    retry_backoff: StrictFloat | None = Field(
         default=None, description="base back-off in seconds between retries; 0 retries at once"
     )
 
@@ -75,7 +83,7 @@ class Heartbeat(Body):
 
 
 class Reap(Body):
-    older_than_seconds: StrictFloat | StrictInt = Field(
+    older_than_seconds: StrictFloat = Field(
         description="take back running jobs whose heartbeat (or claim) is older than this",
         json_schema_extra={"minimum": 0},
     )
