@@ -24,6 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
+from starlette.routing import Match
 
 from . import problems
 from .api_models import (
@@ -199,13 +200,26 @@ def on_idempotency_conflict(request: Request, exc: IdempotencyConflict) -> Respo
 
 def on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    headers = exc.headers
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no route {request.url.path}; see /openapi.json for the API"
     elif exc.status_code == 405:
-        detail = f"{request.method} is not allowed on {request.url.path}; allowed: {exc.headers.get('Allow', '')}"
+        allowed = allowed_methods(request)
+        headers = {**(exc.headers or {}), "Allow": allowed}
+        detail = f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}"
     elif exc.status_code == 400:
         detail = f"the body could not be parsed ({detail.lower()}); send a JSON object"
-    return problem_response(exc.status_code, detail, headers=exc.headers)
+    return problem_response(exc.status_code, detail, headers=headers)
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path: Starlette's own Allow names only the first route's."""
+    methods = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match != Match.NONE and getattr(route, "methods", None):
+            methods |= route.methods
+    return ", ".join(sorted(methods))
 
 
 def on_database_unavailable(request: Request, exc: pw.DatabaseError) -> Response:
