@@ -363,11 +363,19 @@ def create_app(
 
     ack_docs = {200: {"model": JobOut, "description": "the job after the change"}, **NOT_FOUND, **NOT_HELD}
 
-    @app.post("/jobs/{job_id:int}/complete", response_model=None, responses=ack_docs, summary="Complete a running job")
-    def complete_job(job_id: JobIdPath, body: Ack | None = None) -> Response:
-        body = body or Ack()
-        job = repo.complete(job_id, worker_id=body.worker_id, attempt=body.attempt)
-        return not_finishable(repo, job_id, body, "complete") if job is None else job_response(job)
+    def ack_route(verb: str, transition, summary: str) -> None:
+        """complete and release: the same body, the same 404/409 when the transition matched nothing."""
+
+        @app.post(
+            f"/jobs/{{job_id:int}}/{verb}", name=f"{verb}_job", response_model=None, responses=ack_docs, summary=summary
+        )
+        def ack(job_id: JobIdPath, body: Ack | None = None) -> Response:
+            body = body or Ack()
+            job = transition(job_id, worker_id=body.worker_id, attempt=body.attempt)
+            return not_finishable(repo, job_id, body, verb) if job is None else job_response(job)
+
+    ack_route("complete", repo.complete, "Complete a running job")
+    ack_route("release", repo.release, "Give a running job back without counting a retry (a worker shutting down)")
 
     @app.post(
         "/jobs/{job_id:int}/fail",
@@ -378,17 +386,6 @@ def create_app(
     def fail_job(job_id: JobIdPath, body: FailJob) -> Response:
         job = repo.fail(job_id, body.error, worker_id=body.worker_id, attempt=body.attempt)
         return not_finishable(repo, job_id, body, "fail") if job is None else job_response(job)
-
-    @app.post(
-        "/jobs/{job_id:int}/release",
-        response_model=None,
-        responses=ack_docs,
-        summary="Give a running job back without counting a retry (a worker shutting down)",
-    )
-    def release_job(job_id: JobIdPath, body: Ack | None = None) -> Response:
-        body = body or Ack()
-        job = repo.release(job_id, worker_id=body.worker_id, attempt=body.attempt)
-        return not_finishable(repo, job_id, body, "release") if job is None else job_response(job)
 
     @app.post(
         "/jobs/{job_id:int}/retry",
