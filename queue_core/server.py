@@ -9,9 +9,7 @@ own connection.
 from __future__ import annotations
 
 import argparse
-import hmac
 import ipaddress
-import logging
 import math
 import os
 import sys
@@ -19,12 +17,9 @@ from datetime import timedelta
 from typing import Annotated
 
 import peewee as pw
-from fastapi import FastAPI, Header, Path, Query, Request
-from fastapi.exceptions import RequestValidationError
+from fastapi import FastAPI, Header, Path, Query
 from fastapi.openapi.utils import get_openapi
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Match
 
 from . import problems
 from .api_models import (
@@ -47,14 +42,12 @@ from .api_models import (
     Stats,
 )
 from .db import default_url, open_database
-from .errors import IdempotencyConflict, QueueError, ValidationError
-from .problems import problem_doc, problem_response
+from .errors import QueueError, ValidationError
+from .guard import RequestGuard
+from .problems import EXCEPTION_HANDLERS, problem_doc, problem_response
 from .repository import JobRepository
 
-logger = logging.getLogger("queue_core.server")
-
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
-PUBLIC_PATHS = frozenset({"/healthz"})
 EXIT_USAGE = 2
 
 JobIdPath = Annotated[int, Path(ge=1, le=INT64_MAX, description="the job's id")]
@@ -70,173 +63,6 @@ COMMON_ERRORS = {
 }
 NOT_FOUND = {404: problem_doc("no job with this id")}
 NOT_HELD = {409: problem_doc("the job is not running, or is held by another worker or attempt")}
-
-
-class RequestGuard:
-    """Outermost ASGI layer: bearer-token check, body-size limit, and the last-resort 500.
-
-    The body is read here, up to the limit, and replayed to the app, so an over-long body (declared
-    or streamed) is refused with 413 before anything parses it.
-    """
-
-    def __init__(self, app, *, token: str | None, max_body_bytes: int):
-        self.app = app
-        self.expected = f"Bearer {token}".encode() if token else None
-        self.max_body_bytes = max_body_bytes
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        started = False
-
-        async def tracking_send(message):
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            if self.expected is not None and scope["path"] not in PUBLIC_PATHS and not self.authorized(scope):
-                response = problem_response(
-                    401,
-                    "send the server's token as 'Authorization: Bearer <token>'",
-                    type=problems.UNAUTHORIZED,
-                    headers={"WWW-Authenticate": 'Bearer realm="queue-core"'},
-                )
-                return await response(scope, receive, send)
-            body = await self.read_body(scope, receive)
-            if body is None:
-                response = problem_response(
-                    413,
-                    f"the request body is larger than {self.max_body_bytes} bytes; send a smaller payload",
-                    type=problems.BODY_TOO_LARGE,
-                )
-                return await response(scope, receive, send)
-            await self.app(scope, replay(body, receive), tracking_send)
-        except Exception:
-            logger.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
-            if not started:
-                response = problem_response(
-                    500, "the server hit an unexpected error; it is logged", type=problems.INTERNAL
-                )
-                await response(scope, receive, send)
-
-    def authorized(self, scope) -> bool:
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                # Constant time, so a wrong token's timing says nothing about the right one.
-                return hmac.compare_digest(value, self.expected)
-        return False
-
-    async def read_body(self, scope, receive) -> bytes | None:
-        """The whole body, or None when it is over the limit."""
-        for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
-                return None
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_body_bytes:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
-        return b"".join(chunks)
-
-
-def replay(body: bytes, receive):
-    sent = False
-
-    async def receive_replayed():
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return receive_replayed
-
-
-# --- error translation -----------------------------------------------------------------------------
-
-
-def field_name(loc) -> str:
-    """('body', 'payload') -> 'payload'; ('query', 'limit') -> 'limit'."""
-    parts = [str(part) for part in loc]
-    if len(parts) > 1 and parts[0] in ("body", "query", "path", "header"):
-        parts = parts[1:]
-    return ".".join(parts)
-
-
-def on_request_validation_error(request: Request, exc: RequestValidationError) -> Response:
-    errors = exc.errors()
-    if any(error.get("type") == "json_invalid" for error in errors):
-        error = errors[0]
-        where = error.get("ctx", {}).get("error", "invalid JSON")
-        return problem_response(
-            400, f"the body is not valid JSON: {where} at position {error['loc'][-1]}", type=problems.MALFORMED_JSON
-        )
-    if any(tuple(error.get("loc", ())) == ("body",) and isinstance(error.get("input"), bytes) for error in errors):
-        return problem_response(415, "send the body as JSON with 'Content-Type: application/json'")
-    fields = [{"field": field_name(error.get("loc", ())), "message": error.get("msg", "invalid")} for error in errors]
-    detail = "; ".join(f"{f['field']}: {f['message']}" for f in fields)
-    return problem_response(422, detail, type=problems.VALIDATION, title="Invalid request", errors=fields)
-
-
-def on_validation_error(request: Request, exc: ValidationError) -> Response:
-    errors = [{"field": exc.field, "message": exc.message}]
-    return problem_response(422, str(exc), type=problems.VALIDATION, title="Invalid request", errors=errors)
-
-
-def on_idempotency_conflict(request: Request, exc: IdempotencyConflict) -> Response:
-    # 422, as the IETF Idempotency-Key draft says for a reused key with another payload.
-    return problem_response(
-        422, str(exc), type=problems.IDEMPOTENCY_CONFLICT, title="Idempotency key reused", job_id=exc.existing.id
-    )
-
-
-def on_http_error(request: Request, exc: StarletteHTTPException) -> Response:
-    detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
-    headers = exc.headers
-    if exc.status_code == 404 and detail == "Not Found":
-        detail = f"no route {request.url.path}; see /openapi.json for the API"
-    elif exc.status_code == 405:
-        allowed = allowed_methods(request)
-        headers = {**(exc.headers or {}), "Allow": allowed}
-        detail = f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}"
-    elif exc.status_code == 400:
-        detail = f"the body could not be parsed ({detail.lower()}); send a JSON object"
-    return problem_response(exc.status_code, detail, headers=headers)
-
-
-def allowed_methods(request: Request) -> str:
-    """Every method some route serves at this path: Starlette's own Allow names only the first route's."""
-    methods = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "GET"})
-        if match != Match.NONE and getattr(route, "methods", None):
-            methods |= route.methods
-    return ", ".join(sorted(methods))
-
-
-def on_database_unavailable(request: Request, exc: pw.DatabaseError) -> Response:
-    logger.warning("database error on %s %s: %s", request.method, request.url.path, exc)
-    return problem_response(
-        503,
-        "the database is unavailable or busy; retry shortly",
-        type=problems.UNAVAILABLE,
-        headers={"Retry-After": "1"},
-    )
-
-
-def on_data_error(request: Request, exc: pw.DataError) -> Response:
-    # e.g. a NUL character, which PostgreSQL refuses to store or compare.
-    return problem_response(
-        422, f"a value cannot be stored by the database: {str(exc).splitlines()[0]}", type=problems.VALIDATION
-    )
 
 
 def job_response(job, status: int = 200) -> JSONResponse:
@@ -297,15 +123,7 @@ def create_app(
         title="queue-core",
         version="1",
         summary="A persistent job queue: enqueue, claim, complete, fail.",
-        exception_handlers={
-            RequestValidationError: on_request_validation_error,
-            ValidationError: on_validation_error,
-            IdempotencyConflict: on_idempotency_conflict,
-            StarletteHTTPException: on_http_error,
-            pw.DataError: on_data_error,
-            pw.OperationalError: on_database_unavailable,
-            pw.InterfaceError: on_database_unavailable,
-        },
+        exception_handlers=EXCEPTION_HANDLERS,
         responses=COMMON_ERRORS,
     )
     app.state.repo = repo
