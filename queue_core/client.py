@@ -106,6 +106,10 @@ class HttpQueue:
     def __exit__(self, *exc) -> None:
         self.close()
 
+    def check(self) -> dict:
+        """Fail fast with a ``RemoteQueueError`` when the server is unreachable or refuses the token; returns /stats."""
+        return self._request("GET", "/stats", None).json()
+
     # --- the worker's methods ---------------------------------------------------------------------
 
     def create(

@@ -86,7 +86,10 @@ def test_a_wrong_token_is_a_remote_queue_error(repo):
         with pytest.raises(RemoteQueueError) as info:
             queue.claim("w")
         assert info.value.status == 401 and "token" in str(info.value)
+        with pytest.raises(RemoteQueueError):
+            queue.check()
     with HttpQueue("http://testserver", token="right", client=TestClient(app)) as queue:
+        assert queue.check()["counts"]["pending"] == 0
         assert queue.claim("w") is None
 
 
