@@ -228,6 +228,9 @@ class Worker:
             message=f"started worker={self.worker_id} concurrency={self.concurrency} "
             f"burst={burst} types={','.join(self.registry.names()) or '(none)'}",
         )
+        if burst:
+            # A dead worker's stale claims are work this burst should do, not a reason to keep waiting.
+            self._reap()
         for slot in range(self.concurrency):
             name = f"worker-{self.worker_id}-{slot}"
             session.threads.append(threading.Thread(target=self._claim_loop, args=(session, slot), name=name))
@@ -438,7 +441,7 @@ class Worker:
     # --- heartbeat and reaper ----------------------------------------------------------------------
 
     def _heartbeat_loop(self, session: _Session) -> None:
-        next_reap = time.monotonic()
+        next_reap = time.monotonic() + (self.reap_interval if session.burst else 0.0)  # a burst reaped at start
         try:
             while True:
                 if time.monotonic() >= next_reap and not session.stopping.is_set():
