@@ -95,7 +95,7 @@ def test_echo_logs_the_payload_with_the_job_id(repo, caplog):
 
 
 def test_fail_raises_the_payload_error_or_a_default():
-    with pytest.raises(DemoFailure, match="^card declined$"):
+    with pytest.raises(DemoFailure, match=r"^card declined$"):
         BUILTINS["fail"]({"error": "card declined"})
     with pytest.raises(DemoFailure, match="on purpose"):
         BUILTINS["fail"]({})
