@@ -359,60 +359,45 @@ class Worker:
                 return
             entry.acking = True
         try:
-            if error is None:
-                self._record_completed(entry, duration)
-            else:
-                self._record_failed(entry, duration, error)
+            self._record_outcome(entry, duration, error)
         finally:
             self._done(session, entry)
 
-    def _record_completed(self, entry: _Running, duration: float) -> None:
+    def _ack(self, action: str, entry: _Running, *args):
+        """``queue.complete/fail/release`` for the claim this worker holds, retried on database errors."""
+        method = getattr(self.queue, action)
         job = entry.job
-        result = self._retrying(
-            "complete", lambda: self.queue.complete(job.id, worker_id=self.worker_id, attempt=job.attempt)
-        )
-        if result is _GAVE_UP:
-            return
-        if result is None:
-            self._emit_lost(entry, duration, "completed")
-            return
-        with self._lock:
-            self._completed += 1
-        self._emit("completed", job, duration=duration)
+        return self._retrying(action, lambda: method(job.id, *args, worker_id=self.worker_id, attempt=job.attempt))
 
-    def _record_failed(self, entry: _Running, duration: float, error: str) -> None:
+    def _record_outcome(self, entry: _Running, duration: float, error: str | None) -> None:
         job = entry.job
-        result = self._retrying(
-            "fail", lambda: self.queue.fail(job.id, error, worker_id=self.worker_id, attempt=job.attempt)
-        )
+        result = self._ack("complete", entry) if error is None else self._ack("fail", entry, error)
         if result is _GAVE_UP:
             return
         if result is None:
-            self._emit_lost(entry, duration, f"failed ({error})")
+            if not entry.lost:  # the heartbeat has not said so already
+                outcome = "completed" if error is None else f"failed ({error})"
+                note = f"{outcome} but the claim was taken back (reaped); outcome discarded"
+                self._emit("lost", job, duration=duration, note=note)
             return
         with self._lock:
-            self._failed += 1
+            if error is None:
+                self._completed += 1
+            else:
+                self._failed += 1
+        if error is None:
+            self._emit("completed", job, duration=duration)
+            return
         if result.status == FAILED:
             note = f"no retries left after {job.attempt} attempts"
         else:
-            note = (
-                f"retry {result.retry_count}/{result.max_retries} at {result.run_at.isoformat(timespec='milliseconds')}"
-            )
+            retry_at = result.run_at.isoformat(timespec="milliseconds")
+            note = f"retry {result.retry_count}/{result.max_retries} at {retry_at}"
         self._emit("failed", job, duration=duration, error=error, note=note)
-
-    def _emit_lost(self, entry: _Running, duration: float, outcome: str) -> None:
-        self._emit(
-            "lost",
-            entry.job,
-            duration=duration,
-            note=f"{outcome} but the claim was taken back (reaped); outcome discarded",
-        )
 
     def _release(self, session: _Session, entry: _Running, reason: str) -> None:
         job = entry.job
-        result = self._retrying(
-            "release", lambda: self.queue.release(job.id, worker_id=self.worker_id, attempt=job.attempt)
-        )
+        result = self._ack("release", entry)
         if result is _GAVE_UP:
             return
         if result is None:
