@@ -377,7 +377,7 @@ class Worker:
         if result is None:
             if not entry.lost:  # the heartbeat has not said so already
                 outcome = "completed" if error is None else f"failed ({error})"
-                note = f"{outcome} but the claim was taken back (reaped); outcome discarded"
+                note = f"{outcome} but the claim was taken back (reaped, maybe claimed again); outcome discarded"
                 self._emit("lost", job, duration=duration, note=note)
             return
         with self._lock:
@@ -430,6 +430,8 @@ class Worker:
         try:
             while True:
                 if time.monotonic() >= next_reap and not session.stopping.is_set():
+                    # Beat first: on a loaded machine a late beat must not make our own live jobs look stale.
+                    self._beat(session)
                     self._reap()
                     next_reap = time.monotonic() + self.reap_interval
                 if session.heartbeat_stop.wait(self.heartbeat_interval):
