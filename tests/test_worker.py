@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from datetime import timedelta
@@ -290,7 +291,7 @@ def test_a_claim_taken_back_while_running_is_reported_lost_and_never_completed(
     go = threading.Event()
     handlers.register("t", lambda payload: go.wait(WAIT))
     job, _ = live_repo.create("t")
-    worker = make_worker(stale_after=3)  # beats every second; the reaper leaves the new claim alone
+    worker = make_worker(stale_after=6)  # beats every 2 s; its reaper leaves the new claim alone for 6 s
     worker.start()
     events.wait_for("claimed")
     # As if this worker had hung: the claim is reaped and taken by another worker.
@@ -344,5 +345,5 @@ def test_defaults(live_repo):
     worker = Worker(live_repo, poll_interval=8)
     assert worker.max_poll_interval == 8  # never below the poll interval
     assert worker.heartbeat_interval == 10 and worker.reap_interval == 150
-    assert worker.worker_id.endswith(f"-{__import__('os').getpid()}")
+    assert worker.worker_id.endswith(f"-{os.getpid()}")
     assert "echo" in worker.registry

@@ -135,7 +135,7 @@ def test_a_job_of_a_killed_worker_is_reaped_and_completed_by_another(live_repo, 
 
 
 def test_sigterm_during_a_job_lets_it_complete_and_exits_0(live_repo, start_worker):
-    job, _ = live_repo.create("sleep", {"seconds": 1}, priority="high")
+    job, _ = live_repo.create("sleep", {"seconds": 1.5}, priority="high")
     later, _ = live_repo.create("echo")
     worker = start_worker()
     wait_until(running_on(live_repo, job.id, "w1"), "the job to start")
