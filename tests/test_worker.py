@@ -347,3 +347,42 @@ def test_defaults(live_repo):
     assert worker.heartbeat_interval == 10 and worker.reap_interval == 150
     assert worker.worker_id.endswith(f"-{os.getpid()}")
     assert "echo" in worker.registry
+
+
+class FlakyAcks:
+    """A queue whose ``complete`` raises a database error the first ``failures`` times."""
+
+    def __init__(self, repo, failures):
+        self.repo = repo
+        self.failures = failures
+
+    def complete(self, job_id, **held):
+        if self.failures:
+            self.failures -= 1
+            raise pw.OperationalError("database is locked")
+        return self.repo.complete(job_id, **held)
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+
+@pytest.mark.parametrize("failures", [2, 10])
+def test_a_database_error_while_recording_an_outcome_is_retried_then_left_to_the_reaper(
+    live_repo, handlers, events, make_worker, monkeypatch, failures
+):
+    monkeypatch.setattr("queue_core.worker.ACK_RETRY_WAITS", (0.01, 0.01, 0.01))
+    handlers.register("t", lambda payload: None)
+    job, _ = live_repo.create("t")
+
+    make_worker(FlakyAcks(live_repo, failures)).run(burst=True)
+
+    errors = events.of("error")
+    assert all("during=complete" in e.message for e in errors)
+    if failures == 2:
+        assert len(errors) == 2 and errors[0].message.endswith("; retrying")
+        assert live_repo.find_by_id(job.id).status == "completed"
+    else:
+        # Four tries, then the job stays running: the reaper brings it back (at least once delivery).
+        assert len(errors) == 4 and not errors[-1].message.endswith("; retrying")
+        assert live_repo.find_by_id(job.id).status == "running"
+        assert "completed" not in events.kinds()
