@@ -68,3 +68,15 @@ class LiveServer:
                 self.process.kill()
                 self.process.wait()
         return self.process.stdout.read()
+
+
+def run_module(module: str, *args: str, cwd: Path = ROOT, **env: str) -> subprocess.CompletedProcess:
+    """``python -m module args`` to completion, with this checkout importable and ``env`` added."""
+    return subprocess.run(
+        [sys.executable, "-m", module, *args],
+        cwd=cwd,
+        env=child_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
 
 import httpx
 import pytest
-from live_server import ROOT, LiveServer, child_env, free_port
+from live_server import LiveServer, free_port, run_module
 
 from queue_core.client import HttpQueue, RemoteQueueError
 from queue_core.db import open_database
@@ -91,15 +89,8 @@ def test_token_from_the_environment_is_required(db_url):
             assert queue.claim("w") is None
 
 
-def run_server(*args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "queue_core.server", *args],
-        cwd=ROOT,
-        env=child_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def run_server(*args: str, **env: str):
+    return run_module("queue_core.server", *args, **env)
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.1", "example.com"])

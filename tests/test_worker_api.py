@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from live_server import LiveServer, child_env, free_port
+from live_server import LiveServer, free_port, run_module
 
 from queue_core.client import HttpQueue
 from queue_core.db import open_database
@@ -15,15 +12,8 @@ from queue_core.repository import JobRepository
 FAST = ["--poll-interval", "0.02", "--max-poll-interval", "0.1"]
 
 
-def run_worker(cwd, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "queue_core.worker", *args],
-        cwd=cwd,
-        env=child_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def run_worker(cwd, *args: str, **env: str):
+    return run_module("queue_core.worker", *args, cwd=cwd, **env)
 
 
 def test_a_burst_worker_over_the_api_drains_the_queue(db_url, tmp_path):
