@@ -13,13 +13,22 @@ from .models import JobStatus, priority_label
 from .repository import DEFAULT_MAX_RETRIES, JobRepository
 
 EXIT_USAGE = 2
+COMMANDS = ("enqueue", "list", "show", "stats", "retry", "reap", "prune")
 
 
 class CLIArgumentParser(argparse.ArgumentParser):
     """argparse that reports bad arguments as one line and exit code 2 (its default), without usage spam."""
 
     def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
+
+
+def one_line(message: str) -> str:
+    """The message with control characters escaped, so an error is always exactly one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
+MAX_SECONDS = 100 * 365 * 24 * 3600  # a century: more than any delay or retention anyone means
 
 
 def non_negative_seconds(text: str) -> float:
@@ -27,8 +36,15 @@ def non_negative_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds >= 0")
+    if not 0 <= value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds from 0 to {MAX_SECONDS}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    value = non_negative_seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds > 0")
     return value
 
 
@@ -147,7 +163,7 @@ def run(args, repo: JobRepository) -> int:
 
 
 def fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {one_line(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 

@@ -55,6 +55,14 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def cutoff_before(now: datetime, age: timedelta) -> datetime:
+    """``now - age``, clamped to the earliest representable time (nothing is older than that)."""
+    try:
+        return now - age
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
 def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> float:
     """Seconds to wait before retry number ``retry_count + 1``."""
     base = DEFAULT_BACKOFF_BASE if base is None else base
@@ -359,7 +367,7 @@ class JobRepository:
         Job = self.Job
         with self.db.atomic():
             now = self.now()
-            cutoff = now - older_than
+            cutoff = cutoff_before(now, older_than)
             last_sign = pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at)
             stale = list(
                 Job.select()
@@ -406,7 +414,7 @@ class JobRepository:
         if not isinstance(older_than, timedelta) or older_than.total_seconds() < 0:
             raise ValidationError("older_than", "must be a non-negative timedelta")
         Job, JobError = self.Job, self.JobError
-        finished = (Job.status.in_([COMPLETED, FAILED])) & (Job.updated_at < self.now() - older_than)
+        finished = (Job.status.in_([COMPLETED, FAILED])) & (Job.updated_at < cutoff_before(self.now(), older_than))
         with self.db.atomic():
             JobError.delete().where(JobError.job_id.in_(Job.select(Job.id).where(finished))).execute()
             return Job.delete().where(finished).execute()
@@ -540,7 +548,14 @@ def validate_aware(field: str, value) -> datetime:
         raise ValidationError(field, "must be a datetime")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(field, "naive datetime; pass an aware one, e.g. datetime.now(UTC)")
-    return value.astimezone(UTC)
+    try:
+        value = value.astimezone(UTC)
+    except OverflowError:
+        value = None
+    # Four-digit years only: SQLite compares times as fixed-width text, so year 5 would sort after 2026.
+    if value is None or value.year < 1000:
+        raise ValidationError(field, "must be between the years 1000 and 9999 in UTC")
+    return value
 
 
 def validate_worker_id(value) -> str:

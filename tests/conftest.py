@@ -3,28 +3,12 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
 
 import pytest
+from support import FakeClock
 
 from queue_core.db import open_database
 from queue_core.repository import JobRepository
-
-START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-
-
-class FakeClock:
-    """A clock that moves only when told to."""
-
-    def __init__(self, now: datetime = START):
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float = 0, **kwargs) -> datetime:
-        self.now += timedelta(seconds=seconds, **kwargs)
-        return self.now
 
 
 @pytest.fixture
@@ -47,3 +31,9 @@ def clock() -> FakeClock:
 @pytest.fixture
 def repo(db, clock) -> JobRepository:
     return JobRepository(db, clock=clock, rng=random.Random(1234))
+
+
+@pytest.fixture
+def live_repo(db) -> JobRepository:
+    """A repository on the real clock, for tests where real threads or processes share the database."""
+    return JobRepository(db)

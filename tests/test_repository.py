@@ -242,3 +242,12 @@ def test_prune_deletes_only_old_finished_jobs(repo, clock):
     assert repo.prune(timedelta(days=7)) == 1
     assert repo.find_by_id(old.id) is None and repo.errors_for(old.id) == []
     assert repo.counts()["pending"] == 1
+
+
+def test_huge_ages_mean_nothing_is_that_old(repo, clock):
+    job, _ = repo.create("t", max_retries=0)
+    repo.claim("w")
+    assert repo.reap_stale(timedelta.max) == 0
+    repo.fail(job.id, "x")
+    assert repo.prune(timedelta.max) == 0
+    assert repo.find_by_id(job.id).status == "failed"
