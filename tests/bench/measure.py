@@ -37,6 +37,14 @@ def repeat(rounds: int, one_round: Callable[[], float]) -> list[float]:
     return [one_round() for _ in range(rounds)]
 
 
+def note_peak_rss(result: Result, mb: float, what: str = "peak RSS") -> None:
+    """Keep one note per scenario: the highest peak RSS any round saw."""
+    previous = getattr(result, "_peak_rss", 0.0)
+    if mb > previous:
+        result._peak_rss = mb
+        result.notes = [n for n in result.notes if not n.startswith(what)] + [f"{what} {mb:.0f} MB"]
+
+
 def rate(n: int, seconds: float) -> float:
     return n / seconds if seconds > 0 else float("inf")
 

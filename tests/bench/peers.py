@@ -12,7 +12,7 @@ import signal
 import time
 
 from .backends import create_database, drop_database
-from .measure import Result, Stopwatch, rate, reap, repeat, spawn
+from .measure import Result, Stopwatch, note_peak_rss, rate, reap, repeat, spawn
 from .scenarios import Context
 
 POLL = 0.002  # seconds between "is the queue empty yet" checks while a Huey consumer drains
@@ -54,7 +54,6 @@ def huey_drain(ctx: Context) -> Result:
     except ImportError as exc:
         return _noted(result, exc)
     numbers = iter(range(10**6))
-    peak_rss = []
 
     def one_round() -> float:
         path = str(ctx.workdir / f"huey-drain-{next(numbers)}.db")
@@ -70,12 +69,11 @@ def huey_drain(ctx: Context) -> Result:
                 time.sleep(POLL)
         consumer.send_signal(signal.SIGINT)  # graceful stop; the queue is already empty
         _code, rss, _err = reap(consumer)
-        peak_rss.append(rss)
+        note_peak_rss(result, rss, "consumer peak RSS")
         huey.storage.close()
         return rate(ctx.n, watch.seconds)
 
     result.values = repeat(ctx.rounds, one_round)
-    result.notes.append(f"consumer peak RSS {max(peak_rss):.0f} MB")
     return result
 
 
@@ -150,7 +148,7 @@ def procrastinate_scenarios(ctx: Context, drain_processes: list[int]) -> list[Re
             )
             done = database.count("SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'")
             assert done == ctx.n, f"procrastinate finished {done} of {ctx.n}"
-            drains[processes].notes.append(f"peak RSS {rss:.0f} MB")
+            note_peak_rss(drains[processes], rss)
             return rate(ctx.n, seconds)
 
         enqueue.values = repeat(ctx.rounds, enqueue_round)
@@ -188,7 +186,7 @@ def pgqueuer_scenarios(ctx: Context, drain_processes: list[int]) -> list[Result]
             )
             left = database.count("SELECT count(*) FROM pgqueuer")
             assert left == 0, f"pgqueuer left {left} of {ctx.n} jobs"
-            drains[processes].notes.append(f"peak RSS {rss:.0f} MB")
+            note_peak_rss(drains[processes], rss)
             return rate(ctx.n, seconds)
 
         enqueue.values = repeat(ctx.rounds, lambda: enqueue_round(False))
