@@ -14,7 +14,20 @@ PG_SERVER = os.environ.get("BENCH_PG", "postgresql://postgres@127.0.0.1:5432")
 PG_DATABASE_PREFIX = "queue_core_bench"
 
 
-class SqliteBackend:
+class Backend:
+    name: str
+
+    def raw(self, url: str) -> RawQueue:
+        raise NotImplementedError
+
+    def fill(self, url: str, n: int) -> None:
+        """n pending no-op jobs, due now, written in one transaction (drain setup, never timed)."""
+        raw = self.raw(url)
+        raw.fill(n)
+        raw.connection.close()
+
+
+class SqliteBackend(Backend):
     name = "sqlite"
 
     def __init__(self, workdir: Path):
@@ -39,7 +52,7 @@ class SqliteBackend:
         pass
 
 
-class PostgresBackend:
+class PostgresBackend(Backend):
     """One throwaway database per run (``queue_core_bench_<pid>``), dropped at the end."""
 
     name = "postgresql"

@@ -13,7 +13,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import peers, scenarios
+from . import peers, scenarios, workers
 from .backends import PostgresBackend, SqliteBackend
 from .measure import Result, format_value, machine_summary, markdown_table, versions
 from .scenarios import Context
@@ -31,6 +31,8 @@ def sqlite_plan(ctx: Context) -> list:
         scenarios.ours_drain_in_process,
         peers.huey_enqueue,
         peers.huey_drain,
+        lambda c: workers.worker_drains(c, [1, 2, 4]),
+        lambda c: workers.pickup_latency(c, 3 if c.quick else 8),
     ]
 
 
@@ -44,6 +46,8 @@ def postgres_plan(ctx: Context) -> list:
         scenarios.ours_drain_in_process,
         lambda c: peers.procrastinate_scenarios(c, drain_processes),
         lambda c: peers.pgqueuer_scenarios(c, drain_processes),
+        lambda c: workers.worker_drains(c, [1, 2, 4]),
+        lambda c: workers.pickup_latency(c, 3 if c.quick else 8),
     ]
 
 
@@ -122,21 +126,21 @@ def results_table(results: list[Result]) -> str:
 
 # (description, numerator key, denominator key or None for an absolute threshold, required value)
 TARGETS = [
-    ("SQLite drain, 1 worker process ≥ 2× Huey's drain", "sqlite.ours.worker_1p", "sqlite.huey.drain", 2.0),
-    ("SQLite drain, 1 worker process ≥ 50% of raw claim+complete", "sqlite.ours.worker_1p", "sqlite.raw.drain", 0.5),
+    ("SQLite drain, 1 worker process ≥ 2× Huey's drain", "sqlite.ours.drain_1p", "sqlite.huey.drain", 2.0),
+    ("SQLite drain, 1 worker process ≥ 50% of raw claim+complete", "sqlite.ours.drain_1p", "sqlite.raw.drain", 0.5),
     ("single create ≥ 1.5× Huey's enqueue", "sqlite.ours.create", "sqlite.huey.enqueue", 1.5),
     ("batch enqueue ≥ 50,000 jobs/s", "sqlite.ours.create_many", None, 50_000),
-    ("SQLite: 2 worker processes never slower than 1", "sqlite.ours.worker_2p", "sqlite.ours.worker_1p", 1.0),
-    ("SQLite: 4 worker processes never slower than 1", "sqlite.ours.worker_4p", "sqlite.ours.worker_1p", 1.0),
+    ("SQLite: 2 worker processes never slower than 1", "sqlite.ours.drain_2p", "sqlite.ours.drain_1p", 1.0),
+    ("SQLite: 4 worker processes never slower than 1", "sqlite.ours.drain_4p", "sqlite.ours.drain_1p", 1.0),
     (
         "PostgreSQL drain, 4 processes ≥ 3× procrastinate (4 processes)",
-        "postgresql.ours.worker_4p",
+        "postgresql.ours.drain_4p",
         "postgresql.procrastinate.drain_4p",
         3.0,
     ),
     (
         "PostgreSQL drain, 4 processes ≥ 3× procrastinate (1 process)",
-        "postgresql.ours.worker_4p",
+        "postgresql.ours.drain_4p",
         "postgresql.procrastinate.drain_1p",
         3.0,
     ),

@@ -44,8 +44,9 @@ def raw_drain(ctx: Context) -> Result:
     result = ctx.result("raw.drain", "raw driver: claim (UPDATE ... RETURNING) + complete per job")
 
     def one_round() -> float:
-        raw = ctx.backend.raw(ctx.backend.fresh())
-        raw.fill(ctx.n)
+        url = ctx.backend.fresh()
+        ctx.backend.fill(url, ctx.n)
+        raw = ctx.backend.raw(url)
         with Stopwatch() as watch:
             while raw.claim_and_complete_one("raw"):
                 pass
@@ -94,7 +95,7 @@ def ours_drain_in_process(ctx: Context) -> Result:
 
     def one_round() -> float:
         url = ctx.backend.fresh()
-        ctx.backend.raw(url).fill(ctx.n)
+        ctx.backend.fill(url, ctx.n)
         db = open_database(url)
         repo = JobRepository(db)
         done = 0

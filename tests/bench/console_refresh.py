@@ -1,0 +1,116 @@
+"""The console's refresh (``console.snapshot.load_snapshot``: counts + visible windows) on big databases.
+
+Databases of 10k, 100k and 1M jobs are written once with raw ``executemany`` into a cache folder
+(``$BENCH_CACHE`` or ``~/.cache/queue-core-bench``) and reused by later runs; refreshes only read them.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sqlite3
+import statistics
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from queue_core.db import SCHEMA_VERSION, open_database
+from queue_core.models import SQLITE_TIME_FORMAT
+from queue_core.repository import JobRepository
+
+from .measure import Result, reap, spawn
+
+CACHE = Path(os.environ.get("BENCH_CACHE") or Path.home() / ".cache" / "queue-core-bench")
+TYPES = [f"type-{i}" for i in range(12)]
+# A long-lived queue: mostly finished jobs, a backlog, a few running (some stale) and some failures.
+MIX = (("completed", 0.90), ("pending", 0.07), ("failed", 0.02), ("running", 0.01))
+STALE_AFTER = 300.0
+REFRESHES = 15
+
+
+def big_database(n: int) -> str:
+    """The URL of a cached SQLite database holding ``n`` jobs (built on first use, ~1 s per 100k)."""
+    CACHE.mkdir(parents=True, exist_ok=True)
+    path = CACHE / f"console-{n}-schema{SCHEMA_VERSION}.db"
+    url = f"sqlite:///{path}"
+    if path.exists():
+        return url
+    building = path.with_suffix(".building")
+    for leftover in CACHE.glob(building.name + "*"):
+        leftover.unlink()
+    open_database(f"sqlite:///{building}").close()  # queue_core's schema and indexes
+    connection = sqlite3.connect(building, isolation_level=None)
+    connection.execute("PRAGMA synchronous = OFF")  # a cache we can rebuild: no need to survive a crash
+    connection.execute("BEGIN")
+    connection.executemany(
+        "INSERT INTO jobs (type, payload, priority, status, retry_count, max_retries, claimed_at, worker_id,"
+        " error, created_at, updated_at, run_at, heartbeat_at) VALUES (?, ?, ?, ?, ?, 3, ?, ?, ?, ?, ?, ?, ?)",
+        _rows(n),
+    )
+    connection.execute("COMMIT")
+    connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    connection.close()
+    building.rename(path)
+    return url
+
+
+def _rows(n: int):
+    rng = random.Random(n)
+    start = datetime.now(UTC).replace(tzinfo=None) - timedelta(days=7)
+    statuses = [status for status, share in MIX for _ in range(int(share * 100))]
+    for i in range(n):
+        created = start + timedelta(seconds=i * 7 * 86400 / n)
+        status = statuses[i % len(statuses)]
+        stamp = created.strftime(SQLITE_TIME_FORMAT)
+        finished = (created + timedelta(seconds=rng.uniform(0.01, 5))).strftime(SQLITE_TIME_FORMAT)
+        claimed = stamp if status != "pending" else None
+        worker = f"host-{i % 8}" if status != "pending" else None
+        error = "ValueError: boom" if status == "failed" else None
+        heartbeat = finished if status == "running" and i % 3 else None
+        updated = finished if status in ("completed", "failed") else stamp
+        priority = rng.choice((0, 0, 0, 10, 20, 30))
+        yield (TYPES[i % len(TYPES)], f'{{"i":{i}}}', priority, status, 0, claimed, worker, error, stamp, updated,
+               stamp, heartbeat)  # fmt: skip
+
+
+def load_snapshot_function():
+    """The console's one-refresh read, or None while the console is not there."""
+    try:
+        from console.snapshot import load_snapshot
+    except ImportError:
+        return None
+    return load_snapshot
+
+
+def refresh_times(sizes: list[int]) -> list[Result]:
+    results = []
+    load_snapshot = load_snapshot_function()
+    for n in sizes:
+        result = Result(f"sqlite.console.refresh_{n}", f"console refresh (load_snapshot), {n:,} jobs", n, "ms")
+        results.append(result)
+        if load_snapshot is None:
+            result.error = "console.snapshot not found"
+            continue
+        db = open_database(big_database(n))
+        repo = JobRepository(db)
+        load_snapshot(repo, stale_after=STALE_AFTER)  # warm the page cache: we measure refreshes, not disk
+        for _ in range(REFRESHES):
+            start = time.perf_counter()
+            load_snapshot(repo, stale_after=STALE_AFTER)
+            result.values.append((time.perf_counter() - start) * 1000)
+        db.close()
+        result.notes.append(f"{REFRESHES} refreshes, p90 {statistics.quantiles(result.values, n=10)[-1]:.1f} ms")
+    return results
+
+
+def console_rss(n: int) -> Result:
+    """Peak RSS of the console app in a child process, showing a database of ``n`` jobs for a few refreshes."""
+    result = Result("sqlite.console.rss", f"console peak RSS, {n:,} jobs", n, "MB")
+    child = spawn(["-m", "tests.bench.console_probe", big_database(n)])
+    code, rss, stderr = reap(child, timeout=300)
+    if code != 0:
+        result.error = f"console probe failed: {stderr.strip().splitlines()[-1] if stderr.strip() else code}"
+    else:
+        result.values = [rss]
+        result.notes.append(stderr.strip().splitlines()[-1] if stderr.strip() else "")
+    return result
