@@ -16,6 +16,7 @@ import peewee as pw
 
 from .errors import IdempotencyConflict, ValidationError
 from .models import Job, JobStatus, bind_models, parse_priority
+from .prepared import Markers, PreparedStatement
 
 # Retry back-off: delay = min(CAP, base * 2**retry_count), then "equal jitter" (a random point in the
 # upper half) so that jobs failing together do not come back together. base is the job's
@@ -80,6 +81,7 @@ class JobRepository:
         models = bind_models(db)
         self.Job = models.Job
         self.JobError = models.JobError
+        self._statements: dict[tuple, PreparedStatement] = {}
 
     def now(self) -> datetime:
         now = self.clock()
@@ -249,29 +251,39 @@ class JobRepository:
         worker_id = validate_worker_id(worker_id)
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValidationError("n", "must be a positive integer")
-        Job = self.Job
-        now = self.now()
-        due = Job.select(Job.id).where((Job.status == PENDING) & (Job.run_at <= now))
         if types is not None:
             types = list(types)
             if not types:
                 return []
-            due = due.where(Job.type.in_(types))
-        due = due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(n)
-        query = (
-            Job.update(
-                status=RUNNING,
-                worker_id=worker_id,
-                claimed_at=now,
-                heartbeat_at=None,
-                updated_at=now,
+        Job = self.Job
+        values = {"worker_id": worker_id, "n": n, "now": self.now()}
+        values.update((f"type{i}", name) for i, name in enumerate(types or ()))
+
+        def build(m: Markers):
+            shape = None if types is None else [m.text(f"type{i}", Job.type) for i in range(len(types))]
+            return self._claim_statement(
+                m.text("worker_id", Job.worker_id), m.integer("n"), shape, m.time("now", Job.run_at)
             )
-            .where(Job.id.in_(due))
-            .returning(Job)
-        )
-        jobs = list(query.execute())
+
+        jobs = self._prepared(("claim", None if types is None else len(types)), build).execute(values)
         jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
         return jobs
+
+    def _claim_statement(self, worker_id: str, n: int, types: list[str] | None, now):
+        Job = self.Job
+        due = Job.select(Job.id).where((Job.status == PENDING) & (Job.run_at <= now))
+        if types is not None:
+            due = due.where(Job.type.in_(types))
+        due = due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(n)
+        query = Job.update(status=RUNNING, worker_id=worker_id, claimed_at=now, heartbeat_at=None, updated_at=now)
+        return query.where(Job.id.in_(due)).returning(Job)
+
+    def _prepared(self, key, build) -> PreparedStatement:
+        """The statement for ``key``, built by peewee on first use and replayed after (queue_core.prepared)."""
+        statement = self._statements.get(key)
+        if statement is None:
+            statement = self._statements[key] = PreparedStatement(self.db, build)
+        return statement
 
     def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> list[int]:
         """Refresh the heartbeat of running jobs this worker holds; returns the ids it still holds."""
@@ -299,13 +311,20 @@ class JobRepository:
 
     def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
         """Mark a running job completed; None if it is missing, not running, or held by someone else."""
-        now = self.now()
-        query = (
-            self.Job.update(status=COMPLETED, updated_at=now)
-            .where(self._held(job_id, worker_id, attempt))
-            .returning(self.Job)
-        )
-        return next(iter(query.execute()), None)
+        Job = self.Job
+
+        def build(m: Markers):
+            # _held compares retry_count with attempt - 1: hand it a marker + 1 so the marker is what is bound.
+            holder = m.text("worker_id", Job.worker_id) if worker_id is not None else None
+            held_at = m.integer("retry_count", Job.retry_count) + 1 if attempt is not None else None
+            changes = {"status": COMPLETED, "updated_at": m.time("now", Job.updated_at)}
+            return Job.update(**changes).where(self._held(m.integer("job_id", Job.id), holder, held_at)).returning(Job)
+
+        values = {"job_id": job_id, "worker_id": worker_id, "now": self.now()}
+        if attempt is not None:
+            values["retry_count"] = attempt - 1
+        statement = self._prepared(("complete", worker_id is not None, attempt is not None), build)
+        return next(iter(statement.execute(values)), None)
 
     def fail(self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
         """Record a failed attempt: back to pending after a back-off while retries are left, else failed."""
