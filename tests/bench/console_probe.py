@@ -7,6 +7,7 @@ RSS of this process. Prints one line on stderr saying what it ran.
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 
 from queue_core.db import open_database
 from queue_core.repository import JobRepository
@@ -18,7 +19,7 @@ def main(url: str) -> None:
 
     repo = JobRepository(open_database(url))
     for _ in range(5):
-        load_snapshot(repo, stale_after=300.0)
+        load_snapshot(repo, stale_after=timedelta(seconds=300))
     print("textual imported, 5 load_snapshot refreshes (app not started)", file=sys.stderr)
 
 

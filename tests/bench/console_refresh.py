@@ -24,7 +24,7 @@ CACHE = Path(os.environ.get("BENCH_CACHE") or Path.home() / ".cache" / "queue-co
 TYPES = [f"type-{i}" for i in range(12)]
 # A long-lived queue: mostly finished jobs, a backlog, a few running (some stale) and some failures.
 MIX = (("completed", 0.90), ("pending", 0.07), ("failed", 0.02), ("running", 0.01))
-STALE_AFTER = 300.0
+STALE_AFTER = timedelta(seconds=300)
 REFRESHES = 15
 
 

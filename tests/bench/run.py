@@ -13,13 +13,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import peers, scenarios, workers
+from . import console_refresh, peers, scenarios, workers
 from .backends import PostgresBackend, SqliteBackend
 from .measure import Result, format_value, machine_summary, markdown_table, versions
 from .scenarios import Context
 
-FULL = {"n": 5000, "rounds": 5}
-QUICK = {"n": 500, "rounds": 3}
+# Jobs per round and rounds, per backend. PostgreSQL commits wait for an fsync here (~1-3 ms), so its
+# peers drain at a few hundred jobs/s: a smaller N keeps the full run near ten minutes.
+FULL = {"sqlite": {"n": 5000, "rounds": 5}, "postgresql": {"n": 2000, "rounds": 3}}
+QUICK = {"sqlite": {"n": 300, "rounds": 2}, "postgresql": {"n": 300, "rounds": 2}}
 
 
 def sqlite_plan(ctx: Context) -> list:
@@ -32,12 +34,15 @@ def sqlite_plan(ctx: Context) -> list:
         peers.huey_enqueue,
         peers.huey_drain,
         lambda c: workers.worker_drains(c, [1, 2, 4]),
-        lambda c: workers.pickup_latency(c, 3 if c.quick else 8),
+        lambda c: workers.pickup_latency(c, 2 if c.quick else 8),
+        lambda c: console_refresh.refresh_times([10_000] if c.quick else [10_000, 100_000, 1_000_000]),
+        lambda c: console_refresh.console_rss(10_000 if c.quick else 1_000_000),
     ]
 
 
 def postgres_plan(ctx: Context) -> list:
-    drain_processes = [1, 4]
+    # The peers drain at a few hundred jobs/s here: one process count each keeps --quick short.
+    drain_processes = [4] if ctx.quick else [1, 4]
     return [
         scenarios.raw_insert,
         scenarios.raw_drain,
@@ -47,7 +52,7 @@ def postgres_plan(ctx: Context) -> list:
         lambda c: peers.procrastinate_scenarios(c, drain_processes),
         lambda c: peers.pgqueuer_scenarios(c, drain_processes),
         lambda c: workers.worker_drains(c, [1, 2, 4]),
-        lambda c: workers.pickup_latency(c, 3 if c.quick else 8),
+        lambda c: workers.pickup_latency(c, 2 if c.quick else 8),
     ]
 
 
@@ -179,12 +184,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "all"], default="all")
     parser.add_argument("--only", metavar="NAME", help="keep only results whose key contains NAME (e.g. huey)")
     parser.add_argument("--json", metavar="FILE", help="also write every round's value to FILE")
-    parser.add_argument("-n", type=int, help="jobs per round (default 5000; 500 with --quick)")
-    parser.add_argument("--rounds", type=int, help="rounds per scenario (default 5; 3 with --quick)")
+    parser.add_argument("-n", type=int, help="jobs per round (default: SQLite 5000, PostgreSQL 2000; 300 with --quick)")
+    parser.add_argument(
+        "--rounds", type=int, help="rounds per scenario (default: SQLite 5, PostgreSQL 3; 2 with --quick)"
+    )
     args = parser.parse_args(argv)
-    sizes = dict(QUICK if args.quick else FULL)
-    sizes["n"] = args.n or sizes["n"]
-    sizes["rounds"] = args.rounds or sizes["rounds"]
+    sizes = {name: dict(size) for name, size in (QUICK if args.quick else FULL).items()}
+    for size in sizes.values():
+        size["n"] = args.n or size["n"]
+        size["rounds"] = args.rounds or size["rounds"]
     backends = ["sqlite", "postgresql"] if args.backend == "all" else [args.backend]
 
     started = time.perf_counter()
@@ -192,16 +200,17 @@ def main(argv: list[str] | None = None) -> int:
     results: list[Result] = []
     try:
         for name in backends:
-            print(f"{name}: N={sizes['n']}, {sizes['rounds']} rounds", file=sys.stderr, flush=True)
-            results.extend(run_backend(name, args, workdir, sizes))
+            print(f"{name}: N={sizes[name]['n']}, {sizes[name]['rounds']} rounds", file=sys.stderr, flush=True)
+            results.extend(run_backend(name, args, workdir, sizes[name]))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 
     print(f"Machine: {machine_summary()}")
     print(f"Versions: {versions()}")
-    print(
-        f"N = {sizes['n']:,} jobs per round, median of {sizes['rounds']} rounds; {time.strftime('%Y-%m-%d %H:%M %Z')}"
-    )
+    for name in backends:
+        print(f"{name}: N = {sizes[name]['n']:,} jobs per round, median of {sizes[name]['rounds']} rounds")
+    command = " ".join(["python -m tests.bench", *(sys.argv[1:] if argv is None else argv)])
+    print(f"Run at {time.strftime('%Y-%m-%d %H:%M %Z')}: {command}")
     print()
     print(results_table(results))
     print()
