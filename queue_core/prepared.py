@@ -91,7 +91,11 @@ class _RowReader:
             self.layout = (columns, fields)  # one assignment: threads share a repository
         jobs = []
         for row in cursor.fetchall():
-            data = {name: convert(value) for (name, convert), value in zip(fields, row, strict=True)}
+            # Every field of ours reads NULL as None, so only non-NULL values go through a converter.
+            data = {
+                name: value if value is None else convert(value)
+                for (name, convert), value in zip(fields, row, strict=True)
+            }
             job = self.model(__no_default__=1, **data)
             job._dirty.clear()
             jobs.append(job)
