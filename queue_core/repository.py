@@ -246,12 +246,7 @@ class JobRepository:
         with self.db.atomic():
             now = self.now()
             cutoff = now - older_than
-            stale = list(
-                Job.select()
-                .where(self._stale(cutoff))
-                .order_by(Job.id)
-                .for_update(self._for_update())
-            )
+            stale = list(Job.select().where(self._stale(cutoff)).order_by(Job.id).for_update(self._for_update()))
             for job in stale:
                 seen = job.heartbeat_at or job.claimed_at
                 error = (
