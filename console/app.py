@@ -41,6 +41,7 @@ from .widgets.worker_pane import WorkerPane
 DEFAULT_STALE_AFTER = 300.0  # seconds; the headless worker's default
 DEFAULT_REFRESH = 1.0
 DEFAULT_CONCURRENCY = 2
+MIN_TABLE_HEIGHT = 5  # border, header and two rows
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
 TABLES = (("pending", "Pending"), ("running", "Running"), ("failed", "Failed"))
 WRITE_FAILED = object()  # what ``QueueConsole.write`` returns when the database refused (already notified)
@@ -217,6 +218,20 @@ class QueueConsole(App):
             self.query_one(StatsBar).show(snapshot)
             for table in self.tables:
                 table.show(snapshot)
+            self.fit_tables()
+
+    def on_resize(self) -> None:
+        self.fit_tables()
+
+    def fit_tables(self) -> None:
+        """Share the height between the tables by need: a short table shrinks, a long one gets the rest."""
+        tables = self.tables
+        space = self.query_one("#tables").size.height
+        if not space:
+            return
+        heights = share_height(space, [table.wanted_height for table in tables], minimum=MIN_TABLE_HEIGHT)
+        for table, height in zip(tables, heights, strict=True):
+            table.styles.height = height
 
     # --- actions on jobs ---------------------------------------------------------------------------
 
@@ -441,6 +456,20 @@ class QueueConsole(App):
                 self._exit_after_stop = True
             return
         self.exit()
+
+
+def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:
+    """Water-filling: tables that need less than an even share get what they need, the rest share evenly."""
+    heights = [0] * len(wanted)
+    order = sorted(range(len(wanted)), key=lambda i: (wanted[i], -i))  # ties: the first table is "longest"
+    left = space
+    for position, index in enumerate(order):
+        fair = left // (len(wanted) - position)
+        heights[index] = max(minimum, min(wanted[index], fair))
+        left -= heights[index]
+    # Whatever is still free goes to the longest table (it can always use more lines).
+    heights[order[-1]] += max(0, left)
+    return heights
 
 
 def database_label(db: pw.Database) -> str:

@@ -39,6 +39,19 @@ class JobTable(DataTable):
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
             self.add_column(label or TIME_LABELS[self.status], key=key, width=width)
+        self.show_cursor = self.has_focus
+
+    # Only the focused table shows its cursor: the operator sees at once which job r, f and enter act on.
+    def on_focus(self) -> None:
+        self.show_cursor = True
+
+    def on_blur(self) -> None:
+        self.show_cursor = False
+
+    @property
+    def wanted_height(self) -> int:
+        """Lines to show every row: the border, the header and the rows (at least one, for "empty")."""
+        return 3 + max(1, self.row_count)
 
     @property
     def selected_job_id(self) -> int | None:

@@ -6,7 +6,7 @@ from textual.widgets import Static
 
 from ..snapshot import Snapshot
 
-STATUS_STYLES = {"pending": "cyan", "running": "green", "failed": "red", "completed": "blue"}
+STATUS_STYLES = {"pending": "cyan", "running": "yellow", "failed": "red", "completed": "green"}
 
 
 class StatsBar(Static):
