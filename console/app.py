@@ -300,12 +300,21 @@ class QueueConsole(App):
             return
         prompt = PromptScreen(
             f"Fail running job {job_id}",
-            "Counts as a failed attempt, as if its worker had failed it: back to pending while retries "
-            "are left, failed for good when none are. Why?",
+            f"{self.fail_outcome(job_id)} Why?",
             value="failed by the operator",
             id="fail-reason",
         )
         self.push_screen(prompt, partial(self._fail, job_id))
+
+    def fail_outcome(self, job_id: int) -> str:
+        """What failing this job will do, from the rows on screen (the repository decides at the time)."""
+        job = next((job for job in self.snapshot.rows["running"] if job.id == job_id), None) if self.snapshot else None
+        if job is None:
+            return "A failed attempt, as if its worker had failed it."
+        head = f"{job.type}, retries {job.retry_count}/{job.max_retries}: a failed attempt, as if its worker failed it"
+        if job.retry_count < job.max_retries:
+            return f"{head}; retries are left, so it goes back to pending."
+        return f"{head}; no retries are left, so it fails for good."
 
     def _fail(self, job_id: int, reason: str | None) -> None:
         if reason is None:

@@ -106,6 +106,7 @@ async def test_fail_a_running_job_with_a_reason(make_app, scene):
         job_id = table.selected_job_id
         await pilot.press("f")
         assert isinstance(app.screen, PromptScreen)
+        assert "retries 0/3" in app.screen.explanation and "goes back to pending" in app.screen.explanation
         await pilot.press("home", "shift+end", *"stuck on a lock", "enter")
         await settle(pilot)
         job = scene.find_by_id(job_id)
