@@ -9,23 +9,9 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from queue_core.repository import JobRepository
+from queue_core.repository import JobRepository, ManualClock
 
 SCENE_END = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # "now" in every screenshot
-
-
-class ManualClock:
-    """A clock that moves only when told to (screenshots and tests need times that never change)."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float = 0, **kwargs) -> datetime:
-        self.now += timedelta(seconds=seconds, **kwargs)
-        return self.now
 
 
 def seed_demo(repo: JobRepository, rng: random.Random | None = None) -> int:

@@ -38,6 +38,20 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+class ManualClock:
+    """A clock that moves only when told to: tests, demos and screenshots need times that never drift."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float = 0, **kwargs) -> datetime:
+        self.now += timedelta(seconds=seconds, **kwargs)
+        return self.now
+
+
 def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> float:
     """Seconds to wait before retry number ``retry_count + 1``."""
     base = DEFAULT_BACKOFF_BASE if base is None else base

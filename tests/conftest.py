@@ -3,28 +3,17 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
 from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.repository import JobRepository, ManualClock
 
 START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
-class FakeClock:
-    """A clock that moves only when told to."""
-
-    def __init__(self, now: datetime = START):
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float = 0, **kwargs) -> datetime:
-        self.now += timedelta(seconds=seconds, **kwargs)
-        return self.now
+FakeClock = ManualClock  # the name the tests know
 
 
 @pytest.fixture
@@ -41,7 +30,7 @@ def db(db_url):
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock()
+    return FakeClock(START)
 
 
 @pytest.fixture

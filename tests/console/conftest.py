@@ -5,6 +5,8 @@ from __future__ import annotations
 import random
 
 import pytest
+import pytest_asyncio
+from console_helpers import settle
 
 from console.app import QueueConsole
 from console.demo import SCENE_END, ManualClock, build_scene
@@ -32,3 +34,12 @@ def make_app(scene, scene_clock):
         return QueueConsole(scene, clock=scene_clock, **options)
 
     return make
+
+
+@pytest_asyncio.fixture
+async def pilot(make_app):
+    """The console on the scene at 120x40, first refresh on screen."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        yield pilot
