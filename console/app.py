@@ -92,6 +92,7 @@ class QueueConsole(App):
         refresh_interval: float | None = DEFAULT_REFRESH,
         start_worker: bool = False,
         worker_concurrency: int = DEFAULT_CONCURRENCY,
+        worker_shutdown_timeout: float | None = None,
         db_label: str | None = None,
         window: int = WINDOW,
     ) -> None:
@@ -105,6 +106,7 @@ class QueueConsole(App):
         self.refresh_interval = refresh_interval
         self.start_worker_at_launch = start_worker
         self.worker_concurrency = worker_concurrency
+        self.worker_shutdown_timeout = worker_shutdown_timeout  # None: the worker's own default
         self.db_label = db_label if db_label is not None else database_label(repo.db)
         self.window = window
         self.type_filter: str | None = None
@@ -413,11 +415,13 @@ class QueueConsole(App):
     def start_queue_worker(self) -> None:
         from queue_core.worker import Worker
 
+        options = {} if self.worker_shutdown_timeout is None else {"shutdown_timeout": self.worker_shutdown_timeout}
         worker = Worker(
             self.repo,
             concurrency=self.worker_concurrency,
             stale_after=self.stale_after.total_seconds(),
             on_event=self._on_worker_event,
+            **options,
         )
         self.queue_worker = worker
         self.worker_pane.set_state("running", worker)
@@ -510,6 +514,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="threads of the embedded worker (default 2)"
     )
     parser.add_argument(
+        "--shutdown-timeout",
+        type=positive_seconds,
+        default=None,
+        help="seconds a stopping worker lets running jobs finish before releasing them (default: the worker's)",
+    )
+    parser.add_argument(
         "--demo", action="store_true", help="seed a few dozen demo jobs and start the embedded worker to run them"
     )
     return parser
@@ -532,6 +542,7 @@ def main(argv: list[str] | None = None) -> None:
         refresh_interval=args.refresh,
         start_worker=args.worker or args.demo,
         worker_concurrency=args.concurrency,
+        worker_shutdown_timeout=args.shutdown_timeout,
         db_label=url,
     )
     try:
