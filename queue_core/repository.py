@@ -52,6 +52,14 @@ class ManualClock:
         return self.now
 
 
+def cutoff_before(now: datetime, age: timedelta) -> datetime:
+    """``now - age``, clamped to the earliest representable time (nothing is older than that)."""
+    try:
+        return now - age
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
 def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> float:
     """Seconds to wait before retry number ``retry_count + 1``."""
     base = DEFAULT_BACKOFF_BASE if base is None else base
@@ -259,7 +267,7 @@ class JobRepository:
         Job = self.Job
         with self.db.atomic():
             now = self.now()
-            cutoff = now - older_than
+            cutoff = cutoff_before(now, older_than)
             stale = list(Job.select().where(self._stale(cutoff)).order_by(Job.id).for_update(self._for_update()))
             for job in stale:
                 seen = job.heartbeat_at or job.claimed_at
@@ -305,7 +313,7 @@ class JobRepository:
         if not isinstance(older_than, timedelta) or older_than.total_seconds() < 0:
             raise ValidationError("older_than", "must be a non-negative timedelta")
         Job, JobError = self.Job, self.JobError
-        finished = (Job.status.in_([COMPLETED, FAILED])) & (Job.updated_at < self.now() - older_than)
+        finished = (Job.status.in_([COMPLETED, FAILED])) & (Job.updated_at < cutoff_before(self.now(), older_than))
         with self.db.atomic():
             JobError.delete().where(JobError.job_id.in_(Job.select(Job.id).where(finished))).execute()
             return Job.delete().where(finished).execute()
@@ -350,7 +358,7 @@ class JobRepository:
 
     def count_stale(self, older_than: timedelta, *, type: str | None = None) -> int:
         """How many running jobs ``reap_stale(older_than)`` would take back now."""
-        query = self.Job.select().where(self._stale(self.now() - older_than))
+        query = self.Job.select().where(self._stale(cutoff_before(self.now(), older_than)))
         if type is not None:
             query = query.where(self.Job.type == type)
         return query.count()

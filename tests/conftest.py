@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime
 
 import pytest
+from support import FakeClock
 
 from queue_core.db import open_database
-from queue_core.repository import JobRepository, ManualClock
-
-START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
-
-
-FakeClock = ManualClock  # the name the tests know
+from queue_core.repository import JobRepository
 
 
 @pytest.fixture
@@ -30,7 +25,7 @@ def db(db_url):
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock(START)
+    return FakeClock()
 
 
 @pytest.fixture

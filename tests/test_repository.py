@@ -282,3 +282,12 @@ def test_window_rows_skip_the_payload_and_cut_long_errors(repo):
     assert row.payload is None and row.error == "E" * ROW_ERROR_CHARS
     assert row.updated_at == repo.find_by_id(job.id).updated_at  # times come back as aware UTC
     assert [r.id for r in repo.window_rows("running")] == [r.id for r in repo.window("running")]
+
+
+def test_huge_ages_mean_nothing_is_that_old(repo, clock):
+    job, _ = repo.create("t", max_retries=0)
+    repo.claim("w")
+    assert repo.reap_stale(timedelta.max) == 0
+    repo.fail(job.id, "x")
+    assert repo.prune(timedelta.max) == 0
+    assert repo.find_by_id(job.id).status == "failed"
