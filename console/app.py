@@ -155,7 +155,8 @@ class QueueConsole(App):
         for binding in self.BINDINGS:
             key = binding.key_display or binding.key
             action = partial(self.run_action, binding.action)
-            yield SystemCommand(binding.description, f"{binding.tooltip} [{key}]", action)
+            # The help is markup: no brackets around the key.
+            yield SystemCommand(binding.description, f"{binding.tooltip} · key {key}", action)
 
     def _on_main_screen(self) -> None:
         """Table actions belong to the main screen: on a dialog, let the dialog have the key."""

@@ -178,3 +178,19 @@ async def test_help_lists_every_key_and_the_palette_has_every_action(pilot):
     titles = [command.title for command in app.get_system_commands(app.screen)]
     for binding in app.BINDINGS:
         assert titles.count(binding.description) == 1
+
+
+async def test_palette_runs_an_action_by_name(pilot, scene):
+    app = pilot.app
+    table = await focus_table(pilot, "failed")
+    job_id = table.selected_job_id
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*"Retry")
+    for _ in range(50):  # the palette searches in the background
+        await pilot.pause(0.02)
+        if app.screen.query("CommandList Option"):
+            break
+    await pilot.press("enter")
+    await settle(pilot)
+    assert scene.find_by_id(job_id).status == "pending"
