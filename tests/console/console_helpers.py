@@ -18,3 +18,18 @@ async def settle(pilot) -> None:
 def no_cursor_blink(app) -> None:
     for widget in app.screen.query(Input):
         widget.cursor_blink = False
+
+
+async def wait_for(pilot, condition, what: str, *, timeout: float = 30.0) -> None:
+    """Let the app run until ``condition()`` holds (threads do the work); fail with ``what`` if it never does."""
+    for _ in range(int(timeout / 0.05)):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"never happened: {what}")
+
+
+def log_text(app) -> str:
+    from textual.widgets import RichLog
+
+    return "\n".join(line.text for line in app.query_one("#worker-log", RichLog).lines)
