@@ -1,4 +1,4 @@
-"""The embedded worker: started with w, it runs pending jobs in this process; stopping or quitting leaves none running."""
+"""The embedded worker: w starts it, it runs pending jobs in this process; stopping or quitting leaves none running."""
 
 from __future__ import annotations
 
