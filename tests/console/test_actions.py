@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import peewee as pw
 import pytest
 from console_helpers import settle
 
+import console.app
 from console.screens.detail import JobDetailScreen
 from console.screens.enqueue import EnqueueScreen
 from console.screens.help import HelpScreen
@@ -194,3 +196,22 @@ async def test_palette_runs_an_action_by_name(pilot, scene):
     await pilot.press("enter")
     await settle(pilot)
     assert scene.find_by_id(job_id).status == "pending"
+
+
+async def test_database_trouble_is_a_notification_not_a_traceback(pilot, scene, monkeypatch):
+    app = pilot.app
+    table = await focus_table(pilot, "failed")
+    job_id = table.selected_job_id
+
+    def locked(*args, **kwargs):
+        raise pw.OperationalError("database is locked")
+
+    monkeypatch.setattr(app.repo, "retry", locked)
+    monkeypatch.setattr(console.app, "load_snapshot", locked)
+    await pilot.press("r")
+    await settle(pilot)
+    messages = notifications(app)
+    assert any("Could not retry: database is locked" in m for m in messages), messages
+    assert any("Cannot read the queue: OperationalError: database is locked" in m for m in messages), messages
+    assert app.is_running and scene.find_by_id(job_id).status == "failed"
+    assert str(job_id) in [row.key.value for row in table.ordered_rows]  # the last good data stays on screen
