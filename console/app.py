@@ -65,6 +65,13 @@ class QueueWorkerStopped(Message):
         self.then_exit = then_exit
 
 
+class TableStack(Vertical):
+    """The three tables; whenever its height changes (terminal, worker pane), the tables share it again."""
+
+    def on_resize(self) -> None:
+        self.app.fit_tables()
+
+
 class QueueConsole(App):
     CSS_PATH = "console.tcss"
     TITLE = "queue-core"
@@ -124,7 +131,7 @@ class QueueConsole(App):
     def compose(self) -> ComposeResult:
         yield Header()
         yield StatsBar("loading…", id="stats")
-        with Vertical(id="tables"):
+        with TableStack(id="tables"):
             for status, title in TABLES:
                 yield JobTable(status, title, id=status)
         yield WorkerPane(clock=self.repo.now, id="worker-pane")
@@ -222,9 +229,6 @@ class QueueConsole(App):
             for table in self.tables:
                 table.show(snapshot)
             self.fit_tables()
-
-    def on_resize(self) -> None:
-        self.fit_tables()
 
     def fit_tables(self) -> None:
         """Share the height between the tables by need: a short table shrinks, a long one gets the rest."""

@@ -84,7 +84,7 @@ class WorkerPane(Vertical):
 
     def log_event(self, event) -> None:
         style = KIND_STYLES.get(event.kind, "")
-        line = f"[dim]{time_of_day(self.clock())}[/] [{style}]{event.kind:<9}[/] {describe(event)}"
+        line = f"[dim]{time_of_day(self.clock())}[/] [{style}]{event.kind:<10}[/] {describe(event)}"
         self.query_one("#worker-log", RichLog).write(line)
 
 
