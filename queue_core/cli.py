@@ -36,6 +36,13 @@ def non_negative_seconds(text: str) -> float:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    value = non_negative_seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds > 0")
+    return value
+
+
 def json_object(text: str) -> dict:
     try:
         value = json.loads(text)
