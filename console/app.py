@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import inspect
 import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -25,7 +26,9 @@ from textual.widgets import Footer, Header
 
 from queue_core.db import default_url, open_database
 from queue_core.errors import QueueError
+from queue_core.handlers import registry as handler_registry
 from queue_core.repository import JobRepository
+from queue_core.worker import Worker
 
 from .demo import seed_demo
 from .formatting import time_of_day
@@ -38,7 +41,8 @@ from .widgets.job_table import JobTable
 from .widgets.stats_bar import StatsBar
 from .widgets.worker_pane import WorkerPane
 
-DEFAULT_STALE_AFTER = 300.0  # seconds; the headless worker's default
+# The headless worker's defaults, so the console and the workers agree on what "stale" means.
+DEFAULT_STALE_AFTER: float = inspect.signature(Worker).parameters["stale_after"].default
 DEFAULT_REFRESH = 1.0
 DEFAULT_CONCURRENCY = 2
 MIN_TABLE_HEIGHT = 5  # border, header and two rows
@@ -279,6 +283,8 @@ class QueueConsole(App):
         job, created = result
         if created:
             self.notify(f"Enqueued job {job.id}: {job.type}, {job.priority_label}.", title="Enqueued")
+            if self.queue_worker is not None and self.queue_worker.is_running:
+                self.queue_worker.wakeup()  # run it now, not at the next poll
         else:
             self.notify(
                 f"Not enqueued: key {job.idempotency_key!r} already belongs to job {job.id} ({job.status}).",
@@ -396,11 +402,7 @@ class QueueConsole(App):
 
     @staticmethod
     def handler_names() -> list[str]:
-        try:
-            from queue_core.handlers import registry
-        except ImportError:
-            return []
-        return registry.names()
+        return handler_registry.names()
 
     # --- the embedded worker -----------------------------------------------------------------------
 
@@ -411,15 +413,13 @@ class QueueConsole(App):
     def action_toggle_worker(self) -> None:
         self._on_main_screen()
         if self._stopping_worker:
-            self.notify("The worker is stopping: it lets its running jobs finish first.", severity="warning")
+            self.hurry_worker_stop()
         elif self.queue_worker is not None and self.queue_worker.is_running:
             self.stop_queue_worker()
         else:
             self.start_queue_worker()
 
     def start_queue_worker(self) -> None:
-        from queue_core.worker import Worker
-
         options = {} if self.worker_shutdown_timeout is None else {"shutdown_timeout": self.worker_shutdown_timeout}
         worker = Worker(
             self.repo,
@@ -444,8 +444,19 @@ class QueueConsole(App):
         self._exit_after_stop = self._exit_after_stop or then_exit
         self.worker_pane.set_state("stopping")
         running = self.queue_worker.stats.running
-        self.notify(f"Stopping the worker: {running} running job(s) may finish, the rest go back to pending.")
+        if running:
+            key = "q" if then_exit else "w"
+            self.notify(
+                f"Stopping the worker: {running} running job(s) get up to {self.queue_worker.shutdown_timeout:g} s "
+                f"to finish, then go back to pending. Press {key} again to release them now.",
+                title="Stopping",
+            )
         self._stop_in_thread()
+
+    def hurry_worker_stop(self) -> None:
+        """A second w or q while stopping: release the running jobs now instead of waiting for them."""
+        self.queue_worker.request_stop(0)
+        self.notify("Releasing the running jobs back to pending now.", title="Stopping")
 
     @work(thread=True, exit_on_error=False, group="queue-worker")
     def _stop_in_thread(self) -> None:
@@ -472,6 +483,7 @@ class QueueConsole(App):
                 self.stop_queue_worker(then_exit=True)
             else:
                 self._exit_after_stop = True
+                self.hurry_worker_stop()
             return
         self.exit()
 

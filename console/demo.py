@@ -25,7 +25,7 @@ def seed_demo(repo: JobRepository, rng: random.Random | None = None) -> int:
         repo.create("sleep", {"seconds": round(rng.uniform(0.5, 4.0), 1)}, priority=rng.choice(["low", "medium"]))
         count += 1
     for i in range(6):
-        repo.create("flaky", {"failures": 2, "seed": i}, max_retries=3, retry_backoff=1)
+        repo.create("flaky", {"p": 0.5, "n": i}, max_retries=3, retry_backoff=1)
         count += 1
     for i in range(4):
         repo.create("fail", {"error": f"card declined (demo #{i + 1})"}, max_retries=1, retry_backoff=1)

@@ -88,19 +88,23 @@ class WorkerPane(Vertical):
         self.query_one("#worker-log", RichLog).write(line)
 
 
+# Job events read better as "job 7 echo · attempt 1 · 0.01s"; the rest carry a note only the message has.
+JOB_EVENTS = ("claimed", "completed", "failed")
+
+
 def describe(event) -> str:
-    """One line for the log: the worker's own message, else what the event's fields say."""
-    if event.message:
+    """One line for the log: the common job events from their fields, the others in the worker's words."""
+    if event.kind not in JOB_EVENTS and event.message:
         return escape(event.message)
     parts = []
     if event.job_id is not None:
         parts.append(f"job {event.job_id}")
     if event.job_type:
-        parts.append(event.job_type)
+        parts[-1:] = [f"{parts[-1]} {event.job_type}"] if parts else [event.job_type]
     if event.attempt is not None:
         parts.append(f"attempt {event.attempt}")
     if event.duration is not None:
-        parts.append(f"in {event.duration:.2f}s")
+        parts.append(f"{event.duration:.2f}s")
     if event.error:
-        parts.append(f"— {event.error}")
-    return escape(" ".join(parts))
+        parts.append(event.error)
+    return escape(" · ".join(parts))

@@ -73,3 +73,19 @@ async def test_quit_never_leaves_a_job_running(db):
     # Too long to finish within the shutdown timeout: released, without counting a retry.
     assert (stored.status, stored.retry_count, stored.worker_id) == ("pending", 0, None)
     assert repo.counts()["running"] == 0
+
+
+async def test_a_second_q_releases_running_jobs_at_once(db):
+    repo = JobRepository(db)
+    job, _ = repo.create("sleep", {"seconds": 20})
+    app = console_on(repo)  # the worker's own shutdown timeout: 30 s, longer than this test waits
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: repo.find_by_id(job.id).status == "running", "the worker claims the sleep")
+        await pilot.press("q")
+        assert app.worker_pane.state == "stopping"
+        assert any("Press q again" in n.message for n in app._notifications)
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.queue_worker.is_running, "the second q releases it", timeout=10)
+    assert repo.find_by_id(job.id).status == "pending"
