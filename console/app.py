@@ -6,9 +6,7 @@ renders, so a slow refresh against a big database never blocks a key press.
 
 from __future__ import annotations
 
-import argparse
 import copy
-import inspect
 import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -28,23 +26,20 @@ from queue_core.db import default_url, open_database
 from queue_core.errors import QueueError
 from queue_core.handlers import registry as handler_registry
 from queue_core.repository import JobRepository
-from queue_core.worker import Worker
 
 from .demo import seed_demo
+from .embedded_worker import EmbeddedWorkerControls
 from .formatting import time_of_day
+from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, build_parser
 from .screens.detail import JobDetailScreen
 from .screens.enqueue import EnqueueScreen
 from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
 from .snapshot import WINDOW, Snapshot, load_snapshot
-from .widgets.job_table import JobTable
+from .widgets.job_table import JobTable, share_height
 from .widgets.stats_bar import StatsBar
 from .widgets.worker_pane import WorkerPane
 
-# The headless worker's defaults, so the console and the workers agree on what "stale" means.
-DEFAULT_STALE_AFTER: float = inspect.signature(Worker).parameters["stale_after"].default
-DEFAULT_REFRESH = 1.0
-DEFAULT_CONCURRENCY = 2
 MIN_TABLE_HEIGHT = 5  # border, header and two rows
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
 TABLES = (("pending", "Pending"), ("running", "Running"), ("failed", "Failed"))
@@ -63,12 +58,6 @@ class RefreshFailed(Message):
         self.error = error
 
 
-class QueueWorkerStopped(Message):
-    def __init__(self, then_exit: bool) -> None:
-        super().__init__()
-        self.then_exit = then_exit
-
-
 class TableStack(Vertical):
     """The three tables; whenever its height changes (terminal, worker pane), the tables share it again."""
 
@@ -76,7 +65,7 @@ class TableStack(Vertical):
         self.app.fit_tables()
 
 
-class QueueConsole(App):
+class QueueConsole(EmbeddedWorkerControls, App):
     CSS_PATH = "console.tcss"
     TITLE = "queue-core"
     BINDINGS: ClassVar[list[Binding]] = [
@@ -122,13 +111,10 @@ class QueueConsole(App):
         self.window = window
         self.type_filter: str | None = None
         self.snapshot: Snapshot | None = None
-        self.queue_worker = None
         self._loading = False
         self._reload = False
         self._soon_timer = None
         self._last_refresh_error: str | None = None
-        self._stopping_worker = False
-        self._exit_after_stop = False
 
     # --- layout ------------------------------------------------------------------------------------
 
@@ -404,142 +390,9 @@ class QueueConsole(App):
     def handler_names() -> list[str]:
         return handler_registry.names()
 
-    # --- the embedded worker -----------------------------------------------------------------------
-
-    @property
-    def worker_pane(self) -> WorkerPane:
-        return self.query_one(WorkerPane)
-
-    def action_toggle_worker(self) -> None:
-        self._on_main_screen()
-        if self._stopping_worker:
-            self.hurry_worker_stop()
-        elif self.queue_worker is not None and self.queue_worker.is_running:
-            self.stop_queue_worker()
-        else:
-            self.start_queue_worker()
-
-    def start_queue_worker(self) -> None:
-        options = {} if self.worker_shutdown_timeout is None else {"shutdown_timeout": self.worker_shutdown_timeout}
-        worker = Worker(
-            self.repo,
-            concurrency=self.worker_concurrency,
-            stale_after=self.stale_after.total_seconds(),
-            on_event=self._on_worker_event,
-            **options,
-        )
-        self.queue_worker = worker
-        self.worker_pane.set_state("running", worker)
-        worker.start()
-
-    def _on_worker_event(self, event) -> None:
-        # Called on a worker thread: hand it to the UI thread, never touch a widget here.
-        self.worker_pane.post_message(WorkerPane.EventReceived(event))
-
-    def on_worker_pane_event_received(self, message: WorkerPane.EventReceived) -> None:
-        self.refresh_soon()
-
-    def stop_queue_worker(self, *, then_exit: bool = False) -> None:
-        self._stopping_worker = True
-        self._exit_after_stop = self._exit_after_stop or then_exit
-        self.worker_pane.set_state("stopping")
-        running = self.queue_worker.stats.running
-        if running:
-            key = "q" if then_exit else "w"
-            self.notify(
-                f"Stopping the worker: {running} running job(s) get up to {self.queue_worker.shutdown_timeout:g} s "
-                f"to finish, then go back to pending. Press {key} again to release them now.",
-                title="Stopping",
-            )
-        self._stop_in_thread()
-
-    def hurry_worker_stop(self) -> None:
-        """A second w or q while stopping: release the running jobs now instead of waiting for them."""
-        self.queue_worker.request_stop(0)
-        self.notify("Releasing the running jobs back to pending now.", title="Stopping")
-
-    @work(thread=True, exit_on_error=False, group="queue-worker")
-    def _stop_in_thread(self) -> None:
-        try:
-            self.queue_worker.stop()
-        finally:
-            self.post_message(QueueWorkerStopped(self._exit_after_stop))
-
-    def on_queue_worker_stopped(self, message: QueueWorkerStopped) -> None:
-        self._stopping_worker = False
-        self.worker_pane.set_state("stopped")
-        self.request_refresh()
-        if message.then_exit or self._exit_after_stop:
-            self.exit()
-
-    def stop_queue_worker_now(self) -> None:
-        """Blocking stop for the way out (the app already gone): never leave a job running."""
-        if self.queue_worker is not None and self.queue_worker.is_running:
-            self.queue_worker.stop()
-
-    async def action_quit(self) -> None:
-        if self.queue_worker is not None and (self.queue_worker.is_running or self._stopping_worker):
-            if not self._stopping_worker:
-                self.stop_queue_worker(then_exit=True)
-            else:
-                self._exit_after_stop = True
-                self.hurry_worker_stop()
-            return
-        self.exit()
-
-
-def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:
-    """Water-filling: tables that need less than an even share get what they need, the rest share evenly."""
-    heights = [0] * len(wanted)
-    order = sorted(range(len(wanted)), key=lambda i: (wanted[i], -i))  # ties: the first table is "longest"
-    left = space
-    for position, index in enumerate(order):
-        fair = left // (len(wanted) - position)
-        heights[index] = max(minimum, min(wanted[index], fair))
-        left -= heights[index]
-    # Whatever is still free goes to the longest table (it can always use more lines).
-    heights[order[-1]] += max(0, left)
-    return heights
-
 
 def database_label(db: pw.Database) -> str:
     return str(db.database)
-
-
-def positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 < value < float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds above 0")
-    return value
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="queue-console", description="Operator console of the job queue.")
-    parser.add_argument("--db", default=None, help="database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)")
-    parser.add_argument(
-        "--stale-after",
-        type=positive_seconds,
-        default=DEFAULT_STALE_AFTER,
-        help=f"a running job without a heartbeat for this long is stale (default {DEFAULT_STALE_AFTER:g} s)",
-    )
-    parser.add_argument("--refresh", type=positive_seconds, default=DEFAULT_REFRESH, help="seconds between refreshes")
-    parser.add_argument("--worker", action="store_true", help="start the embedded worker at launch")
-    parser.add_argument(
-        "--concurrency", type=int, default=DEFAULT_CONCURRENCY, help="threads of the embedded worker (default 2)"
-    )
-    parser.add_argument(
-        "--shutdown-timeout",
-        type=positive_seconds,
-        default=None,
-        help="seconds a stopping worker lets running jobs finish before releasing them (default: the worker's)",
-    )
-    parser.add_argument(
-        "--demo", action="store_true", help="seed a few dozen demo jobs and start the embedded worker to run them"
-    )
-    return parser
 
 
 def main(argv: list[str] | None = None) -> None:
