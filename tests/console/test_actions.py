@@ -16,10 +16,11 @@ from console.widgets.job_table import JobTable
 pytestmark = pytest.mark.asyncio
 
 
-async def focus_table(pilot, status: str) -> JobTable:
+async def focus_table(pilot, status: str) -> tuple[JobTable, int | None]:
+    """Tab to the ``status`` table; returns it and the job under its cursor."""
     while pilot.app.focused.id != status:
         await pilot.press("tab")
-    return pilot.app.focused
+    return pilot.app.focused, pilot.app.focused.selected_job_id
 
 
 def notifications(app) -> list[str]:
@@ -66,8 +67,7 @@ async def test_invalid_form_input_writes_nothing_and_says_why(pilot, scene):
 
 async def test_retry_a_failed_job(pilot, scene):
     app = pilot.app
-    table = await focus_table(pilot, "failed")
-    job_id = table.selected_job_id
+    table, job_id = await focus_table(pilot, "failed")
     assert scene.find_by_id(job_id).status == "failed"
     await pilot.press("r")
     await settle(pilot)
@@ -93,8 +93,7 @@ async def test_actions_on_the_wrong_kind_of_job_say_why(pilot, scene):
 
 async def test_fail_a_running_job_with_a_reason(pilot, scene):
     app = pilot.app
-    table = await focus_table(pilot, "running")
-    job_id = table.selected_job_id
+    _table, job_id = await focus_table(pilot, "running")
     await pilot.press("f")
     assert isinstance(app.screen, PromptScreen)
     assert "retries 0/3" in app.screen.explanation and "goes back to pending" in app.screen.explanation
@@ -108,8 +107,7 @@ async def test_fail_a_running_job_with_a_reason(pilot, scene):
 
 
 async def test_escape_on_the_fail_prompt_changes_nothing(pilot, scene):
-    table = await focus_table(pilot, "running")
-    job_id = table.selected_job_id
+    _table, job_id = await focus_table(pilot, "running")
     await pilot.press("f", "escape")
     await settle(pilot)
     assert scene.find_by_id(job_id).status == "running"
@@ -146,8 +144,7 @@ async def test_cursor_stays_on_its_job_across_refreshes(pilot, scene):
 
 async def test_detail_shows_payload_and_every_attempt(pilot, scene):
     app = pilot.app
-    table = await focus_table(pilot, "failed")
-    job_id = table.selected_job_id
+    _table, job_id = await focus_table(pilot, "failed")
     await pilot.press("enter")
     assert isinstance(app.screen, JobDetailScreen) and app.screen.job.id == job_id
     text = " ".join(str(static.render()) for static in app.screen.query("Static"))
@@ -184,8 +181,7 @@ async def test_help_lists_every_key_and_the_palette_has_every_action(pilot):
 
 async def test_palette_runs_an_action_by_name(pilot, scene):
     app = pilot.app
-    table = await focus_table(pilot, "failed")
-    job_id = table.selected_job_id
+    _table, job_id = await focus_table(pilot, "failed")
     await pilot.press("ctrl+p")
     await pilot.pause()
     await pilot.press(*"Retry")
@@ -200,8 +196,7 @@ async def test_palette_runs_an_action_by_name(pilot, scene):
 
 async def test_database_trouble_is_a_notification_not_a_traceback(pilot, scene, monkeypatch):
     app = pilot.app
-    table = await focus_table(pilot, "failed")
-    job_id = table.selected_job_id
+    table, job_id = await focus_table(pilot, "failed")
 
     def locked(*args, **kwargs):
         raise pw.OperationalError("database is locked")
