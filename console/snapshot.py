@@ -13,8 +13,8 @@ from queue_core.repository import JobRepository
 
 SHOWN_STATUSES = ("pending", "running", "failed")
 WINDOW = 200
-# Counting stops here: "100,000+" is what an operator needs to know, and counting further costs a full scan.
-COUNT_CAP = 100_000
+# Counting stops here: "50,000+" is what an operator needs to know, and counting further costs a full scan.
+COUNT_CAP = 50_000
 THROUGHPUT_PERIOD = timedelta(minutes=5)
 
 

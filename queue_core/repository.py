@@ -385,15 +385,16 @@ class JobRepository:
         """
         return list(self._window_query(status, type, limit))
 
-    def window_rows(self, status: str, *, type: str | None = None, limit: int = 200) -> list[Job]:
-        """``window`` without the payload and with ``error`` cut to its first ``ROW_ERROR_CHARS``.
+    def window_rows(self, status: str, *, type: str | None = None, limit: int = 200) -> list:
+        """``window`` as light named tuples: every column but the payload, ``error`` cut to ``ROW_ERROR_CHARS``.
 
-        What a live table shows, at a fraction of the cost: a refresh never reads or decodes payloads.
+        What a live table shows, at a fraction of the cost: a refresh never reads or decodes payloads and
+        builds no model objects.
         """
         Job = self.Job
         columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
         error = pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")
-        return list(self._window_query(status, type, limit, *columns, error))
+        return list(self._window_query(status, type, limit, *columns, error).namedtuples())
 
     def _window_query(self, status: str, type: str | None, limit: int, *columns):
         Job = self.Job

@@ -278,8 +278,8 @@ def test_window_rows_skip_the_payload_and_cut_long_errors(repo):
     repo.claim("w")
     repo.fail(job.id, "E" * (ROW_ERROR_CHARS + 50))
     [row] = repo.window_rows("failed")
-    assert (row.id, row.type, row.status, row.attempt) == (job.id, "t", "failed", 1)
-    assert row.payload is None and row.error == "E" * ROW_ERROR_CHARS
+    assert (row.id, row.type, row.status, row.retry_count, row.max_retries) == (job.id, "t", "failed", 0, 0)
+    assert not hasattr(row, "payload") and row.error == "E" * ROW_ERROR_CHARS
     assert row.updated_at == repo.find_by_id(job.id).updated_at  # times come back as aware UTC
     assert [r.id for r in repo.window_rows("running")] == [r.id for r in repo.window("running")]
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
+from queue_core.models import priority_label
+
 from ..formatting import one_line, short_duration, since
 from ..snapshot import Snapshot
 
@@ -102,7 +104,7 @@ class JobTable(DataTable):
     def cells(self, job, snapshot: Snapshot) -> tuple[Cell, ...]:
         stale = job.id in snapshot.stale_ids
         base = STALE_STYLE if stale else ""
-        label = job.priority_label
+        label = priority_label(job.priority)
         return (
             (str(job.id), base),
             (job.type, base),
