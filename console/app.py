@@ -93,6 +93,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
         start_worker: bool = False,
         worker_concurrency: int = DEFAULT_CONCURRENCY,
         worker_shutdown_timeout: float | None = None,
+        worker_id: str | None = None,
         db_label: str | None = None,
         window: int = WINDOW,
     ) -> None:
@@ -107,6 +108,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
         self.start_worker_at_launch = start_worker
         self.worker_concurrency = worker_concurrency
         self.worker_shutdown_timeout = worker_shutdown_timeout  # None: the worker's own default
+        self.worker_id = worker_id  # None: the worker's own (host and process id)
         self.db_label = db_label if db_label is not None else database_label(repo.db)
         self.window = window
         self.type_filter: str | None = None

@@ -22,7 +22,7 @@ class QueueWorkerStopped(Message):
 
 class EmbeddedWorkerControls:
     """Needs from the app: ``repo``, ``stale_after``, ``worker_concurrency``, ``worker_shutdown_timeout``,
-    ``request_refresh``, ``refresh_soon`` and ``_on_main_screen``."""
+    ``worker_id``, ``request_refresh``, ``refresh_soon`` and ``_on_main_screen``."""
 
     queue_worker: Worker | None = None
     _stopping_worker = False
@@ -42,13 +42,13 @@ class EmbeddedWorkerControls:
             self.start_queue_worker()
 
     def start_queue_worker(self) -> None:
-        options = {} if self.worker_shutdown_timeout is None else {"shutdown_timeout": self.worker_shutdown_timeout}
+        options = {"shutdown_timeout": self.worker_shutdown_timeout, "worker_id": self.worker_id}
         worker = Worker(
             self.repo,
             concurrency=self.worker_concurrency,
             stale_after=self.stale_after.total_seconds(),
             on_event=self._on_worker_event,
-            **options,
+            **{name: value for name, value in options.items() if value is not None},
         )
         self.queue_worker = worker
         self.worker_pane.set_state("running", worker)
