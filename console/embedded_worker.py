@@ -6,6 +6,8 @@ keeps answering while running jobs finish, and quitting stops the worker first: 
 
 from __future__ import annotations
 
+from functools import partial
+
 from textual import work
 from textual.message import Message
 
@@ -18,6 +20,12 @@ class QueueWorkerStopped(Message):
     def __init__(self, then_exit: bool) -> None:
         super().__init__()
         self.then_exit = then_exit
+
+
+def forward_event(pane: WorkerPane, event) -> None:
+    """Called on a worker thread: hand the event to the UI thread (post_message is thread-safe); never
+    query or touch a widget here."""
+    pane.post_message(WorkerPane.EventReceived(event))
 
 
 class EmbeddedWorkerControls:
@@ -47,16 +55,12 @@ class EmbeddedWorkerControls:
             self.repo,
             concurrency=self.worker_concurrency,
             stale_after=self.stale_after.total_seconds(),
-            on_event=self._on_worker_event,
+            on_event=partial(forward_event, self.worker_pane),
             **{name: value for name, value in options.items() if value is not None},
         )
         self.queue_worker = worker
         self.worker_pane.set_state("running", worker)
         worker.start()
-
-    def _on_worker_event(self, event) -> None:
-        # Called on a worker thread: hand it to the UI thread, never touch a widget here.
-        self.worker_pane.post_message(WorkerPane.EventReceived(event))
 
     def on_worker_pane_event_received(self, message: WorkerPane.EventReceived) -> None:
         self.refresh_soon()
