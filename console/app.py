@@ -345,6 +345,10 @@ class QueueConsole(EmbeddedWorkerControls, App):
         else:
             self.notify(f"No stale claims: every running job showed life in the last {seconds}.")
 
+    async def on_data_table_row_selected(self) -> None:
+        """A click on the highlighted row opens its detail, as enter does."""
+        await self.run_action("detail")
+
     def action_detail(self) -> None:
         self._on_main_screen()
         job_id = self.current_table.selected_job_id

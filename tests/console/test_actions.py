@@ -214,3 +214,11 @@ async def test_database_trouble_is_a_notification_not_a_traceback(pilot, scene, 
     assert any("Cannot read the queue: OperationalError: database is locked" in m for m in messages), messages
     assert app.is_running and scene.find_by_id(job_id).status == "failed"
     assert str(job_id) in [row.key.value for row in table.ordered_rows]  # the last good data stays on screen
+
+
+async def test_clicking_the_highlighted_row_opens_its_detail(pilot):
+    app = pilot.app
+    table = app.query_one("#pending", JobTable)
+    await pilot.click("#pending", offset=(3, 2))  # border, header, then the first row: under the cursor
+    await pilot.pause()
+    assert isinstance(app.screen, JobDetailScreen) and app.screen.job.id == table.selected_job_id
