@@ -6,7 +6,7 @@ import threading
 from datetime import UTC, datetime
 
 import pytest
-from console_helpers import settle
+from console_helpers import settle, wait_for
 
 import console.app
 from console.app import QueueConsole
@@ -44,11 +44,8 @@ async def test_keys_are_answered_while_a_refresh_reads_a_big_database(db, monkey
     monkeypatch.setattr(console.app, "load_snapshot", held_load)
     app = QueueConsole(repo, refresh_interval=None, db_label="big.db")
     async with app.run_test(size=(120, 40)) as pilot:
-        for _ in range(200):
-            if reading.is_set():
-                break
-            await pilot.pause(0.01)
-        assert reading.is_set() and app._loading and app.snapshot is None
+        await wait_for(pilot, reading.is_set, "the first refresh starts reading")
+        assert app._loading and app.snapshot is None
 
         await pilot.press("question_mark")
         assert isinstance(app.screen, HelpScreen)
