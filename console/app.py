@@ -22,10 +22,12 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Footer, Header
 
+from queue_core.cli import fail
 from queue_core.db import default_url, open_database
 from queue_core.errors import QueueError
 from queue_core.handlers import registry as handler_registry
 from queue_core.repository import JobRepository
+from queue_core.worker_cli import import_handler_modules
 
 from .demo import seed_demo
 from .embedded_worker import EmbeddedWorkerControls
@@ -403,15 +405,16 @@ def database_label(db: pw.Database) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
-    if args.concurrency < 1:
-        build_parser().error("--concurrency must be at least 1")
     url = args.db or default_url()
+    problem = import_handler_modules(args.handlers)
+    if problem:
+        sys.exit(fail(problem))
     try:
         repo = JobRepository(open_database(url))
         if args.demo:
             seed_demo(repo)
     except (QueueError, pw.DatabaseError) as exc:
-        sys.exit(f"queue-console: error: {exc}")
+        sys.exit(fail(str(exc)))
     app = QueueConsole(
         repo,
         stale_after=timedelta(seconds=args.stale_after),
@@ -419,6 +422,7 @@ def main(argv: list[str] | None = None) -> None:
         start_worker=args.worker or args.demo,
         worker_concurrency=args.concurrency,
         worker_shutdown_timeout=args.shutdown_timeout,
+        worker_id=args.worker_id,
         db_label=url,
     )
     try:

@@ -63,7 +63,15 @@ def test_tables_share_the_height_by_need():
 
 
 @pytest.mark.parametrize(
-    "argv", [["--stale-after", "0"], ["--refresh", "soon"], ["--concurrency", "0"], ["--stale-after", "-5"]]
+    "argv",
+    [
+        ["--stale-after", "0"],
+        ["--refresh", "soon"],
+        ["--concurrency", "0"],
+        ["--stale-after", "-5"],
+        ["--worker-id", " "],
+        ["--handlers", "no_such_module_here"],
+    ],
 )
 def test_bad_options_say_what_to_fix(argv, capsys):
     with pytest.raises(SystemExit) as info:
@@ -75,7 +83,8 @@ def test_bad_options_say_what_to_fix(argv, capsys):
 def test_bad_database_url_is_one_line_not_a_traceback(capsys):
     with pytest.raises(SystemExit) as info:
         main(["--db", "mysql://nope/x"])
-    assert "queue-console: error: unsupported database URL" in str(info.value.code)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith("error: unsupported database URL") and len(err.splitlines()) == 1
 
 
 def test_defaults():
