@@ -118,8 +118,13 @@ def _migrate_v1(db: pw.Database) -> None:
         db.execute_sql(statement)
 
 
+def _migrate_v2(db: pw.Database) -> None:
+    # throughput's failed attempts per minute read the recent tail of job_errors, not the whole history.
+    db.execute_sql("CREATE INDEX IF NOT EXISTS job_errors_created ON job_errors (created_at)")
+
+
 # (version, step): each step takes the schema from version - 1 to version, keeping every job.
-MIGRATIONS = ((1, _migrate_v1),)
+MIGRATIONS = ((1, _migrate_v1), (2, _migrate_v2))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
