@@ -22,16 +22,19 @@ from .measure import Result, reap, spawn
 
 CACHE = Path(os.environ.get("BENCH_CACHE") or Path.home() / ".cache" / "queue-core-bench")
 TYPES = [f"type-{i}" for i in range(12)]
-# A long-lived queue: mostly finished jobs, a backlog, a few running (some stale) and some failures.
-MIX = (("completed", 0.90), ("pending", 0.07), ("failed", 0.02), ("running", 0.01))
+# A long-lived queue: mostly finished jobs, a backlog and some failures; RUNNING jobs (what the workers'
+# threads hold at once, a third of them stale) among the newest.
+MIX = (("completed", 0.90), ("pending", 0.07), ("failed", 0.03))
+RUNNING = 200
+DATA_VERSION = 2  # bump when the generated rows change, so cached databases are rebuilt
 STALE_AFTER = timedelta(seconds=300)
 REFRESHES = 15
 
 
 def big_database(n: int) -> str:
-    """The URL of a cached SQLite database holding ``n`` jobs (built on first use, ~1 s per 100k)."""
+    """The URL of a cached SQLite database holding ``n`` jobs (built on first use, ~1.5 s per 100k)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"console-{n}-schema{SCHEMA_VERSION}.db"
+    path = CACHE / f"console-{n}-schema{SCHEMA_VERSION}-data{DATA_VERSION}.db"
     url = f"sqlite:///{path}"
     if path.exists():
         return url
@@ -60,7 +63,8 @@ def _rows(n: int):
     statuses = [status for status, share in MIX for _ in range(int(share * 100))]
     for i in range(n):
         created = start + timedelta(seconds=i * 7 * 86400 / n)
-        status = statuses[i % len(statuses)]
+        newest = n - i  # 1 for the last job
+        status = "running" if newest <= 10 * RUNNING and newest % 10 == 0 else statuses[i % len(statuses)]
         stamp = created.strftime(SQLITE_TIME_FORMAT)
         finished = (created + timedelta(seconds=rng.uniform(0.01, 5))).strftime(SQLITE_TIME_FORMAT)
         claimed = stamp if status != "pending" else None

@@ -25,18 +25,19 @@ QUICK = {"sqlite": {"n": 300, "rounds": 2}, "postgresql": {"n": 300, "rounds": 2
 
 
 def sqlite_plan(ctx: Context) -> list:
+    """(name for --only, scenario) pairs, run in this order."""
     return [
-        scenarios.raw_insert,
-        scenarios.raw_drain,
-        scenarios.ours_create,
-        scenarios.ours_create_many,
-        scenarios.ours_drain_in_process,
-        peers.huey_enqueue,
-        peers.huey_drain,
-        lambda c: workers.worker_drains(c, [1, 2, 4]),
-        lambda c: workers.pickup_latency(c, 2 if c.quick else 8),
-        lambda c: console_refresh.refresh_times([10_000] if c.quick else [10_000, 100_000, 1_000_000]),
-        lambda c: console_refresh.console_rss(10_000 if c.quick else 1_000_000),
+        ("raw", scenarios.raw_insert),
+        ("raw", scenarios.raw_drain),
+        ("ours", scenarios.ours_create),
+        ("ours", scenarios.ours_create_many),
+        ("ours", scenarios.ours_drain_in_process),
+        ("huey", peers.huey_enqueue),
+        ("huey", peers.huey_drain),
+        ("workers", lambda c: workers.worker_drains(c, [1, 2, 4])),
+        ("latency", lambda c: workers.pickup_latency(c, 2 if c.quick else 8)),
+        ("console", lambda c: console_refresh.refresh_times([10_000] if c.quick else [10_000, 100_000, 1_000_000])),
+        ("console", lambda c: console_refresh.console_rss(10_000 if c.quick else 1_000_000)),
     ]
 
 
@@ -44,15 +45,15 @@ def postgres_plan(ctx: Context) -> list:
     # The peers drain at a few hundred jobs/s here: one process count each keeps --quick short.
     drain_processes = [4] if ctx.quick else [1, 4]
     return [
-        scenarios.raw_insert,
-        scenarios.raw_drain,
-        scenarios.ours_create,
-        scenarios.ours_create_many,
-        scenarios.ours_drain_in_process,
-        lambda c: peers.procrastinate_scenarios(c, drain_processes),
-        lambda c: peers.pgqueuer_scenarios(c, drain_processes),
-        lambda c: workers.worker_drains(c, [1, 2, 4]),
-        lambda c: workers.pickup_latency(c, 2 if c.quick else 8),
+        ("raw", scenarios.raw_insert),
+        ("raw", scenarios.raw_drain),
+        ("ours", scenarios.ours_create),
+        ("ours", scenarios.ours_create_many),
+        ("ours", scenarios.ours_drain_in_process),
+        ("procrastinate", lambda c: peers.procrastinate_scenarios(c, drain_processes)),
+        ("pgqueuer", lambda c: peers.pgqueuer_scenarios(c, drain_processes)),
+        ("workers", lambda c: workers.worker_drains(c, [1, 2, 4])),
+        ("latency", lambda c: workers.pickup_latency(c, 2 if c.quick else 8)),
     ]
 
 
@@ -67,11 +68,12 @@ def run_backend(name: str, args, workdir: Path, sizes: dict) -> list[Result]:
     plan = sqlite_plan(ctx) if name == "sqlite" else postgres_plan(ctx)
     results = []
     try:
-        for scenario in plan:
+        for name, scenario in plan:
+            if args.only and args.only not in name:
+                continue
             started = time.perf_counter()
             produced = scenario(ctx)
             produced = produced if isinstance(produced, list) else [produced]
-            produced = [r for r in produced if not args.only or args.only in r.key]
             for result in produced:
                 report_progress(result, time.perf_counter() - started)
             results.extend(produced)
@@ -182,7 +184,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small N and 3 rounds: a smoke run (under 2 minutes)")
     parser.add_argument("--backend", choices=["sqlite", "postgresql", "all"], default="all")
-    parser.add_argument("--only", metavar="NAME", help="keep only results whose key contains NAME (e.g. huey)")
+    parser.add_argument(
+        "--only", metavar="NAME", help="run only raw, ours, huey, procrastinate, pgqueuer, workers, latency or console"
+    )
     parser.add_argument("--json", metavar="FILE", help="also write every round's value to FILE")
     parser.add_argument("-n", type=int, help="jobs per round (default: SQLite 5000, PostgreSQL 2000; 300 with --quick)")
     parser.add_argument(
