@@ -30,6 +30,9 @@ class Markers:
     def integer(self, name: str, field: pw.Field | None = None) -> int:
         return self._add(name, 1_987_654_000 + len(self.by_name), field)
 
+    def real(self, name: str, field: pw.Field) -> float:
+        return self._add(name, 1_987_654.000_123 + len(self.by_name), field)
+
     def time(self, name: str, field: pw.Field) -> datetime:
         return self._add(name, _MARKER_TIME + timedelta(microseconds=len(self.by_name) + 1), field)
 
@@ -55,7 +58,7 @@ class PreparedStatement:
         if missing:
             # Peewee folded a marker into the SQL text: replaying would bind the wrong values.
             raise RuntimeError(f"markers {sorted(missing)} are not bound parameters of {self.sql!r}")
-        self.reader = _RowReader(self.query.model) if getattr(self.query, "_returning", None) else None
+        self.reader = RowReader(self.query.model) if getattr(self.query, "_returning", None) else None
 
     def execute(self, values: dict) -> list:
         params = []
@@ -75,7 +78,7 @@ def _key(value):
     return (type(value).__name__, value)
 
 
-class _RowReader:
+class RowReader:
     """Rows of ``RETURNING <every column>`` as model objects, built the way peewee's cursor wrapper does."""
 
     def __init__(self, model: type[pw.Model]):
