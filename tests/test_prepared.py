@@ -1,0 +1,78 @@
+"""queue_core.prepared: a replayed statement is the SQL peewee builds, and its rows are peewee's objects."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import peewee as pw
+import pytest
+
+from queue_core.prepared import PreparedStatement, RowReader
+
+
+def claim_query(repo, worker_id, n, types, now):
+    return repo._claim_statement(worker_id, n, types, now=now)
+
+
+def test_replayed_sql_and_parameters_equal_what_peewee_builds(repo, clock):
+    Job = repo.Job
+
+    def build(m):
+        types = [m.text("type0", Job.type), m.text("type1", Job.type)]
+        return claim_query(repo, m.text("worker_id", Job.worker_id), m.integer("n"), types, m.time("now", Job.run_at))
+
+    statement = PreparedStatement(repo.db, build)
+    for worker_id, n, types, now in [
+        ("w1", 1, ["a", "b"], clock.now),
+        ("another worker", 7, ["send-invoice", "x"], clock.now + timedelta(days=3, microseconds=5)),
+    ]:
+        expected_sql, expected_params = claim_query(repo, worker_id, n, types, now).sql()
+        values = {"worker_id": worker_id, "n": n, "type0": types[0], "type1": types[1], "now": now}
+        assert statement.sql == expected_sql
+        assert statement.params(values) == expected_params
+
+
+def test_replayed_claim_takes_the_same_jobs_as_the_peewee_query(repo, clock):
+    for priority in (0, 20, 10, 20):
+        repo.create("t", priority=priority)
+    expected = [job.id for job in sorted(repo.Job.select(), key=lambda j: (-j.priority, j.id))]
+    claimed = [repo.claim("w").id for _ in range(4)]
+    assert claimed == expected
+    assert repo.claim("w") is None
+
+
+def test_rows_are_the_objects_peewee_would_build(repo, clock):
+    repo.create("t", {"nested": [1, {"a": None}]}, priority=15, retry_backoff=2.5, idempotency_key="k")
+    repo.claim("w")
+    repo.create("u")
+    Job = repo.Job
+    expected = list(Job.select().order_by(Job.id))
+    cursor = repo.db.execute_sql(*Job.select().order_by(Job.id).sql())
+    read = RowReader(Job).models(cursor)
+    assert [job.__data__ for job in read] == [job.__data__ for job in expected]
+    assert [job._dirty for job in read] == [job._dirty for job in expected] == [set(), set()]
+    assert read[0].payload == {"nested": [1, {"a": None}]} and read[0].claimed_at == clock.now
+    assert read[1].to_dict() == expected[1].to_dict()
+
+
+def test_a_marker_folded_into_the_sql_text_is_refused(repo):
+    Job = repo.Job
+
+    def build(m):
+        return Job.select().where(Job.type == pw.SQL(repr(m.text("type", Job.type))))
+
+    with pytest.raises(RuntimeError, match="not bound parameters"):
+        PreparedStatement(repo.db, build)
+
+
+def test_complete_with_and_without_fencing(repo):
+    first, _ = repo.create("t")
+    second, _ = repo.create("t")
+    job = repo.claim("w")
+    assert repo.complete(job.id, worker_id="other") is None
+    assert repo.complete(job.id, worker_id="w", attempt=job.attempt + 1) is None
+    done = repo.complete(job.id, worker_id="w", attempt=job.attempt)
+    assert (done.id, done.status) == (first.id, "completed")
+    repo.claim("w")
+    assert repo.complete(second.id).status == "completed"
+    assert repo.complete(second.id) is None
