@@ -126,17 +126,36 @@ class JobRepository:
             if existing is not None:
                 return self._same_job_or_conflict(existing, fields), False
         try:
-            with self.db.atomic():
-                job = self.Job.create(**fields)
+            job = self._insert_job(fields)  # one INSERT ... RETURNING: atomic by itself
         except pw.IntegrityError:
             # Lost the race to a concurrent create: the UNIQUE constraint is the authority.
             existing = self.find_by_idempotency_key(idempotency_key) if idempotency_key is not None else None
             if existing is None:
                 raise
             return self._same_job_or_conflict(existing, fields), False
-        # The stored form, decoded: what any later read of this job returns.
-        job.payload = json.loads(fields["payload"])
         return job, True
+
+    def _insert_job(self, fields: dict) -> Job:
+        """INSERT ... RETURNING the stored row (a prepared statement: queue_core.prepared)."""
+        Job = self.Job
+        clocked = frozenset(name for name, value in fields.items() if isinstance(value, pw.Node))
+
+        def build(m: Markers):
+            marked = {
+                "type": m.text("type", Job.type),
+                "payload": m.text("payload", Job.payload),
+                "priority": m.integer("priority", Job.priority),
+                "max_retries": m.integer("max_retries", Job.max_retries),
+                "idempotency_key": m.text("idempotency_key", Job.idempotency_key),
+                "retry_backoff": m.real("retry_backoff", Job.retry_backoff),
+            }
+            for name in ("run_at", "created_at", "updated_at"):
+                if name not in clocked:
+                    marked[name] = m.time(name, Job._meta.fields[name])
+            return Job.insert(**{**fields, **marked}).returning(Job)
+
+        values = {name: value for name, value in fields.items() if name not in clocked}
+        return next(iter(self._prepared(("insert", clocked), build).execute(values)))
 
     def create_many(self, specs: Iterable[Mapping]) -> list[Job]:
         """Enqueue many jobs in one transaction, all or nothing; the jobs come back in the order given.
