@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+PEAK_RSS_MARK = "peak-rss-kb"  # tests.bench.peak_rss's last stderr line
 
 
 @dataclass
@@ -67,6 +68,9 @@ def child_env(**extra: str) -> dict:
 
 
 def spawn(args: list[str], **extra_env: str) -> subprocess.Popen:
+    """``python ARGS`` in a child; ``-m MODULE`` runs under tests.bench.peak_rss, which reports its peak RSS."""
+    if args[:1] == ["-m"]:
+        args = ["-m", "tests.bench.peak_rss", *args[1:]]
     return subprocess.Popen(
         [sys.executable, *args],
         cwd=ROOT,
@@ -78,31 +82,17 @@ def spawn(args: list[str], **extra_env: str) -> subprocess.Popen:
 
 
 def reap(process: subprocess.Popen, timeout: float = 120.0) -> tuple[int, float, str]:
-    """Wait for a child we spawned: (exit code, peak RSS in MB, its stderr).
-
-    ``os.wait4`` gives the peak RSS of exactly this child, which psutil cannot read once it has exited.
-    """
-    deadline = time.monotonic() + timeout
-    while True:
-        pid, status, usage = os.wait4(process.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() > deadline:
-            process.kill()
-            pid, status, usage = os.wait4(process.pid, 0)
-            break
-        time.sleep(0.002)
-    process.returncode = os.waitstatus_to_exitcode(status)
-    stderr = process.stderr.read() if process.stderr else ""
-    if process.stderr:
-        process.stderr.close()
-    return process.returncode, usage.ru_maxrss / 1024, stderr
-
-
-def self_peak_rss_mb() -> float:
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """Wait for a child we spawned: (exit code, peak RSS in MB as it reported it, the rest of its stderr)."""
+    try:
+        _out, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        _out, stderr = process.communicate()
+    lines = (stderr or "").rstrip().splitlines()
+    peak_kb = 0
+    if lines and lines[-1].startswith(PEAK_RSS_MARK):
+        peak_kb = int(lines.pop().split()[1])
+    return process.returncode, peak_kb / 1024, "\n".join(lines)
 
 
 def machine_summary() -> str:
