@@ -13,7 +13,7 @@ import time
 
 from .backends import create_database, drop_database
 from .measure import Result, Stopwatch, note_peak_rss, rate, reap, repeat, spawn
-from .scenarios import Context
+from .scenarios import Context, rate_scenario
 
 POLL = 0.002  # seconds between "is the queue empty yet" checks while a Huey consumer drains
 
@@ -27,32 +27,26 @@ def _noted(result: Result, exc: Exception) -> Result:
 
 
 def huey_enqueue(ctx: Context) -> Result:
-    result = ctx.result("huey.enqueue", "Huey (SqliteHuey): enqueue, one by one")
-    try:
-        from .huey_app import make_huey
-    except ImportError as exc:
-        return _noted(result, exc)
+    from .huey_app import make_huey
+
     numbers = iter(range(10**6))
 
-    def one_round() -> float:
+    def prepare():
         huey, noop = make_huey(str(ctx.workdir / f"huey-enqueue-{next(numbers)}.db"))
-        with Stopwatch() as watch:
-            for _ in range(ctx.n):
-                noop()
-        assert huey.pending_count() == ctx.n
-        huey.storage.close()
-        return rate(ctx.n, watch.seconds)
 
-    result.values = repeat(ctx.rounds, one_round)
-    return result
+        def close():
+            assert huey.pending_count() == ctx.n
+            huey.storage.close()
+
+        return lambda: [noop() for _ in range(ctx.n)], close
+
+    return rate_scenario(ctx, "huey.enqueue", "Huey (SqliteHuey): enqueue, one by one", prepare)
 
 
 def huey_drain(ctx: Context) -> Result:
+    from .huey_app import make_huey
+
     result = ctx.result("huey.drain", "Huey: drain with its consumer (1 process, 1 worker thread)")
-    try:
-        from .huey_app import make_huey
-    except ImportError as exc:
-        return _noted(result, exc)
     numbers = iter(range(10**6))
 
     def one_round() -> float:

@@ -24,14 +24,19 @@ FULL = {"sqlite": {"n": 10_000, "rounds": 5}, "postgresql": {"n": 2000, "rounds"
 QUICK = {"sqlite": {"n": 300, "rounds": 2}, "postgresql": {"n": 300, "rounds": 2}}
 
 
+# (name for --only, scenario) pairs, run in this order; these first on every backend.
+REFERENCE_AND_OURS = [
+    ("raw", scenarios.raw_insert),
+    ("raw", scenarios.raw_drain),
+    ("ours", scenarios.ours_create),
+    ("ours", scenarios.ours_create_many),
+    ("ours", scenarios.ours_drain_in_process),
+]
+
+
 def sqlite_plan(ctx: Context) -> list:
-    """(name for --only, scenario) pairs, run in this order."""
     return [
-        ("raw", scenarios.raw_insert),
-        ("raw", scenarios.raw_drain),
-        ("ours", scenarios.ours_create),
-        ("ours", scenarios.ours_create_many),
-        ("ours", scenarios.ours_drain_in_process),
+        *REFERENCE_AND_OURS,
         ("huey", peers.huey_enqueue),
         ("huey", peers.huey_drain),
         ("workers", lambda c: workers.worker_drains(c, [1, 2, 4])),
@@ -45,11 +50,7 @@ def postgres_plan(ctx: Context) -> list:
     # The peers drain at a few hundred jobs/s here: one process count each keeps --quick short.
     drain_processes = [4] if ctx.quick else [1, 4]
     return [
-        ("raw", scenarios.raw_insert),
-        ("raw", scenarios.raw_drain),
-        ("ours", scenarios.ours_create),
-        ("ours", scenarios.ours_create_many),
-        ("ours", scenarios.ours_drain_in_process),
+        *REFERENCE_AND_OURS,
         ("procrastinate", lambda c: peers.procrastinate_scenarios(c, drain_processes)),
         ("pgqueuer", lambda c: peers.pgqueuer_scenarios(c, drain_processes)),
         ("workers", lambda c: workers.worker_drains(c, [1, 2, 4])),
@@ -72,7 +73,11 @@ def run_backend(name: str, args, workdir: Path, sizes: dict) -> list[Result]:
             if args.only and args.only not in name:
                 continue
             started = time.perf_counter()
-            produced = scenario(ctx)
+            try:
+                produced = scenario(ctx)
+            except ImportError as exc:  # a peer that is not installed: say so in the table, run the rest
+                produced = Result(f"{name}.{ctx.backend.name}", f"{name}: not installed", 0, "jobs/s")
+                produced.error = f"{exc}; pip install -e '.[bench]'"
             produced = produced if isinstance(produced, list) else [produced]
             for result in produced:
                 report_progress(result, time.perf_counter() - started)

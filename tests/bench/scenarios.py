@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,87 +26,81 @@ class Context:
         return Result(f"{self.backend.name}.{key}", label, self.n if n is None else n, unit)
 
 
-def raw_insert(ctx: Context) -> Result:
-    result = ctx.result("raw.insert", "raw driver: one-row INSERT per transaction")
+def rate_scenario(ctx: Context, key: str, label: str, prepare: Callable[[], tuple[Callable, Callable]]) -> Result:
+    """Jobs/s over ``ctx.rounds`` rounds; ``prepare()`` sets a round up, untimed, and returns (work, close)."""
+    result = ctx.result(key, label)
 
     def one_round() -> float:
-        raw = ctx.backend.raw(ctx.backend.fresh())
+        work, close = prepare()
         with Stopwatch() as watch:
-            for _ in range(ctx.n):
-                raw.insert_one()
-        raw.connection.close()
+            work()
+        close()
         return rate(ctx.n, watch.seconds)
 
     result.values = repeat(ctx.rounds, one_round)
     return result
+
+
+def raw_insert(ctx: Context) -> Result:
+    def prepare():
+        raw = ctx.backend.raw(ctx.backend.fresh())
+        return lambda: [raw.insert_one() for _ in range(ctx.n)], raw.connection.close
+
+    return rate_scenario(ctx, "raw.insert", "raw driver: one-row INSERT per transaction", prepare)
 
 
 def raw_drain(ctx: Context) -> Result:
-    result = ctx.result("raw.drain", "raw driver: claim (UPDATE ... RETURNING) + complete per job")
-
-    def one_round() -> float:
+    def prepare():
         url = ctx.backend.fresh()
         ctx.backend.fill(url, ctx.n)
         raw = ctx.backend.raw(url)
-        with Stopwatch() as watch:
+
+        def work():
             while raw.claim_and_complete_one("raw"):
                 pass
-        raw.connection.close()
-        return rate(ctx.n, watch.seconds)
 
-    result.values = repeat(ctx.rounds, one_round)
-    return result
+        return work, raw.connection.close
+
+    return rate_scenario(ctx, "raw.drain", "raw driver: claim (UPDATE ... RETURNING) + complete per job", prepare)
 
 
 def ours_create(ctx: Context) -> Result:
-    result = ctx.result("ours.create", "ours: JobRepository.create, one by one")
-
-    def one_round() -> float:
+    def prepare():
         db = open_database(ctx.backend.fresh())
         repo = JobRepository(db)
-        with Stopwatch() as watch:
-            for _ in range(ctx.n):
-                repo.create(NOOP)
-        db.close()
-        return rate(ctx.n, watch.seconds)
+        return lambda: [repo.create(NOOP) for _ in range(ctx.n)], db.close
 
-    result.values = repeat(ctx.rounds, one_round)
-    return result
+    return rate_scenario(ctx, "ours.create", "ours: JobRepository.create, one by one", prepare)
 
 
 def ours_create_many(ctx: Context) -> Result:
-    result = ctx.result("ours.create_many", "ours: JobRepository.create_many, one batch")
-
-    def one_round() -> float:
+    def prepare():
         db = open_database(ctx.backend.fresh())
         repo = JobRepository(db)
         specs = [{"type": NOOP}] * ctx.n
-        with Stopwatch() as watch:
-            jobs = repo.create_many(specs)
-        assert len(jobs) == ctx.n
-        db.close()
-        return rate(ctx.n, watch.seconds)
 
-    result.values = repeat(ctx.rounds, one_round)
-    return result
+        def work():
+            assert len(repo.create_many(specs)) == ctx.n
+
+        return work, db.close
+
+    return rate_scenario(ctx, "ours.create_many", "ours: JobRepository.create_many, one batch", prepare)
 
 
 def ours_drain_in_process(ctx: Context) -> Result:
-    result = ctx.result("ours.drain_loop", "ours: claim + complete per job in one process, no worker")
-
-    def one_round() -> float:
+    def prepare():
         url = ctx.backend.fresh()
         ctx.backend.fill(url, ctx.n)
         db = open_database(url)
         repo = JobRepository(db)
-        done = 0
-        with Stopwatch() as watch:
+
+        def work():
+            done = 0
             while (job := repo.claim("loop")) is not None:
                 repo.complete(job.id, worker_id="loop", attempt=job.attempt)
                 done += 1
-        db.close()
-        assert done == ctx.n, done
-        return rate(ctx.n, watch.seconds)
+            assert done == ctx.n, done
 
-    result.values = repeat(ctx.rounds, one_round)
-    return result
+        return work, db.close
+
+    return rate_scenario(ctx, "ours.drain_loop", "ours: claim + complete per job in one process, no worker", prepare)
