@@ -14,8 +14,10 @@ from datetime import UTC, datetime, timedelta
 
 import peewee as pw
 
+from .db import is_postgres
 from .errors import IdempotencyConflict, ValidationError
 from .models import Job, JobStatus, bind_models, parse_priority
+from .notify import JOBS_CHANNEL
 
 # Retry back-off: delay = min(CAP, base * 2**retry_count), then "equal jitter" (a random point in the
 # upper half) so that jobs failing together do not come back together. base is the job's
@@ -27,10 +29,13 @@ MAX_RETRIES_LIMIT = 1000
 MAX_ERROR_CHARS = 10_000
 MAX_TEXT_CHARS = 255
 MAX_LIST_LIMIT = 1000
+PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum keeps up in between
 
 Clock = Callable[[], datetime]
 # Plain strings, not the enum: database drivers differ in how they send enum members.
 PENDING, RUNNING, COMPLETED, FAILED = (status.value for status in JobStatus)
+# PostgreSQL's clock as a naive UTC timestamp (the columns' type), evaluated by the server.
+POSTGRES_NOW = pw.SQL("(now() AT TIME ZONE 'UTC')")
 
 
 def utc_now() -> datetime:
@@ -47,19 +52,44 @@ def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> f
 
 
 class JobRepository:
+    """Every transition of a job, on one database.
+
+    Time: an injected ``clock`` (tests) is used for every time on both backends. Without one, PostgreSQL
+    uses the server's ``now()``, so workers on hosts with skewed clocks still agree on claim and heartbeat
+    ages; SQLite uses this process's clock, which is the one machine's clock every process shares.
+    """
+
     def __init__(self, db: pw.Database, clock: Clock | None = None, *, rng: random.Random | None = None):
         self.db = db
         self.clock = clock or utc_now
         self.rng = rng or random.Random()
+        self.postgres = is_postgres(db)
+        self.database_clock = clock is None and self.postgres
         models = bind_models(db)
         self.Job = models.Job
         self.JobError = models.JobError
 
     def now(self) -> datetime:
+        """The queue's current time (aware UTC): the database's on PostgreSQL, unless a clock was injected.
+
+        Inside a transaction PostgreSQL's ``now()`` is the transaction's start, the same value every
+        statement of that transaction sees.
+        """
+        if self.database_clock:
+            return self.db.execute_sql("SELECT now()").fetchone()[0].astimezone(UTC)
         now = self.clock()
         if now.tzinfo is None:
             raise ValidationError("clock", "the clock returned a naive datetime; it must return aware UTC")
         return now.astimezone(UTC)
+
+    def _now_sql(self):
+        """ "Now" for a single statement: evaluated by the server when it is the clock (no extra round trip)."""
+        return POSTGRES_NOW if self.database_clock else self.now()
+
+    def _announce_pending(self) -> None:
+        """Wake idle workers listening on PostgreSQL (queue_core.notify); delivered when the transaction commits."""
+        if self.postgres:
+            self.db.execute_sql("SELECT pg_notify(%s, '')", (JOBS_CHANNEL,))
 
     # --- create -----------------------------------------------------------------------------------
 
@@ -82,19 +112,19 @@ class JobRepository:
                 return self._same_job_or_conflict(existing, fields), False
         try:
             with self.db.atomic():
-                job = self.Job.create(**fields)
+                # RETURNING: the stored row, with the times the database computed when it is the clock.
+                job = next(iter(self.Job.insert(**fields).returning(self.Job).execute()))
+                self._announce_pending()
         except pw.IntegrityError:
             # Lost the race to a concurrent create: the UNIQUE constraint is the authority.
             existing = self.find_by_idempotency_key(idempotency_key) if idempotency_key is not None else None
             if existing is None:
                 raise
             return self._same_job_or_conflict(existing, fields), False
-        # The stored form, decoded: what any later read of this job returns.
-        job.payload = json.loads(fields["payload"])
         return job, True
 
     def _validated_fields(self, type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff) -> dict:
-        now = self.now()
+        now = self._now_sql()
         return {
             "type": validate_type(type),
             "payload": encode_payload(payload),
@@ -122,31 +152,34 @@ class JobRepository:
         return jobs[0] if jobs else None
 
     def claim_many(self, worker_id: str, n: int, *, types: Iterable[str] | None = None) -> list[Job]:
-        """Claim up to ``n`` jobs in one statement (in claim order)."""
+        """Claim up to ``n`` jobs in one statement (in claim order).
+
+        SQLite: ``UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING``; SQLite runs one writer at a
+        time, so the statement is atomic. PostgreSQL: a CTE selects the jobs ``FOR UPDATE SKIP LOCKED``
+        and the UPDATE takes them, so concurrent claimers skip each other's rows instead of waiting on
+        them, and a row another claimer took meanwhile fails the re-checked ``status = 'pending'``.
+        """
         worker_id = validate_worker_id(worker_id)
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValidationError("n", "must be a positive integer")
         Job = self.Job
-        now = self.now()
-        due = Job.select(Job.id).where((Job.status == PENDING) & (Job.run_at <= now))
+        now = self._now_sql()
+        # A literal on PostgreSQL, so that even a generic prepared plan matches jobs_pending_claim's predicate.
+        pending = pw.SQL(f"'{PENDING}'") if self.postgres else PENDING
+        due = Job.select(Job.id).where((Job.status == pending) & (Job.run_at <= now))
         if types is not None:
             types = list(types)
             if not types:
                 return []
             due = due.where(Job.type.in_(types))
         due = due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(n)
-        query = (
-            Job.update(
-                status=RUNNING,
-                worker_id=worker_id,
-                claimed_at=now,
-                heartbeat_at=None,
-                updated_at=now,
-            )
-            .where(Job.id.in_(due))
-            .returning(Job)
-        )
-        jobs = list(query.execute())
+        query = Job.update(status=RUNNING, worker_id=worker_id, claimed_at=now, heartbeat_at=None, updated_at=now)
+        if self.postgres:
+            chosen = due.for_update("FOR UPDATE SKIP LOCKED").cte("claimable", materialized=True)
+            query = query.with_cte(chosen).from_(chosen).where(Job.id == chosen.c.id)
+        else:
+            query = query.where(Job.id.in_(due))
+        jobs = list(query.returning(Job).execute())
         jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
         return jobs
 
@@ -157,7 +190,7 @@ class JobRepository:
             return []
         Job = self.Job
         query = (
-            Job.update(heartbeat_at=self.now())
+            Job.update(heartbeat_at=self._now_sql())
             .where(Job.id.in_(job_ids) & (Job.status == RUNNING) & (Job.worker_id == worker_id))
             .returning(Job.id)
         )
@@ -176,7 +209,7 @@ class JobRepository:
 
     def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
         """Mark a running job completed; None if it is missing, not running, or held by someone else."""
-        now = self.now()
+        now = self._now_sql()
         query = (
             self.Job.update(status=COMPLETED, updated_at=now)
             .where(self._held(job_id, worker_id, attempt))
@@ -192,7 +225,7 @@ class JobRepository:
             job = Job.select().where(self._held(job_id, worker_id, attempt)).for_update(self._for_update()).first()
             if job is None:
                 return None
-            now = self.now()
+            now = self._now_sql()
             self._record_error(job, error, now)
             if job.retry_count < job.max_retries:
                 delay = backoff_delay(job.retry_count, job.retry_backoff, self.rng)
@@ -201,15 +234,23 @@ class JobRepository:
             else:
                 changes = {"status": FAILED, "error": error, "updated_at": now}
             query = Job.update(**changes).where(self._held(job_id, job.worker_id, job.attempt)).returning(Job)
-            return next(iter(query.execute()), None)
+            failed = next(iter(query.execute()), None)
+            if failed is not None and failed.status == PENDING and not delay:
+                self._announce_pending()
+            return failed
 
     def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
         """Give a running job back to the queue without counting a retry (a worker shutting down)."""
-        now = self.now()
-        changes = self._requeue_changes(now, None, retry_count=self.Job.retry_count)
+        changes = self._requeue_changes(self._now_sql(), None, retry_count=self.Job.retry_count)
         changes.pop("error")
         query = self.Job.update(**changes).where(self._held(job_id, worker_id, attempt)).returning(self.Job)
-        return next(iter(query.execute()), None)
+        return self._announced(next(iter(query.execute()), None))
+
+    def _announced(self, job: Job | None) -> Job | None:
+        """``job``, after waking listening workers if it is claimable again."""
+        if job is not None:
+            self._announce_pending()
+        return job
 
     @staticmethod
     def _requeue_changes(now: datetime, error: str | None, *, retry_count) -> dict:
@@ -264,6 +305,8 @@ class JobRepository:
                 else:
                     changes = {"status": FAILED, "error": error + "; no retries left", "updated_at": now}
                 Job.update(**changes).where(self._held(job.id, job.worker_id, job.attempt)).execute()
+            if stale:
+                self._announce_pending()
             return len(stale)
 
     def retry(self, job_id: int) -> Job | None:
@@ -273,7 +316,7 @@ class JobRepository:
         None if the job is missing or not failed.
         """
         Job = self.Job
-        now = self.now()
+        now = self._now_sql()
         changes = {
             "status": PENDING,
             "retry_count": 0,
@@ -284,17 +327,33 @@ class JobRepository:
             "updated_at": now,
         }
         query = Job.update(**changes).where((Job.id == job_id) & (Job.status == FAILED)).returning(Job)
-        return next(iter(query.execute()), None)
+        return self._announced(next(iter(query.execute()), None))
 
-    def prune(self, older_than: timedelta) -> int:
-        """Delete completed and failed jobs (and their error history) finished more than ``older_than`` ago."""
+    def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH) -> int:
+        """Delete completed and failed jobs (and their error history) finished more than ``older_than`` ago.
+
+        In transactions of ``batch`` jobs, so that a large backlog never holds locks (SQLite: the write
+        lock every worker needs) for long, and PostgreSQL's autovacuum can reclaim space in between.
+        Returns how many jobs were deleted.
+        """
         if not isinstance(older_than, timedelta) or older_than.total_seconds() < 0:
             raise ValidationError("older_than", "must be a non-negative timedelta")
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ValidationError("batch", "must be a positive integer")
         Job, JobError = self.Job, self.JobError
-        finished = (Job.status.in_([COMPLETED, FAILED])) & (Job.updated_at < self.now() - older_than)
-        with self.db.atomic():
-            JobError.delete().where(JobError.job_id.in_(Job.select(Job.id).where(finished))).execute()
-            return Job.delete().where(finished).execute()
+        cutoff = self.now() - older_than
+        finished = Job.status.in_([COMPLETED, FAILED]) & (Job.updated_at < cutoff)
+        pruned = 0
+        while True:
+            with self.db.atomic():
+                oldest = Job.select(Job.id).where(finished).limit(batch)
+                # The condition again on delete: an operator may have retried one of them meanwhile.
+                ids = [row.id for row in Job.delete().where(Job.id.in_(oldest) & finished).returning(Job.id).execute()]
+                if ids:
+                    JobError.delete().where(JobError.job_id.in_(ids)).execute()
+            pruned += len(ids)
+            if len(ids) < batch:
+                return pruned
 
     # --- read model -------------------------------------------------------------------------------
 
@@ -356,7 +415,7 @@ class JobRepository:
     def throughput(self, period: timedelta = timedelta(minutes=5)) -> dict[str, float]:
         """Jobs completed and attempts failed per minute over the last ``period``."""
         Job, JobError = self.Job, self.JobError
-        since = self.now() - period
+        since = self._now_sql() - period
         completed = Job.select().where((Job.status == COMPLETED) & (Job.updated_at >= since)).count()
         failed = JobError.select().where(JobError.created_at >= since).count()
         minutes = period.total_seconds() / 60

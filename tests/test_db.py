@@ -9,6 +9,7 @@ from queue_core.errors import DatabaseURLError
 from queue_core.repository import JobRepository
 
 
+@pytest.mark.backends("sqlite")
 def test_sqlite_settings(db):
     pragma = lambda name: db.execute_sql(f"PRAGMA {name}").fetchone()[0]  # noqa: E731
     assert pragma("journal_mode") == "wal"
@@ -30,11 +31,12 @@ def test_schema_created_once_and_reopen_keeps_jobs(db_url):
     db = open_database(db_url)
     assert schema_version(db) == SCHEMA_VERSION
     assert JobRepository(db).list()[0].payload == {"keep": True}
-    indexes = {row[0] for row in db.execute_sql("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    indexes = {index.name for index in db.get_indexes("jobs")}
     assert {"jobs_claim", "jobs_status_updated", "jobs_type_status"} <= indexes
     db.close()
 
 
+@pytest.mark.backends("sqlite")
 def test_claim_query_uses_the_claim_index(repo, db):
     plan = db.execute_sql(
         "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE status = 'pending' AND run_at <= ? "
