@@ -162,15 +162,21 @@ class JobRepository:
         worker_id = validate_worker_id(worker_id)
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValidationError("n", "must be a positive integer")
+        if types is not None:
+            types = list(types)
+            if not types:
+                return []
+        jobs = list(self._claim_statement(worker_id, n, types).execute())
+        jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
+        return jobs
+
+    def _claim_statement(self, worker_id: str, n: int, types: list[str] | None):
         Job = self.Job
         now = self._now_sql()
         # A literal on PostgreSQL, so that even a generic prepared plan matches jobs_pending_claim's predicate.
         pending = pw.SQL(f"'{PENDING}'") if self.postgres else PENDING
         due = Job.select(Job.id).where((Job.status == pending) & (Job.run_at <= now))
         if types is not None:
-            types = list(types)
-            if not types:
-                return []
             due = due.where(Job.type.in_(types))
         due = due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(n)
         query = Job.update(status=RUNNING, worker_id=worker_id, claimed_at=now, heartbeat_at=None, updated_at=now)
@@ -179,9 +185,7 @@ class JobRepository:
             query = query.with_cte(chosen).from_(chosen).where(Job.id == chosen.c.id)
         else:
             query = query.where(Job.id.in_(due))
-        jobs = list(query.returning(Job).execute())
-        jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
-        return jobs
+        return query.returning(Job)
 
     def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> list[int]:
         """Refresh the heartbeat of running jobs this worker holds; returns the ids it still holds."""
