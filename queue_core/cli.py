@@ -13,6 +13,7 @@ from .models import JobStatus, priority_label
 from .repository import DEFAULT_MAX_RETRIES, JobRepository
 
 EXIT_USAGE = 2
+COMMANDS = ("enqueue", "list", "show", "stats", "retry", "reap", "prune")
 
 
 class CLIArgumentParser(argparse.ArgumentParser):
@@ -22,13 +23,16 @@ class CLIArgumentParser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+MAX_SECONDS = 100 * 365 * 24 * 3600  # a century: more than any delay or retention anyone means
+
+
 def non_negative_seconds(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"{text!r} must be a finite number of seconds >= 0")
+    if not 0 <= value <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds from 0 to {MAX_SECONDS}")
     return value
 
 

@@ -55,18 +55,26 @@ def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
             "or four for an absolute one (sqlite:////var/lib/queue.db)"
         )
     options = {k.lower(): v for k, v in parse_qsl(parsed.query)}
+    unknown = set(options) - {"synchronous", "busy_timeout"}
+    if unknown:
+        raise DatabaseURLError(
+            f"unknown SQLite URL option(s) {', '.join(sorted(unknown))}: use synchronous, busy_timeout"
+        )
     mode = (synchronous or options.get("synchronous") or "NORMAL").upper()
     if mode not in SYNCHRONOUS_MODES:
         raise DatabaseURLError(f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, not {mode!r}")
+    busy_ms = options.get("busy_timeout", str(BUSY_TIMEOUT_MS))
+    if not busy_ms.isdigit():
+        raise DatabaseURLError(f"busy_timeout must be a whole number of milliseconds, not {busy_ms!r}")
     return pw.SqliteDatabase(
         path,
         pragmas={
             "journal_mode": "wal",
-            "busy_timeout": BUSY_TIMEOUT_MS,
+            "busy_timeout": int(busy_ms),
             "synchronous": mode,
             "foreign_keys": 1,
         },
-        timeout=BUSY_TIMEOUT_MS / 1000,
+        timeout=int(busy_ms) / 1000,
         # Every transaction we open writes: take the write lock up front so a reader never has to
         # upgrade mid-transaction (the source of "database is locked" errors that busy_timeout cannot fix).
         lock_type="IMMEDIATE",

@@ -42,6 +42,14 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def cutoff_before(now: datetime, age: timedelta) -> datetime:
+    """``now - age``, clamped to the earliest representable time (nothing is older than that)."""
+    try:
+        return now - age
+    except OverflowError:
+        return datetime.min.replace(tzinfo=UTC)
+
+
 def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> float:
     """Seconds to wait before retry number ``retry_count + 1``."""
     base = DEFAULT_BACKOFF_BASE if base is None else base
@@ -289,7 +297,7 @@ class JobRepository:
         Job = self.Job
         with self.db.atomic():
             now = self.now()
-            cutoff = now - older_than
+            cutoff = cutoff_before(now, older_than)
             last_sign = pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at)
             stale = list(
                 Job.select()
@@ -345,7 +353,7 @@ class JobRepository:
         if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
             raise ValidationError("batch", "must be a positive integer")
         Job, JobError = self.Job, self.JobError
-        cutoff = self.now() - older_than
+        cutoff = cutoff_before(self.now(), older_than)
         finished = Job.status.in_([COMPLETED, FAILED]) & (Job.updated_at < cutoff)
         pruned = 0
         while True:

@@ -11,14 +11,13 @@ from __future__ import annotations
 import os
 import random
 import uuid
-from datetime import UTC, datetime, timedelta
 
 import pytest
+from support import FakeClock
 
 from queue_core.db import open_database
 from queue_core.repository import JobRepository
 
-START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 BACKENDS = ("sqlite", "postgresql")
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
@@ -34,20 +33,6 @@ def pytest_generate_tests(metafunc):
         unknown = set(names) - set(BACKENDS)
         assert not unknown, f"unknown backends {unknown}; use {BACKENDS}"
         metafunc.parametrize("db_url", names, indirect=True)
-
-
-class FakeClock:
-    """A clock that moves only when told to."""
-
-    def __init__(self, now: datetime = START):
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float = 0, **kwargs) -> datetime:
-        self.now += timedelta(seconds=seconds, **kwargs)
-        return self.now
 
 
 @pytest.fixture(scope="session")

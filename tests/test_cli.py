@@ -76,6 +76,8 @@ def test_retry_and_reap(cli, db_url):
         (["show", "999"], "no job with id 999"),
         (["show", "abc"], "invalid int value"),
         (["reap", "--older-than", "-5"], "seconds"),
+        (["enqueue", "echo", "--delay", "1e300"], "seconds"),
+        (["reap", "--older-than", "1e12"], "seconds"),
         (["list", "--limit", "0"], "limit"),
         (["frobnicate"], "invalid choice"),
         (["--db", "mysql://x/y", "stats"], "unsupported database URL"),

@@ -23,6 +23,12 @@ def test_synchronous_full_on_request(tmp_path):
     db.close()
 
 
+def test_busy_timeout_from_url(tmp_path):
+    db = open_database(f"sqlite:///{tmp_path / 'q.db'}?busy_timeout=250")
+    assert db.execute_sql("PRAGMA busy_timeout").fetchone()[0] == 250
+    db.close()
+
+
 def test_schema_created_once_and_reopen_keeps_jobs(db_url):
     db = open_database(db_url)
     assert schema_version(db) == SCHEMA_VERSION
@@ -48,13 +54,22 @@ def test_claim_query_uses_the_claim_index(repo, db):
 
 
 @pytest.mark.parametrize(
-    "url", ["mysql://x/y", "sqlite://queue.db", "nonsense", "postgresql://localhost", "sqlite:///x.db?synchronous=off"]
+    "url",
+    [
+        "mysql://x/y",
+        "sqlite://queue.db",
+        "nonsense",
+        "postgresql://localhost",
+        "sqlite:///x.db?synchronous=off",
+        "sqlite:///x.db?busy_timeout=soon",
+        "sqlite:///x.db?cache=big",
+    ],
 )
 def test_bad_urls_say_what_to_fix(url):
     with pytest.raises(DatabaseURLError) as info:
         open_database(url)
     message = str(info.value).lower()
-    assert any(hint in message for hint in ("sqlite:///", "postgresql://", "synchronous"))
+    assert any(hint in message for hint in ("sqlite:///", "postgresql://", "synchronous", "busy_timeout"))
 
 
 def test_default_url_from_environment(monkeypatch):

@@ -249,7 +249,10 @@ def test_prune_works_in_batches_and_keeps_what_is_not_old_or_not_finished(repo, 
     for _ in range(7):
         job, _ = repo.create("t", max_retries=0)
         repo.claim("w")
-        repo.fail(job.id, "x") if job.id % 2 else repo.complete(job.id)
+        if job.id % 2:
+            repo.fail(job.id, "x")
+        else:
+            repo.complete(job.id)
         old.append(job.id)
     running, _ = repo.create("t")
     repo.claim("w")
@@ -261,3 +264,12 @@ def test_prune_works_in_batches_and_keeps_what_is_not_old_or_not_finished(repo, 
     assert [j.id for j in repo.list()] == [running.id, recent.id]
     assert all(repo.errors_for(job_id) == [] for job_id in old)
     assert repo.prune(timedelta(days=7), batch=3) == 0
+
+
+def test_huge_ages_mean_nothing_is_that_old(repo, clock):
+    job, _ = repo.create("t", max_retries=0)
+    repo.claim("w")
+    assert repo.reap_stale(timedelta.max) == 0
+    repo.fail(job.id, "x")
+    assert repo.prune(timedelta.max) == 0
+    assert repo.find_by_id(job.id).status == "failed"

@@ -1,0 +1,35 @@
+"""Helpers shared by tests (importable as ``support``: tests/ is on sys.path)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from queue_core.db import open_database
+from queue_core.models import bind_models
+from queue_core.repository import JobRepository
+
+START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+class FakeClock:
+    """A clock that moves only when told to."""
+
+    def __init__(self, now: datetime = START):
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float = 0, **kwargs) -> datetime:
+        self.now += timedelta(seconds=seconds, **kwargs)
+        return self.now
+
+
+def fresh_repository(db_url: str, clock=None, rng=None) -> JobRepository:
+    """A repository on ``db_url`` with no jobs in it (for tests that need many clean starts in one test)."""
+    db = open_database(db_url)
+    models = bind_models(db)
+    with db.atomic():
+        models.JobError.delete().execute()
+        models.Job.delete().execute()
+    return JobRepository(db, clock=clock, rng=rng)
