@@ -239,6 +239,7 @@ class JobRepository:
                 return None
             now = self._now_sql()
             self._record_error(job, error, now)
+            delay = None
             if job.retry_count < job.max_retries:
                 delay = backoff_delay(job.retry_count, job.retry_backoff, self.rng)
                 changes = self._requeue_changes(now, error, retry_count=job.retry_count + 1)
@@ -247,7 +248,7 @@ class JobRepository:
                 changes = {"status": FAILED, "error": error, "updated_at": now}
             query = Job.update(**changes).where(self._held(job_id, job.worker_id, job.attempt)).returning(Job)
             failed = next(iter(query.execute()), None)
-            if failed is not None and failed.status == PENDING and not delay:
+            if failed is not None and failed.status == PENDING and delay == 0:
                 self._announce_pending()
             return failed
 
