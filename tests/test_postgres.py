@@ -176,15 +176,23 @@ def wakeups(db):
 
 
 @postgres_only
-def test_create_release_and_retry_wake_listeners(repo, wakeups):
-    job, _ = repo.create("t", max_retries=0)
+def test_whatever_makes_a_job_claimable_now_wakes_listeners(repo, clock, wakeups):
+    job, _ = repo.create("t", max_retries=1, retry_backoff=0)
     assert wakeups.wait()
     repo.claim("w")
-    repo.release(job.id, worker_id="w")
+    repo.release(job.id, worker_id="w")  # a stopping worker's job
     assert wakeups.wait()
     repo.claim("w")
-    repo.fail(job.id, "boom")
-    repo.retry(job.id)
+    repo.fail(job.id, "boom")  # retried at once (retry_backoff=0)
+    assert wakeups.wait()
+    repo.claim("w")
+    repo.fail(job.id, "boom again")  # no retries left: failed, nothing to claim
+    assert not wakeups.wait(0.3)
+    repo.retry(job.id)  # the operator's retry
+    assert wakeups.wait()
+    repo.claim("w")
+    clock.advance(600)
+    assert repo.reap_stale(timedelta(seconds=60)) == 1  # a dead worker's job
     assert wakeups.wait()
 
 
