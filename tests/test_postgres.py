@@ -224,3 +224,23 @@ def test_listener_reconnects_after_losing_its_connection(db, repo, wakeups):
 @pytest.mark.backends("sqlite")
 def test_no_listener_on_sqlite(db):
     assert listen_for_jobs(db, lambda: None) is None
+
+
+@postgres_only
+def test_heartbeats_are_hot_updates_that_touch_no_index(db, repo, clock):
+    def hot_and_all_updates():
+        db.execute_sql("SELECT pg_stat_force_next_flush()")
+        row = db.execute_sql(
+            "SELECT n_tup_hot_upd, n_tup_upd FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass"
+        ).fetchone()
+        return row[0] or 0, row[1] or 0
+
+    job, _ = repo.create("t")
+    repo.claim("w")
+    hot_before, updates_before = hot_and_all_updates()
+    for _ in range(20):
+        clock.advance(1)
+        repo.heartbeat([job.id], worker_id="w")
+    hot_after, updates_after = hot_and_all_updates()
+    assert updates_after - updates_before == 20
+    assert hot_after - hot_before == 20  # fillfactor leaves room, and heartbeat_at is in no index
