@@ -43,8 +43,16 @@ def open_database(url: str | None = None, *, synchronous: str | None = None) -> 
         migrate(db)
     except (pw.OperationalError, pw.ProgrammingError, pw.InterfaceError) as exc:
         db.close()
-        raise DatabaseURLError(f"cannot open {url}: {exc}") from exc
+        raise DatabaseURLError(f"cannot open {without_password(url)}: {exc}") from exc
     return db
+
+
+def without_password(url: str) -> str:
+    """``url`` fit for an error message or a log: the password replaced by ``***``."""
+    parsed = urlparse(url)
+    if not parsed.password:
+        return url
+    return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
 
 
 def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
@@ -84,7 +92,9 @@ def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
 
 def _open_postgres(url, parsed) -> pw.PostgresqlDatabase:
     if not parsed.path.strip("/"):
-        raise DatabaseURLError(f"bad PostgreSQL URL {url!r}: name the database (postgresql://user@host:5432/dbname)")
+        raise DatabaseURLError(
+            f"bad PostgreSQL URL {without_password(url)!r}: name the database (postgresql://user@host:5432/dbname)"
+        )
     try:
         import psycopg  # noqa: F401  (peewee would only say "driver not found" at connect time)
     except ImportError:

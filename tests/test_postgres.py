@@ -244,3 +244,9 @@ def test_heartbeats_are_hot_updates_that_touch_no_index(db, repo, clock):
     hot_after, updates_after = hot_and_all_updates()
     assert updates_after - updates_before == 20
     assert hot_after - hot_before == 20  # fillfactor leaves room, and heartbeat_at is in no index
+
+
+def test_errors_never_show_the_password():
+    with pytest.raises(DatabaseURLError) as info:
+        open_database("postgresql://queue:s3cret@127.0.0.1:1/queue")
+    assert "s3cret" not in str(info.value) and "queue:***@127.0.0.1:1/queue" in str(info.value)
