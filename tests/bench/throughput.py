@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import peewee as pw  # noqa: E402
 from listen_latency import DEFAULT_URL, scratch_schema  # noqa: E402
 
 from queue_core.db import open_database  # noqa: E402
@@ -49,7 +50,7 @@ def run_once(url: str, jobs: int, processes: int, concurrency: int) -> tuple[flo
     if counts["completed"] != jobs:
         raise SystemExit(f"expected {jobs} completed jobs, got {counts}")
     Job = repo.Job
-    first, last = Job.select(Job.claimed_at.min(), Job.updated_at.max()).tuples().get()
+    first, last = Job.select(pw.fn.MIN(Job.claimed_at), pw.fn.MAX(Job.updated_at)).tuples().get()
     db.close()
     return jobs / (last - first).total_seconds(), wall
 
