@@ -20,7 +20,12 @@ class CLIArgumentParser(argparse.ArgumentParser):
     """argparse that reports bad arguments as one line and exit code 2 (its default), without usage spam."""
 
     def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
+
+
+def one_line(message: str) -> str:
+    """The message with control characters escaped, so an error is always exactly one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
 
 
 MAX_SECONDS = 100 * 365 * 24 * 3600  # a century: more than any delay or retention anyone means
@@ -33,6 +38,13 @@ def non_negative_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not 0 <= value <= MAX_SECONDS:
         raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds from 0 to {MAX_SECONDS}")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    value = non_negative_seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds > 0")
     return value
 
 
@@ -151,7 +163,7 @@ def run(args, repo: JobRepository) -> int:
 
 
 def fail(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
+    print(f"error: {one_line(message)}", file=sys.stderr)
     return EXIT_USAGE
 
 

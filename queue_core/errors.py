@@ -30,3 +30,7 @@ class IdempotencyConflict(QueueError):
 
 class DatabaseURLError(QueueError):
     """The database URL cannot be opened as given."""
+
+
+class NoCurrentJobError(QueueError, LookupError):
+    """``current_job()`` was called outside a handler that a worker is running."""

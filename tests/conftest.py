@@ -98,3 +98,9 @@ def clock() -> FakeClock:
 @pytest.fixture
 def repo(db, clock) -> JobRepository:
     return JobRepository(db, clock=clock, rng=random.Random(1234))
+
+
+@pytest.fixture
+def live_repo(db) -> JobRepository:
+    """A repository on the real clock, for tests where real threads or processes share the database."""
+    return JobRepository(db)

@@ -1,0 +1,185 @@
+"""``python -m queue_core.worker`` (script ``queue-worker``): the headless worker, one log line per job event.
+
+SIGTERM or SIGINT stops claiming and lets running jobs finish within ``--shutdown-timeout``; a second
+signal releases them back to pending at once. Bad arguments or an unimportable ``--handlers`` module print
+one line and exit 2 before any job is touched.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import os
+import signal
+import sys
+from datetime import UTC, datetime
+
+from .cli import CLIArgumentParser, fail, non_negative_seconds, positive_seconds
+from .db import open_database
+from .errors import QueueError
+from .handlers import registry
+from .repository import JobRepository, validate_worker_id
+from .worker import MAX_CONCURRENCY, Worker, WorkerEvent, default_worker_id
+
+logger = logging.getLogger("queue_core.worker")
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+EVENT_LEVELS = {"failed": logging.WARNING, "released": logging.WARNING, "lost": logging.WARNING, "error": logging.ERROR}
+EVENT_FIELDS = ("kind", "worker_id", "job_id", "job_type", "attempt", "duration", "error")
+EXIT_OK, EXIT_CRASH = 0, 1
+
+
+def concurrency(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if not 1 <= value <= MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(f"{text!r} must be from 1 to {MAX_CONCURRENCY}")
+    return value
+
+
+def worker_id(text: str) -> str:
+    try:
+        return validate_worker_id(text)
+    except QueueError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = CLIArgumentParser(
+        prog="python -m queue_core.worker",
+        description="Run queued jobs with the registered handlers until stopped (SIGTERM/SIGINT).",
+    )
+    add = parser.add_argument
+    add("--db", default=None, help="database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)")
+    add("--worker-id", type=worker_id, default=None, help="name in job claims and logs (default: host-pid)")
+    add("--handlers", action="append", default=[], metavar="MODULE", help="import MODULE to register handlers")
+    add("--concurrency", type=concurrency, default=1, metavar="N", help="jobs run at once, one thread each")
+    add("--poll-interval", type=positive_seconds, default=0.5, metavar="S", help="first wait when idle (0.5)")
+    add("--max-poll-interval", type=positive_seconds, default=5.0, metavar="S", help="longest wait when idle (5)")
+    add("--stale-after", type=positive_seconds, default=300.0, metavar="S", help="reap claims this old (300)")
+    add("--shutdown-timeout", type=non_negative_seconds, default=30.0, metavar="S", help="grace for jobs (30)")
+    add("--burst", action="store_true", help="exit once nothing is claimable and nothing runs")
+    add("--log-level", type=str.lower, choices=LOG_LEVELS, default="info")
+    add("--log-format", choices=("text", "json"), default="text")
+    return parser
+
+
+# --- logging ---------------------------------------------------------------------------------------
+
+
+def _timestamp(record: logging.LogRecord) -> str:
+    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line = f"{_timestamp(record)} {record.levelname} {record.getMessage()}"
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JSONFormatter(logging.Formatter):
+    """One JSON object per line; a worker event's fields are top-level keys (``event`` is its kind)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data = {"time": _timestamp(record), "level": record.levelname.lower(), "logger": record.name}
+        event = getattr(record, "worker_event", None)
+        if event is not None:
+            for name in EVENT_FIELDS:
+                data["event" if name == "kind" else name] = getattr(event, name)
+        data["message"] = record.getMessage()
+        if record.exc_info:
+            data["exception"] = self.formatException(record.exc_info)
+        return json.dumps(data, ensure_ascii=False)
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    stream = logging.StreamHandler(sys.stderr)
+    stream.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [stream]
+    root.setLevel(level.upper())
+
+
+def log_event(event: WorkerEvent) -> None:
+    logger.log(EVENT_LEVELS.get(event.kind, logging.INFO), "%s", event.message, extra={"worker_event": event})
+
+
+# --- running -----------------------------------------------------------------------------------------
+
+
+def import_handler_modules(names: list[str]) -> str | None:
+    """Import each module (registering its handlers); the error line for the first that fails, else None."""
+    # The script entry point does not put the current directory on sys.path the way ``python -m`` does.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    for name in names:
+        try:
+            importlib.import_module(name)
+        except (Exception, SystemExit) as exc:
+            return f"cannot import handler module {name!r}: {type(exc).__name__}: {exc}"
+    return None
+
+
+def install_signal_handlers(worker: Worker) -> dict:
+    """First SIGTERM/SIGINT: graceful stop; the next one: release running jobs now. Returns the old handlers."""
+    received: list[str] = []
+
+    def on_signal(signum, _frame):
+        name = signal.Signals(signum).name
+        received.append(name)
+        if len(received) == 1:
+            logger.info(
+                "%s received: stopping; running jobs get up to %gs to finish (send it again to release them now)",
+                name,
+                worker.shutdown_timeout,
+            )
+            worker.request_stop()
+        else:
+            logger.warning("%s received again: releasing running jobs now", name)
+            worker.request_stop(0)
+
+    return {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    configure_logging(args.log_level, args.log_format)
+    problem = import_handler_modules(args.handlers)
+    if problem:
+        return fail(problem)
+    try:
+        db = open_database(args.db)
+    except QueueError as exc:
+        return fail(str(exc))
+    try:
+        worker = Worker(
+            JobRepository(db),
+            worker_id=args.worker_id or default_worker_id(),
+            concurrency=args.concurrency,
+            registry=registry,
+            poll_interval=args.poll_interval,
+            max_poll_interval=args.max_poll_interval,
+            stale_after=args.stale_after,
+            shutdown_timeout=args.shutdown_timeout,
+            on_event=log_event,
+        )
+        previous = install_signal_handlers(worker)
+        try:
+            worker.run(burst=args.burst)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+    except QueueError as exc:
+        return fail(str(exc))
+    except Exception:
+        logger.exception("worker crashed")
+        return EXIT_CRASH
+    finally:
+        db.close()
+    return EXIT_OK

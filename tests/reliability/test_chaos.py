@@ -1,0 +1,130 @@
+"""Exactly-once accounting while a chaos loop SIGKILLs and restarts worker processes.
+
+Every execution is recorded in a ledger before the handler does its work. At the end every job is
+completed or failed, and a job ran more than once only if every earlier run was on a worker that was
+killed (at-least-once, and only where a kill explains it).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from queue_core.db import open_database
+from queue_core.repository import JobRepository
+
+ROOT = Path(__file__).resolve().parents[2]
+SOAK = os.environ.get("QUEUE_SOAK") == "1"
+JOBS = 20_000 if SOAK else 1_500
+WORKERS = 6 if SOAK else 4
+STALE_AFTER = 1.5
+
+
+class Fleet:
+    """Worker processes with known ids, some of which the chaos loop kills."""
+
+    def __init__(self, db_url: str, ledger: Path, log_dir: Path):
+        self.db_url, self.log_dir = db_url, log_dir
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests" / "reliability")]),
+            "CHAOS_LEDGER": str(ledger),
+        }
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.killed: set[str] = set()
+        self.started = 0
+
+    def start(self) -> None:
+        worker_id = f"chaos-{self.started}"
+        self.started += 1
+        log = open(self.log_dir / f"{worker_id}.log", "w")  # noqa: SIM115 - lives as long as the process
+        self.procs[worker_id] = subprocess.Popen(
+            [
+                sys.executable, "-m", "queue_core.worker", "--db", self.db_url, "--handlers", "chaos_handlers",
+                "--worker-id", worker_id, "--concurrency", "2", "--poll-interval", "0.05",
+                "--stale-after", str(STALE_AFTER), "--shutdown-timeout", "10",
+            ],
+            env=self.env, stdout=log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+    def alive(self) -> list[str]:
+        return [w for w, p in self.procs.items() if p.poll() is None]
+
+    def kill_one(self, rng: random.Random) -> None:
+        worker_id = rng.choice(self.alive())
+        self.procs[worker_id].send_signal(signal.SIGKILL)
+        self.procs[worker_id].wait()
+        self.killed.add(worker_id)
+
+    def stop_all(self) -> dict[str, int]:
+        for worker_id in self.alive():
+            self.procs[worker_id].send_signal(signal.SIGTERM)
+        return {w: p.wait(timeout=30) for w, p in self.procs.items() if w not in self.killed}
+
+
+@pytest.mark.timeout(600)
+def test_nothing_lost_or_run_twice_under_sigkill(db_url, tmp_path):
+    rng = random.Random(20261202)
+    repo = JobRepository(open_database(db_url))
+    with repo.db.atomic():
+        for i in range(JOBS):
+            repo.create("record", {"i": i, "max_sleep": 0.01}, max_retries=10, retry_backoff=0)
+    ledger = tmp_path / "ledger.db"
+    fleet = Fleet(db_url, ledger, tmp_path)
+    for _ in range(WORKERS):
+        fleet.start()
+
+    deadline = time.monotonic() + 400
+    while time.monotonic() < deadline:
+        counts = repo.counts()
+        if counts["pending"] == 0 and counts["running"] == 0:
+            break
+        time.sleep(rng.uniform(0.2, 0.6))
+        if counts["pending"] > JOBS // 10:  # chaos while there is work to interrupt
+            fleet.kill_one(rng)
+            fleet.start()
+    exit_codes = fleet.stop_all()
+
+    counts = repo.counts()
+    logs = "\n".join(p.read_text()[-2000:] for p in tmp_path.glob("chaos-*.log"))
+    assert counts["pending"] == 0 and counts["running"] == 0, (counts, logs)
+    assert counts["completed"] + counts["failed"] == JOBS
+    assert set(exit_codes.values()) == {0}, exit_codes
+    assert len(fleet.killed) >= 3, "the chaos loop should have killed workers mid-run"
+
+    runs = defaultdict(list)
+    with sqlite3.connect(ledger) as con:
+        for job_id, attempt, worker_id, _pid in con.execute("SELECT * FROM executions ORDER BY rowid"):
+            runs[job_id].append((attempt, worker_id))
+    jobs = {job.id: job for job in iter_all(repo)}
+    duplicates = 0
+    for job_id, job in jobs.items():
+        executions = runs.get(job_id, [])
+        if job.status == "completed":
+            assert executions, f"job {job_id} completed without running"
+            earlier = executions[:-1]
+            duplicates += len(earlier)
+            # Every earlier run was on a killed worker: a reap explains it.
+            assert all(worker_id in fleet.killed for _, worker_id in earlier), (job_id, executions)
+            assert executions[-1][1] == job.worker_id
+        else:
+            assert "lost its claim" in job.error, (job_id, job.error)
+    print(f"\nchaos: {JOBS} jobs, {len(fleet.killed)} kills, {duplicates} re-runs (all after a kill)")
+    if db_url.startswith("sqlite"):
+        assert repo.db.execute_sql("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def iter_all(repo):
+    after = 0
+    while page := repo.list(limit=1000, after=after):
+        yield from page
+        after = page[-1].id

@@ -1,0 +1,131 @@
+"""The handler registry, current_job(), and the built-in demo handlers."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from queue_core.errors import NoCurrentJobError, QueueError, ValidationError
+from queue_core.handlers import (
+    BUILTINS,
+    DemoFailure,
+    HandlerRegistry,
+    call_handler,
+    current_job,
+    handler,
+    registry,
+)
+
+
+def test_decorator_registers_in_the_given_registry_and_returns_the_function():
+    own = HandlerRegistry(with_builtins=False)
+
+    @handler("send-invoice", registry=own)
+    def send_invoice(payload):
+        return payload
+
+    assert own.get("send-invoice") is send_invoice
+    assert send_invoice({"a": 1}) == {"a": 1}
+    assert own.names() == ["send-invoice"] and "send-invoice" in own
+    assert own.get("nope") is None
+    assert "send-invoice" not in registry
+
+
+def test_builtins_are_always_in_the_default_registry():
+    assert {"echo", "sleep", "fail", "flaky"} <= set(registry.names())
+    assert set(HandlerRegistry().names()) == set(BUILTINS)
+    assert HandlerRegistry(with_builtins=False).names() == []
+
+
+def test_a_taken_name_is_an_error_unless_it_is_the_same_function_or_replace():
+    own = HandlerRegistry(with_builtins=False)
+
+    def first(payload):
+        pass
+
+    def second(payload):
+        pass
+
+    own.register("t", first)
+    own.register("t", first)  # the same function again: a module imported twice
+    with pytest.raises(ValidationError, match="already has handler"):
+        own.register("t", second)
+    assert own.get("t") is first
+    own.register("t", second, replace=True)
+    assert own.get("t") is second
+    own.unregister("t")
+    assert own.names() == []
+
+
+@pytest.mark.parametrize(("name", "fn", "field"), [("", print, "type"), ("t", "not callable", "handler")])
+def test_bad_registrations_name_what_to_fix(name, fn, field):
+    with pytest.raises(ValidationError) as info:
+        HandlerRegistry(with_builtins=False).register(name, fn)
+    assert info.value.field == field
+
+
+def test_current_job_inside_and_outside_a_handler(repo):
+    job, _ = repo.create("t", {"x": 1})
+    seen = []
+    call_handler(lambda payload: seen.append((payload, current_job())), job)
+    assert seen == [({"x": 1}, job)]
+    with pytest.raises(NoCurrentJobError, match="only available inside a handler"):
+        current_job()
+    assert issubclass(NoCurrentJobError, LookupError) and issubclass(NoCurrentJobError, QueueError)
+
+
+def test_current_job_is_reset_when_the_handler_raises(repo):
+    job, _ = repo.create("t")
+
+    def boom(payload):
+        raise RuntimeError("x")
+
+    with pytest.raises(RuntimeError):
+        call_handler(boom, job)
+    with pytest.raises(NoCurrentJobError):
+        current_job()
+
+
+def test_echo_logs_the_payload_with_the_job_id(repo, caplog):
+    job, _ = repo.create("echo", {"hello": "wörld"})
+    with caplog.at_level(logging.INFO, logger="queue_core.handlers"):
+        call_handler(BUILTINS["echo"], job)
+    assert f'echo job {job.id}: {{"hello": "wörld"}}' in caplog.text
+
+
+def test_fail_raises_the_payload_error_or_a_default():
+    with pytest.raises(DemoFailure, match=r"^card declined$"):
+        BUILTINS["fail"]({"error": "card declined"})
+    with pytest.raises(DemoFailure, match="on purpose"):
+        BUILTINS["fail"]({})
+
+
+def test_flaky_fails_with_its_probability():
+    for _ in range(20):
+        BUILTINS["flaky"]({"p": 0})
+        with pytest.raises(DemoFailure, match="flaky"):
+            BUILTINS["flaky"]({"p": 1})
+
+
+@pytest.mark.parametrize(
+    ("name", "payload", "message"),
+    [
+        ("sleep", {"seconds": -1}, "'seconds' must be from 0"),
+        ("sleep", {"seconds": "ten"}, "'seconds' must be a number"),
+        ("sleep", {"seconds": float("nan")}, "'seconds' must be a number"),
+        ("flaky", {"p": 2}, "'p' must be from 0 to 1"),
+        ("flaky", {"p": True}, "'p' must be a number"),
+    ],
+)
+def test_demo_handlers_reject_bad_payloads_with_a_clear_message(name, payload, message):
+    with pytest.raises(ValueError, match=message):
+        BUILTINS[name](payload)
+
+
+def test_sleep_sleeps(monkeypatch):
+    slept = []
+    monkeypatch.setattr("queue_core.handlers.time.sleep", slept.append)
+    BUILTINS["sleep"]({"seconds": 0.25})
+    BUILTINS["sleep"]({})
+    assert slept == [0.25, 1.0]

@@ -1,0 +1,388 @@
+"""The Worker class in-process: events, threads, heartbeats, reaping, stop and release, wakeup, burst."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from datetime import timedelta
+
+import peewee as pw
+import pytest
+
+from queue_core.errors import QueueError, ValidationError
+from queue_core.handlers import HandlerRegistry, current_job
+from queue_core.worker import Worker, WorkerEvent, WorkerStats, next_idle_delay
+
+WAIT = 20  # seconds a test waits for something that should take milliseconds; only a guard against hangs
+
+
+class Recorder:
+    """Collects events; ``wait_for`` blocks until one of a kind (matching ``where``) arrived."""
+
+    def __init__(self):
+        self.events: list[WorkerEvent] = []
+        self.changed = threading.Condition()
+
+    def __call__(self, event: WorkerEvent) -> None:
+        with self.changed:
+            self.events.append(event)
+            self.changed.notify_all()
+
+    def kinds(self) -> list[str]:
+        return [e.kind for e in self.events]
+
+    def of(self, kind: str) -> list[WorkerEvent]:
+        return [e for e in self.events if e.kind == kind]
+
+    def wait_for(self, kind: str, count: int = 1) -> list[WorkerEvent]:
+        with self.changed:
+            assert self.changed.wait_for(lambda: len(self.of(kind)) >= count, WAIT), (kind, self.kinds())
+        return self.of(kind)
+
+
+@pytest.fixture
+def handlers():
+    return HandlerRegistry(with_builtins=False)
+
+
+@pytest.fixture
+def events():
+    return Recorder()
+
+
+@pytest.fixture
+def make_worker(live_repo, handlers, events):
+    made = []
+
+    def make(queue=None, **options):
+        options = {"worker_id": "w1", "poll_interval": 0.01, "max_poll_interval": 0.05, **options}
+        worker = Worker(live_repo if queue is None else queue, registry=handlers, on_event=events, **options)
+        made.append(worker)
+        return worker
+
+    yield make
+    for worker in made:
+        worker.stop(timeout=0)
+
+
+def test_a_job_runs_and_every_step_is_an_event(live_repo, handlers, events, make_worker):
+    seen = []
+    handlers.register("add", lambda payload: seen.append((payload["a"] + payload["b"], current_job().id)))
+    job, _ = live_repo.create("add", {"a": 2, "b": 3})
+
+    worker = make_worker()
+    worker.run(burst=True)
+
+    assert seen == [(5, job.id)]
+    assert events.kinds() == ["started", "claimed", "completed", "stopped"]
+    done = events.of("completed")[0]
+    assert (done.worker_id, done.job_id, done.job_type, done.attempt, done.error) == ("w1", job.id, "add", 1, None)
+    assert done.duration >= 0
+    assert done.message.startswith(f"completed job={job.id} type=add attempt=1 worker=w1 duration=")
+    assert live_repo.find_by_id(job.id).status == "completed"
+    assert worker.stats == WorkerStats(completed=1, failed=0, running=0)
+    assert not worker.is_running
+
+
+def test_an_exception_fails_the_job_with_its_message(live_repo, handlers, events, make_worker):
+    def charge(payload):
+        raise ValueError("card declined")
+
+    handlers.register("charge", charge)
+    retried, _ = live_repo.create("charge", max_retries=3, retry_backoff=60)
+    final, _ = live_repo.create("charge", max_retries=0)
+
+    make_worker().run(burst=True)
+
+    assert live_repo.find_by_id(retried.id).status == "pending"
+    assert live_repo.find_by_id(retried.id).error == "card declined"
+    assert live_repo.find_by_id(final.id).status == "failed"
+    failures = {e.job_id: e for e in events.of("failed")}
+    assert failures[retried.id].error == "card declined"
+    assert 'error="card declined": retry 1/3 at ' in failures[retried.id].message
+    assert failures[final.id].message.endswith("no retries left after 1 attempts")
+
+
+def test_only_registered_types_are_claimed(live_repo, handlers, make_worker):
+    handlers.register("known", lambda payload: None)
+    unknown, _ = live_repo.create("os.system", {"cmd": "rm -rf /"}, priority="critical")
+    known, _ = live_repo.create("known")
+
+    make_worker().run(burst=True)
+
+    after = live_repo.find_by_id(unknown.id)
+    assert (after.status, after.retry_count, after.worker_id) == ("pending", 0, None)
+    assert live_repo.find_by_id(known.id).status == "completed"
+
+
+def test_concurrency_runs_jobs_at_once_on_separate_threads(live_repo, handlers, make_worker):
+    together = threading.Barrier(3, timeout=WAIT)  # breaks, failing the jobs, unless 3 run at once
+    threads = set()
+
+    def meet(payload):
+        threads.add(threading.current_thread().name)
+        together.wait()
+
+    handlers.register("meet", meet)
+    jobs = [live_repo.create("meet")[0] for _ in range(3)]
+
+    make_worker(concurrency=3).run(burst=True)
+
+    assert [live_repo.find_by_id(job.id).status for job in jobs] == ["completed"] * 3
+    assert len(threads) == 3
+
+
+def test_burst_drains_the_queue_with_several_threads(live_repo, handlers, make_worker):
+    handlers.register("t", lambda payload: None)
+    for i in range(40):
+        live_repo.create("t", {"i": i})
+    worker = make_worker(concurrency=3)
+    worker.run(burst=True)
+    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 40, "failed": 0}
+    assert worker.stats.completed == 40
+
+
+def test_stop_lets_a_running_job_finish(live_repo, handlers, events, make_worker):
+    handlers.register("slow", lambda payload: time.sleep(0.3))
+    job, _ = live_repo.create("slow")
+    worker = make_worker()
+    worker.start()
+    events.wait_for("claimed")
+    worker.stop(timeout=WAIT)
+    assert live_repo.find_by_id(job.id).status == "completed"
+    assert events.kinds()[-2:] == ["completed", "stopped"]
+
+
+def test_stop_releases_jobs_still_running_after_the_timeout(live_repo, handlers, events, make_worker):
+    gates = [threading.Event(), threading.Event()]  # one per run of the handler, in order
+    runs = iter(gates)
+    handlers.register("stuck", lambda payload: next(runs).wait(WAIT))
+    job, _ = live_repo.create("stuck", priority="high")
+    waiting, _ = live_repo.create("stuck")
+    worker = make_worker()
+    worker.start()
+    events.wait_for("claimed")
+
+    worker.stop(timeout=0.1)
+
+    released = live_repo.find_by_id(job.id)
+    assert (released.status, released.retry_count, released.worker_id) == ("pending", 0, None)
+    assert live_repo.find_by_id(waiting.id).status == "pending"  # never claimed after the stop
+    assert [e.job_id for e in events.of("released")] == [job.id]
+    assert worker.stats.running == 0 and not worker.is_running
+    abandoned = [t for t in threading.enumerate() if t.name.startswith("worker-w1-")]
+
+    # Started again, the worker claims the same job: same worker id, same attempt. The abandoned
+    # handler finishing now must not complete that new claim.
+    worker.start()
+    assert events.wait_for("claimed", 2)[1].job_id == job.id
+    gates[0].set()
+    for thread in abandoned:
+        thread.join(WAIT)
+    assert live_repo.find_by_id(job.id).status == "running"
+    assert "completed" not in events.kinds()
+    gates[1].set()
+    worker.stop(timeout=WAIT)
+    assert [e.job_id for e in events.of("completed")] == [job.id]
+
+
+def test_stop_is_idempotent_and_harmless_before_start(make_worker, events):
+    worker = make_worker()
+    worker.stop()
+    assert events.kinds() == []
+    worker.start()
+    with pytest.raises(QueueError, match="already running"):
+        worker.start()
+    worker.stop()
+    worker.stop()
+    assert events.kinds() == ["started", "stopped"]
+
+
+def test_a_stopped_worker_can_start_again(live_repo, handlers, events, make_worker):
+    handlers.register("t", lambda payload: None)
+    worker = make_worker()
+    worker.start()
+    worker.stop()
+    job, _ = live_repo.create("t")
+    worker.run(burst=True)
+    assert live_repo.find_by_id(job.id).status == "completed"
+
+
+class ClaimSpy:
+    """A queue that forwards to the repository and lets a test see (or break) claims."""
+
+    def __init__(self, repo, *, failures: int = 0):
+        self.repo = repo
+        self.failures = failures
+        self.empty_claims = 0
+        self.empty = threading.Event()
+
+    def claim(self, worker_id, *, types=None):
+        if self.failures:
+            self.failures -= 1
+            raise pw.OperationalError("database is locked")
+        job = self.repo.claim(worker_id, types=types)
+        if job is None:
+            self.empty_claims += 1
+            self.empty.set()
+        return job
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+
+def test_wakeup_interrupts_an_idle_wait(live_repo, handlers, events, make_worker):
+    handlers.register("t", lambda payload: None)
+    spy = ClaimSpy(live_repo)
+    worker = make_worker(spy, poll_interval=600, max_poll_interval=600)
+    worker.start()
+    assert spy.empty.wait(WAIT)  # the thread found nothing and now sleeps for 600 s
+    job, _ = live_repo.create("t")
+    worker.wakeup()
+    assert events.wait_for("completed")[0].job_id == job.id
+
+
+def test_idle_polling_backs_off_to_a_bound():
+    delays = [0.5]
+    for _ in range(6):
+        delays.append(next_idle_delay(delays[-1], 5.0))
+    assert delays == [0.5, 1.0, 2.0, 4.0, 5.0, 5.0, 5.0]
+
+
+def test_a_database_error_while_claiming_is_reported_and_survived(live_repo, handlers, events, make_worker):
+    handlers.register("t", lambda payload: None)
+    job, _ = live_repo.create("t")
+    worker = make_worker(ClaimSpy(live_repo, failures=2))
+    worker.start()
+    events.wait_for("completed")
+    errors = events.of("error")
+    assert len(errors) == 2 and "database is locked" in errors[0].error and "during=claim" in errors[0].message
+    assert live_repo.find_by_id(job.id).status == "completed"
+
+
+def test_heartbeats_keep_a_long_job_on_a_live_worker_from_being_reaped(live_repo, handlers, events, make_worker):
+    handlers.register("long", lambda payload: time.sleep(1.2))
+    job, _ = live_repo.create("long")
+    # stale after 0.45 s: beats every 0.15 s, reaps every 0.225 s, while the job runs 1.2 s.
+    make_worker(stale_after=0.45).run(burst=True)
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.retry_count) == ("completed", 0)
+    assert after.heartbeat_at is not None
+    assert live_repo.errors_for(job.id) == []
+    assert "reaped" not in events.kinds() and "lost" not in events.kinds()
+
+
+def test_the_worker_reaps_a_dead_workers_claim_and_runs_the_job(live_repo, handlers, events, make_worker):
+    handlers.register("t", lambda payload: None)
+    job, _ = live_repo.create("t")
+    live_repo.claim("dead-worker")
+    time.sleep(0.3)
+    make_worker(stale_after=0.2).run(burst=True)
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.retry_count, after.worker_id) == ("completed", 1, "w1")
+    assert events.kinds()[:3] == ["started", "reaped", "claimed"]
+    assert "dead-worker lost its claim" in live_repo.errors_for(job.id)[0].error
+
+
+def test_a_claim_taken_back_while_running_is_reported_lost_and_never_completed(
+    live_repo, handlers, events, make_worker
+):
+    go = threading.Event()
+    handlers.register("t", lambda payload: go.wait(WAIT))
+    job, _ = live_repo.create("t")
+    worker = make_worker(stale_after=6)  # beats every 2 s; its reaper leaves the new claim alone for 6 s
+    worker.start()
+    events.wait_for("claimed")
+    # As if this worker had hung: the claim is reaped and taken by another worker.
+    assert live_repo.reap_stale(timedelta(0)) == 1
+    other = live_repo.claim("other")
+    assert other.id == job.id and other.attempt == 2
+
+    lost = events.wait_for("lost")[0]  # seen by the heartbeat while the handler still runs
+    assert lost.job_id == job.id and lost.attempt == 1
+    go.set()
+    worker.stop(timeout=WAIT)
+
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.worker_id, after.retry_count) == ("running", "other", 1)
+    assert "completed" not in events.kinds() and worker.stats.completed == 0
+    assert live_repo.complete(job.id, worker_id="other", attempt=2).status == "completed"
+
+
+def test_a_failing_subscriber_does_not_stop_the_worker(live_repo, handlers, make_worker):
+    handlers.register("t", lambda payload: None)
+    job, _ = live_repo.create("t")
+    worker = make_worker()
+
+    def broken(event):
+        raise RuntimeError("subscriber bug")
+
+    worker.subscribe(broken)
+    worker.run(burst=True)
+    assert live_repo.find_by_id(job.id).status == "completed"
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("concurrency", 0),
+        ("concurrency", True),
+        ("worker_id", ""),
+        ("poll_interval", 0),
+        ("max_poll_interval", -1),
+        ("stale_after", float("inf")),
+        ("shutdown_timeout", -1),
+    ],
+)
+def test_bad_settings_name_what_to_fix(live_repo, option, value):
+    with pytest.raises(ValidationError) as info:
+        Worker(live_repo, **{option: value})
+    assert info.value.field == option
+
+
+def test_defaults(live_repo):
+    worker = Worker(live_repo, poll_interval=8)
+    assert worker.max_poll_interval == 8  # never below the poll interval
+    assert worker.heartbeat_interval == 10 and worker.reap_interval == 150
+    assert worker.worker_id.endswith(f"-{os.getpid()}")
+    assert "echo" in worker.registry
+
+
+class FlakyAcks:
+    """A queue whose ``complete`` raises a database error the first ``failures`` times."""
+
+    def __init__(self, repo, failures):
+        self.repo = repo
+        self.failures = failures
+
+    def complete(self, job_id, **held):
+        if self.failures:
+            self.failures -= 1
+            raise pw.OperationalError("database is locked")
+        return self.repo.complete(job_id, **held)
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+
+@pytest.mark.parametrize("failures", [2, 10])
+def test_a_database_error_while_recording_an_outcome_is_retried_then_left_to_the_reaper(
+    live_repo, handlers, events, make_worker, monkeypatch, failures
+):
+    monkeypatch.setattr("queue_core.worker.ACK_RETRY_WAITS", (0.01, 0.01, 0.01))
+    handlers.register("t", lambda payload: None)
+    job, _ = live_repo.create("t")
+
+    make_worker(FlakyAcks(live_repo, failures)).run(burst=True)
+
+    errors = events.of("error")
+    assert all("during=complete" in e.message for e in errors)
+    if failures == 2:
+        assert len(errors) == 2 and errors[0].message.endswith("; retrying")
+        assert live_repo.find_by_id(job.id).status == "completed"
+    else:
+        # Four tries, then the job stays running: the reaper brings it back (at least once delivery).
+        assert len(errors) == 4 and not errors[-1].message.endswith("; retrying")
+        assert live_repo.find_by_id(job.id).status == "running"
+        assert "completed" not in events.kinds()

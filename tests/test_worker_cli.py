@@ -1,0 +1,332 @@
+"""``python -m queue_core.worker`` as operators run it: real processes, real signals, real crashes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+import worker_handlers
+
+ROOT = Path(__file__).resolve().parents[1]
+WAIT = 60  # seconds to wait for something that should happen far sooner; only a guard against hangs
+
+
+class WorkerProcess:
+    def __init__(self, args, env, cwd, log_path):
+        self.log_path = log_path
+        with open(log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "queue_core.worker", *args], cwd=cwd, env=env, stdout=log, stderr=log
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def signal(self, sig) -> None:
+        self.proc.send_signal(sig)
+
+    def wait(self, timeout=WAIT) -> int:
+        return self.proc.wait(timeout)
+
+
+def wait_until(predicate, what: str, timeout=WAIT):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def worker_env(db_url):
+    path = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
+    return {**os.environ, "QUEUE_DB_URL": db_url, "PYTHONPATH": path}
+
+
+@pytest.fixture
+def start_worker(worker_env, tmp_path):
+    """Start ``python -m queue_core.worker`` with the test handlers and fast polling; killed at teardown."""
+    started = []
+
+    def start(*args, worker_id="w1", handlers=("worker_handlers",)):
+        options = ["--worker-id", worker_id, "--poll-interval", "0.02", "--max-poll-interval", "0.1"]
+        for module in handlers:
+            options += ["--handlers", module]
+        process = WorkerProcess([*options, *args], worker_env, tmp_path, tmp_path / f"{worker_id}.log")
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        if process.proc.poll() is None:
+            process.proc.kill()
+            process.proc.wait()
+
+
+def run_worker(worker_env, tmp_path, *args):
+    return subprocess.run(
+        [sys.executable, "-m", "queue_core.worker", *args],
+        cwd=tmp_path,
+        env=worker_env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+
+
+def running_on(repo, job_id, worker_id):
+    def check():
+        job = repo.find_by_id(job_id)
+        return job.status == "running" and job.worker_id == worker_id
+
+    return check
+
+
+# --- must hold --------------------------------------------------------------------------------------
+
+
+def test_four_burst_workers_run_each_of_2000_jobs_exactly_once(db, db_url, live_repo, start_worker):
+    worker_handlers.create_table(db_url)
+    with db.atomic():
+        ids = [live_repo.create("record", {"i": i})[0].id for i in range(2000)]
+
+    workers = [start_worker("--burst", worker_id=f"w{i}") for i in range(4)]
+
+    for process in workers:
+        assert process.wait(300) == 0, process.log()
+    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 2000, "failed": 0}
+    runs = db.execute_sql("SELECT job_id, COUNT(*), MIN(worker_id) FROM test_executions GROUP BY job_id").fetchall()
+    assert sorted(job_id for job_id, _, _ in runs) == ids
+    assert {count for _, count, _ in runs} == {1}
+    # The worker that ran each job is the one that completed it.
+    finished_by = dict(db.execute_sql("SELECT id, worker_id FROM jobs").fetchall())
+    assert all(finished_by[job_id] == worker for job_id, _, worker in runs)
+    for process in workers:
+        assert " ERROR " not in process.log() and "lost job=" not in process.log()
+
+
+def test_a_job_of_a_killed_worker_is_reaped_and_completed_by_another(live_repo, start_worker):
+    job, _ = live_repo.create("sleep", {"seconds": 1.5})
+    doomed = start_worker(worker_id="doomed")
+    wait_until(running_on(live_repo, job.id, "doomed"), "the first worker to claim the job")
+    doomed.proc.kill()  # SIGKILL: no release, no goodbye
+    doomed.wait()
+    assert live_repo.find_by_id(job.id).status == "running"
+
+    rescuer = start_worker("--stale-after", "1", worker_id="rescuer")
+    wait_until(lambda: live_repo.find_by_id(job.id).status == "completed", "the job to complete")
+    rescuer.signal(signal.SIGTERM)
+    assert rescuer.wait() == 0
+
+    after = live_repo.find_by_id(job.id)
+    assert (after.retry_count, after.worker_id) == (1, "rescuer")
+    [lost] = live_repo.errors_for(job.id)
+    assert lost.attempt == 1 and lost.worker_id == "doomed" and "doomed lost its claim" in lost.error
+    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 1, "failed": 0}
+    assert "reaped 1 stale job(s)" in rescuer.log()
+    assert f"completed job={job.id} type=sleep attempt=2 worker=rescuer" in rescuer.log()
+
+
+def test_sigterm_during_a_job_lets_it_complete_and_exits_0(live_repo, start_worker):
+    job, _ = live_repo.create("sleep", {"seconds": 1.5}, priority="high")
+    later, _ = live_repo.create("echo")
+    worker = start_worker()
+    wait_until(running_on(live_repo, job.id, "w1"), "the job to start")
+
+    worker.signal(signal.SIGTERM)
+
+    assert worker.wait() == 0
+    assert live_repo.find_by_id(job.id).status == "completed"
+    assert live_repo.find_by_id(later.id).status == "pending"  # no claims after the signal
+    log = worker.log()
+    assert "SIGTERM received: stopping" in log
+    assert log.index("SIGTERM received") < log.index(f"completed job={job.id}") < log.index("stopped worker=w1")
+
+
+@pytest.mark.parametrize("how", ["second signal", "shutdown timeout"])
+def test_jobs_still_running_at_shutdown_are_released_without_a_retry(live_repo, start_worker, how):
+    job, _ = live_repo.create("sleep", {"seconds": 120})
+    worker = start_worker("--shutdown-timeout", "120" if how == "second signal" else "0.2")
+    wait_until(running_on(live_repo, job.id, "w1"), "the job to start")
+
+    worker.signal(signal.SIGINT)
+    if how == "second signal":
+        wait_until(lambda: "SIGINT received: stopping" in worker.log(), "the first signal to be handled")
+        worker.signal(signal.SIGTERM)
+
+    assert worker.wait() == 0
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.retry_count, after.worker_id) == ("pending", 0, None)
+    assert f"released job={job.id} type=sleep attempt=1 worker=w1" in worker.log()
+
+
+@pytest.mark.parametrize("zombie_outcome", ["complete", "fail"])
+def test_a_zombie_cannot_complete_or_fail_the_new_claim(live_repo, start_worker, zombie_outcome):
+    fail_attempts = [1] if zombie_outcome == "fail" else []
+    job, _ = live_repo.create("zombie", {"seconds": 1.5, "fail_attempts": fail_attempts})
+    zombie = start_worker(worker_id="zombie")  # stale after 300 s: it would never reap anything here
+    wait_until(running_on(live_repo, job.id, "zombie"), "the zombie to claim the job")
+    zombie.signal(signal.SIGSTOP)  # hung: no heartbeat, no progress
+
+    healthy = start_worker("--stale-after", "0.5", worker_id="healthy")
+    wait_until(running_on(live_repo, job.id, "healthy"), "the job to be reaped and claimed again")
+    zombie.signal(signal.SIGCONT)  # its handler finishes (attempt 1) while the new claim runs
+    wait_until(lambda: f"lost job={job.id}" in zombie.log(), "the zombie to try to finish the job")
+    wait_until(lambda: live_repo.find_by_id(job.id).status == "completed", "the healthy worker to finish")
+    for process in (zombie, healthy):
+        process.signal(signal.SIGTERM)
+        assert process.wait() == 0
+
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.retry_count, after.worker_id) == ("completed", 1, "healthy")
+    # The only failed attempt on record is the reap; the zombie's outcome was refused.
+    assert [(e.attempt, e.worker_id) for e in live_repo.errors_for(job.id)] == [(1, "zombie")]
+    assert "lost its claim" in live_repo.errors_for(job.id)[0].error
+    assert f"completed job={job.id}" not in zombie.log() and f"failed job={job.id}" not in zombie.log()
+    assert f"completed job={job.id} type=zombie attempt=2 worker=healthy" in healthy.log()
+    assert "lost job=" not in healthy.log()
+
+
+def test_an_always_failing_job_fails_after_max_retries_plus_one_attempts_with_backoff(live_repo, start_worker):
+    base = 0.2
+    job, _ = live_repo.create("fail", {"error": "always"}, max_retries=2, retry_backoff=base)
+    worker = start_worker()
+    wait_until(lambda: live_repo.find_by_id(job.id).status == "failed", "the job to fail for good")
+    worker.signal(signal.SIGTERM)
+    assert worker.wait() == 0
+
+    after = live_repo.find_by_id(job.id)
+    assert (after.retry_count, after.error) == (2, "always")
+    attempts = live_repo.errors_for(job.id)
+    assert [(e.attempt, e.error, e.worker_id) for e in attempts] == [
+        (1, "always", "w1"),
+        (2, "always", "w1"),
+        (3, "always", "w1"),
+    ]
+    for k in range(2):
+        # Retry k + 1 may not start before its back-off: at least half of base * 2**k (equal jitter).
+        assert attempts[k + 1].created_at - attempts[k].created_at >= timedelta(seconds=base * 2**k / 2)
+    log = worker.log()
+    assert log.count(f"failed job={job.id}") == 3
+    assert 'error="always": no retries left after 3 attempts' in log
+
+
+# --- the command line -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--concurrency", "0"], "--concurrency: '0' must be from 1 to 256"),
+        (["--concurrency", "two"], "not a whole number"),
+        (["--poll-interval", "0"], "--poll-interval: '0' must be a number of seconds > 0"),
+        (["--stale-after", "-3"], "--stale-after"),
+        (["--shutdown-timeout", "soon"], "--shutdown-timeout: 'soon' is not a number of seconds"),
+        (["--log-format", "xml"], "invalid choice: 'xml'"),
+        (["--log-level", "loud"], "invalid choice: 'loud'"),
+        (["--worker-id", ""], "--worker-id: must be a non-empty string"),
+        (["--burst", "extra"], "unrecognized arguments: extra"),
+        (
+            ["--handlers", "no_such_module_xyz"],
+            "cannot import handler module 'no_such_module_xyz': ModuleNotFoundError",
+        ),
+        (["--handlers", "broken_handlers"], "cannot import handler module 'broken_handlers': RuntimeError: broken"),
+        (["--db", "mysql://x/y"], "unsupported database URL"),
+    ],
+)
+def test_bad_input_is_one_clear_line_exit_2_and_no_job_touched(live_repo, worker_env, tmp_path, args, message):
+    (tmp_path / "broken_handlers.py").write_text("raise RuntimeError('broken on purpose')\n")
+    job, _ = live_repo.create("echo")
+
+    out = run_worker(worker_env, tmp_path, "--burst", *args)
+
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], out.stderr
+    assert "Traceback" not in out.stderr
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.worker_id, after.updated_at) == ("pending", None, job.updated_at)
+
+
+def test_json_log_has_one_object_per_line_with_the_job_fields(live_repo, worker_env, tmp_path):
+    done, _ = live_repo.create("echo", {"hi": 1}, priority="high")
+    failed, _ = live_repo.create("fail", {"error": "nope"}, max_retries=0)
+
+    out = run_worker(worker_env, tmp_path, "--burst", "--worker-id", "w9", "--log-format", "json")
+
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in out.stderr.splitlines()]
+    events = [r for r in records if "event" in r]
+    assert [r["event"] for r in events] == ["started", "claimed", "completed", "claimed", "failed", "stopped"]
+    completed, failure = events[2], events[4]
+    assert {k: completed[k] for k in ("job_id", "job_type", "attempt", "worker_id", "error")} == {
+        "job_id": done.id,
+        "job_type": "echo",
+        "attempt": 1,
+        "worker_id": "w9",
+        "error": None,
+    }
+    assert isinstance(completed["duration"], float) and completed["level"] == "info"
+    assert (failure["job_id"], failure["error"], failure["level"]) == (failed.id, "nope", "warning")
+    assert any(r["logger"] == "queue_core.handlers" and '{"hi": 1}' in r["message"] for r in records)
+
+
+def test_text_log_line_per_event_and_default_worker_id(live_repo, worker_env, tmp_path):
+    job, _ = live_repo.create("echo")
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "queue_core.worker", "--burst"],
+        cwd=tmp_path,
+        env=worker_env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _, log = worker.communicate(timeout=WAIT)
+    assert worker.returncode == 0, log
+
+    worker_id = f"{socket.gethostname()}-{worker.pid}"
+    assert live_repo.find_by_id(job.id).worker_id == worker_id
+    assert f" INFO claimed job={job.id} type=echo attempt=1 worker={worker_id}\n" in log
+    assert f" INFO completed job={job.id} type=echo attempt=1 worker={worker_id} duration=" in log
+
+
+def test_log_level_warning_hides_routine_events(live_repo, worker_env, tmp_path):
+    live_repo.create("echo")
+    live_repo.create("fail", max_retries=0)
+    out = run_worker(worker_env, tmp_path, "--burst", "--log-level", "WARNING")
+    assert out.returncode == 0
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and " WARNING failed job=" in lines[0]
+
+
+def test_handler_module_from_the_current_directory_and_unknown_types_stay_pending(live_repo, worker_env, tmp_path):
+    (tmp_path / "myapp_jobs.py").write_text(
+        "from queue_core.handlers import handler\n"
+        "@handler('greet')\n"
+        "def greet(payload):\n"
+        "    open('greeted.txt', 'a').write(payload['name'] + '\\n')\n"
+    )
+    greet, _ = live_repo.create("greet", {"name": "ann"})
+    unknown, _ = live_repo.create("nobody-handles-this")
+
+    out = run_worker(worker_env, tmp_path, "--burst", "--handlers", "myapp_jobs", "--concurrency", "2")
+
+    assert out.returncode == 0, out.stderr
+    assert (tmp_path / "greeted.txt").read_text() == "ann\n"
+    assert live_repo.find_by_id(greet.id).status == "completed"
+    assert (live_repo.find_by_id(unknown.id).status, live_repo.find_by_id(unknown.id).worker_id) == ("pending", None)
+
+
+def test_the_entry_point_function_is_the_cli(live_repo, worker_env, tmp_path):
+    # pyproject's script `queue-worker = "queue_core.worker:main"` calls this function.
+    job, _ = live_repo.create("echo")
+    code = "import sys; from queue_core.worker import main; sys.exit(main(['--burst', '--worker-id', 'script']))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=worker_env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert live_repo.find_by_id(job.id).worker_id == "script"

@@ -1,0 +1,59 @@
+"""Handlers for the worker tests; real worker processes import this with ``--handlers worker_handlers``.
+
+``record`` writes one row per execution into its own table, so a test can count how often each job ran.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import peewee as pw
+
+from queue_core.db import open_database
+from queue_core.handlers import current_job, handler
+
+
+class Execution(pw.Model):
+    job_id = pw.IntegerField(index=True)
+    attempt = pw.IntegerField()
+    worker_id = pw.CharField()
+    pid = pw.IntegerField()
+
+    class Meta:
+        table_name = "test_executions"
+
+
+_bind_lock = threading.Lock()
+
+
+def bind(url: str) -> pw.Database:
+    db = open_database(url)
+    Execution.bind(db)
+    return db
+
+
+def create_table(url: str) -> None:
+    """Called by the test before workers start, so processes never race to create it."""
+    db = bind(url)
+    db.create_tables([Execution])
+    db.close()
+
+
+@handler("record")
+def record(payload: dict) -> None:
+    with _bind_lock:
+        if Execution._meta.database is None:
+            bind(os.environ["QUEUE_DB_URL"])
+    job = current_job()
+    Execution.create(job_id=job.id, attempt=job.attempt, worker_id=job.worker_id, pid=os.getpid())
+
+
+@handler("zombie")
+def zombie(payload: dict) -> None:
+    """Sleep, then fail if this attempt is listed in ``fail_attempts``."""
+    time.sleep(payload["seconds"])
+    attempt = current_job().attempt
+    if attempt in payload.get("fail_attempts", []):
+        raise RuntimeError(f"attempt {attempt} failed")
