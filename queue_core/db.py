@@ -43,7 +43,9 @@ def open_database(url: str | None = None, *, synchronous: str | None = None) -> 
         migrate(db)
     except (pw.OperationalError, pw.ProgrammingError, pw.InterfaceError) as exc:
         db.close()
-        raise DatabaseURLError(f"cannot open {without_password(url)}: {exc}") from exc
+        # The driver's first line says what is wrong; the rest (the failing SQL, a caret) is noise to an operator.
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DatabaseURLError(f"cannot open {without_password(url)}: {reason}") from exc
     return db
 
 

@@ -91,7 +91,7 @@ class JobRepository:
         return now.astimezone(UTC)
 
     def _now_sql(self):
-        """ "Now" for a single statement: evaluated by the server when it is the clock (no extra round trip)."""
+        """The current time for use inside one statement: the server evaluates it when it is the clock."""
         return POSTGRES_NOW if self.database_clock else self.now()
 
     def _announce_pending(self) -> None:

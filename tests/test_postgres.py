@@ -132,11 +132,20 @@ def test_migration_from_version_1_keeps_jobs(db_url):
 
 
 @postgres_only
-def test_bad_database_name_is_a_clear_error(postgres_url):
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/no_such_database_here", "no_such_database_here"),
+        ("/test?bogus=1", "bogus"),
+        ("/test?options=-csearch_path%3Dno_such_schema", "no schema"),
+    ],
+)
+def test_a_url_that_cannot_be_opened_is_one_clear_line(postgres_url, path, reason):
     base = postgres_url.split("?")[0].rsplit("/", 1)[0]
     with pytest.raises(DatabaseURLError) as info:
-        open_database(f"{base}/no_such_database_here")
-    assert "cannot open" in str(info.value) and "no_such_database_here" in str(info.value)
+        open_database(base + path)
+    message = str(info.value)
+    assert message.startswith("cannot open") and reason in message and "\n" not in message
 
 
 def test_postgres_url_without_psycopg_says_what_to_install(monkeypatch):
