@@ -359,13 +359,16 @@ class JobRepository:
         pruned = 0
         while True:
             with self.db.atomic():
-                oldest = Job.select(Job.id).where(finished).limit(batch)
-                # The condition again on delete: an operator may have retried one of them meanwhile.
-                ids = [row.id for row in Job.delete().where(Job.id.in_(oldest) & finished).returning(Job.id).execute()]
-                if ids:
-                    JobError.delete().where(JobError.job_id.in_(ids)).execute()
-            pruned += len(ids)
-            if len(ids) < batch:
+                # The ids first, then a delete by primary key: a DELETE ... WHERE id IN (subquery) can be
+                # planned as a scan of the whole table per batch on PostgreSQL.
+                found = [job_id for (job_id,) in Job.select(Job.id).where(finished).limit(batch).tuples()]
+                # The condition again: an operator may have retried one of them meanwhile.
+                doomed = Job.delete().where(Job.id.in_(found) & finished).returning(Job.id) if found else []
+                deleted = [row.id for row in doomed]
+                if deleted:
+                    JobError.delete().where(JobError.job_id.in_(deleted)).execute()
+            pruned += len(deleted)
+            if len(found) < batch:
                 return pruned
 
     # --- read model -------------------------------------------------------------------------------
