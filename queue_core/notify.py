@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import peewee as pw
 
-# One channel per database; queues in other schemas of the same database only cause spurious wake-ups.
+# One channel per database; each notification's payload is the schema of the queue that has new work.
 JOBS_CHANNEL = "queue_core_jobs"
 RECONNECT_DELAY = 1.0  # seconds between attempts to re-open a lost listening connection
 CHECK_STOP_EVERY = 0.5  # seconds: how soon stop() takes effect
@@ -62,11 +62,13 @@ class JobListener:
         while not self._stopping.is_set():
             try:
                 with psycopg.connect(self._conninfo, autocommit=True, **self._connect_params) as conn:
+                    schema = conn.execute("SELECT current_schema()").fetchone()[0]
                     conn.execute(f"LISTEN {JOBS_CHANNEL}")
                     self._listening.set()
                     while not self._stopping.is_set():
-                        for _ in conn.notifies(timeout=CHECK_STOP_EVERY):
-                            self._wake()
+                        for notification in conn.notifies(timeout=CHECK_STOP_EVERY):
+                            if notification.payload == schema:  # not another queue's, in another schema
+                                self._wake()
             except psycopg.Error as exc:
                 self._listening.clear()
                 log.warning("job listener lost its connection (%s); polling covers until it is back", exc)

@@ -97,7 +97,8 @@ class JobRepository:
     def _announce_pending(self) -> None:
         """Wake idle workers listening on PostgreSQL (queue_core.notify); delivered when the transaction commits."""
         if self.postgres:
-            self.db.execute_sql("SELECT pg_notify(%s, '')", (JOBS_CHANNEL,))
+            # The payload names the schema: queues in other schemas of the database ignore it.
+            self.db.execute_sql("SELECT pg_notify(%s, current_schema())", (JOBS_CHANNEL,))
 
     # --- create -----------------------------------------------------------------------------------
 

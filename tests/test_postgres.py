@@ -206,6 +206,14 @@ def test_whatever_makes_a_job_claimable_now_wakes_listeners(repo, clock, wakeups
 
 
 @postgres_only
+def test_a_queue_in_another_schema_does_not_wake_this_one(db, repo, wakeups):
+    db.execute_sql("SELECT pg_notify(%s, 'some_other_queue')", (JOBS_CHANNEL,))
+    assert not wakeups.wait(0.3)
+    repo.create("t")
+    assert wakeups.wait()
+
+
+@postgres_only
 def test_a_notification_is_sent_at_commit_not_before(db, repo, wakeups):
     with db.atomic():
         repo.create("t")
