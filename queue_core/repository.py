@@ -488,7 +488,14 @@ def validate_aware(field: str, value) -> datetime:
         raise ValidationError(field, "must be a datetime")
     if value.tzinfo is None or value.utcoffset() is None:
         raise ValidationError(field, "naive datetime; pass an aware one, e.g. datetime.now(UTC)")
-    return value.astimezone(UTC)
+    try:
+        value = value.astimezone(UTC)
+    except OverflowError:
+        value = None
+    # Four-digit years only: SQLite compares times as fixed-width text, so year 5 would sort after 2026.
+    if value is None or value.year < 1000:
+        raise ValidationError(field, "must be between the years 1000 and 9999 in UTC")
+    return value
 
 
 def validate_worker_id(value) -> str:

@@ -2,7 +2,8 @@
 
 SIGTERM or SIGINT stops claiming and lets running jobs finish within ``--shutdown-timeout``; a second
 signal releases them back to pending at once. Bad arguments or an unimportable ``--handlers`` module print
-one line and exit 2 before any job is touched.
+one line and exit 2 before any job is touched. With ``--api URL`` the same loop runs over the HTTP API
+(``queue_core.server``) through ``HttpQueue``, with no database connection of its own.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from .cli import CLIArgumentParser, fail, non_negative_seconds, positive_seconds
+from .client import HttpQueue
 from .db import open_database
 from .errors import QueueError
 from .handlers import registry
@@ -56,6 +59,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add = parser.add_argument
     add("--db", default=None, help="database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)")
+    add("--api", default=None, metavar="URL", help="claim over the HTTP API at URL (queue_core.server) instead of --db")
+    add("--token", default=None, help="bearer token for --api (default: $QUEUE_API_TOKEN)")
     add("--worker-id", type=worker_id, default=None, help="name in job claims and logs (default: host-pid)")
     add("--handlers", action="append", default=[], metavar="MODULE", help="import MODULE to register handlers")
     add("--concurrency", type=concurrency, default=1, metavar="N", help="jobs run at once, one thread each")
@@ -106,6 +111,8 @@ def configure_logging(level: str, fmt: str) -> None:
     root = logging.getLogger()
     root.handlers[:] = [stream]
     root.setLevel(level.upper())
+    # httpx (the --api client) logs every request at INFO; a polling worker would drown its job lines.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, root.level))
 
 
 def log_event(event: WorkerEvent) -> None:
@@ -155,13 +162,17 @@ def main(argv: list[str] | None = None) -> int:
     problem = import_handler_modules(args.handlers)
     if problem:
         return fail(problem)
+    if args.api and args.db:
+        return fail("give --db or --api, not both: --api runs over the HTTP API, which has its own database")
+    if args.token and not args.api:
+        return fail("--token is for --api; a --db worker talks to the database directly")
     try:
-        db = open_database(args.db)
+        queue, close = open_queue(args)
     except QueueError as exc:
         return fail(str(exc))
     try:
         worker = Worker(
-            JobRepository(db),
+            queue,
             worker_id=args.worker_id or default_worker_id(),
             concurrency=args.concurrency,
             registry=registry,
@@ -188,5 +199,19 @@ def main(argv: list[str] | None = None) -> int:
         logger.exception("worker crashed")
         return EXIT_CRASH
     finally:
-        db.close()
+        close()
     return EXIT_OK
+
+
+def open_queue(args) -> tuple[object, Callable[[], None]]:
+    """The queue to work on and how to close it: the HTTP API with ``--api``, else the database."""
+    if args.api:
+        queue = HttpQueue(args.api, token=args.token or os.environ.get("QUEUE_API_TOKEN") or None)
+        try:
+            queue.check()  # an unreachable server or a refused token: one line now, not an error per poll
+        except QueueError:
+            queue.close()
+            raise
+        return queue, queue.close
+    db = open_database(args.db)
+    return JobRepository(db), db.close

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
@@ -32,6 +32,10 @@ BAD_CREATES = [
     ({"type": "t", "idempotency_key": 5}, "idempotency_key"),
     ({"type": "t", "run_at": datetime(2026, 1, 1)}, "run_at"),
     ({"type": "t", "run_at": "2026-01-01"}, "run_at"),
+    # Out of range once converted to UTC, or a year SQLite's text order would misplace.
+    ({"type": "t", "run_at": datetime(9999, 12, 31, 23, tzinfo=timezone(timedelta(hours=-5)))}, "run_at"),
+    ({"type": "t", "run_at": datetime(1, 1, 1, tzinfo=timezone(timedelta(hours=5)))}, "run_at"),
+    ({"type": "t", "run_at": datetime(5, 1, 1, tzinfo=UTC)}, "run_at"),
     ({"type": "t", "retry_backoff": -1}, "retry_backoff"),
     ({"type": "t", "retry_backoff": float("inf")}, "retry_backoff"),
 ]

@@ -177,7 +177,7 @@ def test_a_zombie_cannot_complete_or_fail_the_new_claim(live_repo, start_worker,
     wait_until(running_on(live_repo, job.id, "zombie"), "the zombie to claim the job")
     zombie.signal(signal.SIGSTOP)  # hung: no heartbeat, no progress
 
-    healthy = start_worker("--stale-after", "0.5", worker_id="healthy")
+    healthy = start_worker("--stale-after", "1.5", worker_id="healthy")
     wait_until(running_on(live_repo, job.id, "healthy"), "the job to be reaped and claimed again")
     zombie.signal(signal.SIGCONT)  # its handler finishes (attempt 1) while the new claim runs
     wait_until(lambda: f"lost job={job.id}" in zombie.log(), "the zombie to try to finish the job")

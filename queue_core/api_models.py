@@ -1,0 +1,151 @@
+"""Request and response bodies of the HTTP API, as pydantic models: they type the wire and document it.
+
+They check shapes only (a string here, an integer there, no unknown fields); the rules (which
+priorities exist, how many retries are allowed) stay in ``JobRepository``, which raises a
+``ValidationError`` naming the field. The ranges below only *document* those rules in the OpenAPI
+schema, using the repository's own constants.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+
+from .models import JobStatus, Priority
+from .repository import DEFAULT_MAX_RETRIES, MAX_LIST_LIMIT, MAX_RETRIES_LIMIT, MAX_TEXT_CHARS
+
+# Ids, attempts and counts must fit the database's 64-bit integers; larger ones would not even reach a query.
+INT64_MAX = 2**63 - 1
+JobId = Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)]
+Attempt = Annotated[int, Field(strict=True, ge=1, le=INT64_MAX, description="1-based attempt the worker holds")]
+MAX_CLAIM_BATCH = 100
+MAX_HEARTBEAT_IDS = 1000
+
+
+class Body(BaseModel):
+    # A misspelt field ("priorty") is an error, not a silently ignored default.
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateJob(Body):
+    type: StrictStr = Field(description="job type, e.g. 'send-invoice'", json_schema_extra={"minLength": 1})
+    payload: dict[str, Any] | None = Field(default=None, description="any JSON object; default {}")
+    # Any: parse_priority owns what a priority may be; the schema below documents it.
+    priority: Any = Field(
+        default=0,
+        description="low, medium, high, critical, or a 32-bit integer (higher runs first)",
+        json_schema_extra={
+            "anyOf": [
+                {"type": "integer", "minimum": -(2**31), "maximum": 2**31 - 1},
+                {"type": "string", "enum": [p.name.lower() for p in Priority]},
+            ]
+        },
+    )
+    max_retries: StrictInt = Field(
+        default=DEFAULT_MAX_RETRIES, json_schema_extra={"minimum": 0, "maximum": MAX_RETRIES_LIMIT}
+    )
+    idempotency_key: StrictStr | None = Field(
+        default=None,
+        description="same key again returns the existing job (200); also accepted as an Idempotency-Key header",
+        json_schema_extra={"maxLength": MAX_TEXT_CHARS},
+    )
+    run_at: datetime | None = Field(default=None, description="not claimable before this time (ISO 8601 with offset)")
+    retry_backoff: StrictFloat | None = Field(
+        default=None, description="base back-off in seconds between retries; 0 retries at once"
+    )
+
+
+class ClaimJob(Body):
+    worker_id: StrictStr = Field(json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_CHARS})
+    types: list[StrictStr] | None = Field(default=None, description="only claim jobs of these types")
+
+
+class ClaimMany(ClaimJob):
+    n: Annotated[int, Field(strict=True, ge=1, le=MAX_CLAIM_BATCH, description="claim up to this many jobs")]
+
+
+class Ack(Body):
+    """Who finishes a job: with ``worker_id`` (and ``attempt``) only the current holder can."""
+
+    worker_id: StrictStr | None = None
+    attempt: Attempt | None = None
+
+
+class FailJob(Ack):
+    error: StrictStr = Field(description="why the attempt failed; kept in the job's error history")
+
+
+class Heartbeat(Body):
+    worker_id: StrictStr
+    job_ids: list[JobId] = Field(max_length=MAX_HEARTBEAT_IDS)
+
+
+class Reap(Body):
+    older_than_seconds: StrictFloat = Field(
+        description="take back running jobs whose heartbeat (or claim) is older than this",
+        json_schema_extra={"minimum": 0},
+    )
+
+
+class JobOut(BaseModel):
+    """A job: every column of the ``jobs`` table, ``payload`` decoded, plus ``priority_label``."""
+
+    id: int
+    type: str
+    payload: dict[str, Any]
+    priority: int
+    priority_label: Literal["low", "medium", "high", "critical"]
+    status: JobStatus
+    retry_count: int
+    max_retries: int
+    idempotency_key: str | None
+    claimed_at: datetime | None
+    worker_id: str | None
+    error: str | None
+    created_at: datetime
+    updated_at: datetime
+    run_at: datetime
+    heartbeat_at: datetime | None
+    retry_backoff: float | None
+
+
+class AttemptError(BaseModel):
+    attempt: int
+    worker_id: str | None
+    error: str
+    created_at: datetime
+
+
+class JobDetail(JobOut):
+    errors: list[AttemptError] = Field(description="every failed attempt, oldest first")
+
+
+class JobPage(BaseModel):
+    jobs: list[JobOut]
+    next_after: int | None = Field(description="pass as ?after= for the next page; null when this is the last")
+
+
+class JobBatch(BaseModel):
+    jobs: list[JobOut]
+
+
+class HeartbeatResult(BaseModel):
+    held: list[int] = Field(description="the ids this worker still holds; a missing one was lost")
+
+
+class ReapResult(BaseModel):
+    reaped: int
+
+
+class Stats(BaseModel):
+    counts: dict[str, int]
+    per_minute_last_5m: dict[str, float]
+
+
+class Health(BaseModel):
+    status: Literal["ok"]
+
+
+LIST_LIMIT_DOC = {"minimum": 1, "maximum": MAX_LIST_LIMIT}

@@ -1,0 +1,215 @@
+"""``HttpQueue``: the HTTP API seen as a queue, so the same ``Worker`` loop runs remotely.
+
+It has the methods of ``JobRepository`` that a worker calls (claim, claim_many, complete, fail,
+release, heartbeat, reap_stale, plus create for producers) with the same shapes and the same
+answers: a job, ``None`` when the job is not (or no longer) held, and ``ValidationError`` for bad
+input. Jobs come back as ``RemoteJob``: plain data, no database behind it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+
+from .errors import IdempotencyConflict, QueueError, ValidationError
+from .models import priority_label
+from .problems import IDEMPOTENCY_CONFLICT
+
+DEFAULT_TIMEOUT = 30.0
+TIME_FIELDS = ("claimed_at", "created_at", "updated_at", "run_at", "heartbeat_at")
+
+
+class RemoteQueueError(QueueError):
+    """The queue API could not be reached, refused the token, or failed; ``status`` is the HTTP code if any."""
+
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class RemoteJob:
+    """A job as the API returns it: the columns of ``jobs`` with times as aware datetimes."""
+
+    id: int
+    type: str
+    payload: dict[str, Any]
+    priority: int
+    status: str
+    retry_count: int
+    max_retries: int
+    idempotency_key: str | None = None
+    claimed_at: datetime | None = None
+    worker_id: str | None = None
+    error: str | None = None
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+    run_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    retry_backoff: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def from_dict(cls, data: dict) -> RemoteJob:
+        known = {name for name in cls.__dataclass_fields__ if name != "extra"}
+        values = {name: data.get(name) for name in known if name in data}
+        for name in TIME_FIELDS:
+            if values.get(name) is not None:
+                values[name] = datetime.fromisoformat(values[name])
+        extra = {key: value for key, value in data.items() if key not in known and key != "priority_label"}
+        return cls(**values, extra=extra)
+
+    @property
+    def attempt(self) -> int:
+        """1-based number of the current (or last) attempt, as on ``Job``."""
+        return self.retry_count + 1
+
+    @property
+    def priority_label(self) -> str:
+        return priority_label(self.priority)
+
+    def to_dict(self) -> dict:
+        data = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "extra"}
+        for name in TIME_FIELDS:
+            if data[name] is not None:
+                data[name] = data[name].isoformat()
+        data["priority_label"] = self.priority_label
+        return data
+
+
+class HttpQueue:
+    """A queue behind ``python -m queue_core.server`` at ``base_url``; thread-safe (one pooled HTTP client)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        client: httpx.Client | None = None,
+    ):
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self.base_url = base_url.rstrip("/")
+        # ``client`` lets tests pass an in-process one (FastAPI's TestClient) instead of a socket.
+        self.http = client or httpx.Client(base_url=self.base_url, timeout=timeout)
+        self.http.headers.update(headers)
+
+    def close(self) -> None:
+        self.http.close()
+
+    def __enter__(self) -> HttpQueue:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def check(self) -> dict:
+        """Fail fast with a ``RemoteQueueError`` when the server is unreachable or refuses the token; returns /stats."""
+        return self._request("GET", "/stats", None).json()
+
+    # --- the worker's methods ---------------------------------------------------------------------
+
+    def create(
+        self,
+        type: str,
+        payload: dict | None = None,
+        *,
+        priority: int | str = 0,
+        max_retries: int | None = None,
+        idempotency_key: str | None = None,
+        run_at: datetime | None = None,
+        retry_backoff: float | None = None,
+    ) -> tuple[RemoteJob, bool]:
+        body = {"type": type, "payload": payload, "priority": priority, "idempotency_key": idempotency_key}
+        if max_retries is not None:
+            body["max_retries"] = max_retries
+        if run_at is not None:
+            body["run_at"] = run_at.isoformat()
+        if retry_backoff is not None:
+            body["retry_backoff"] = retry_backoff
+        response = self._request("POST", "/jobs", body, allow=(422,))
+        if response.status_code == 422:
+            problem = response.json()
+            existing = self.find_by_id(problem["job_id"]) if problem.get("type") == IDEMPOTENCY_CONFLICT else None
+            if existing is None:
+                raise error_from(response)
+            raise IdempotencyConflict(idempotency_key, existing)
+        return RemoteJob.from_dict(response.json()), response.status_code == 201
+
+    def claim(self, worker_id: str, *, types=None) -> RemoteJob | None:
+        response = self._post("/jobs/claim", {"worker_id": worker_id, "types": _list_or_none(types)})
+        return None if response.status_code == 204 else RemoteJob.from_dict(response.json())
+
+    def claim_many(self, worker_id: str, n: int, *, types=None) -> list[RemoteJob]:
+        response = self._post("/jobs/claim-many", {"worker_id": worker_id, "n": n, "types": _list_or_none(types)})
+        return [RemoteJob.from_dict(data) for data in response.json()["jobs"]]
+
+    def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> RemoteJob | None:
+        return self._ack(job_id, "complete", {"worker_id": worker_id, "attempt": attempt})
+
+    def fail(
+        self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None
+    ) -> RemoteJob | None:
+        return self._ack(job_id, "fail", {"error": error, "worker_id": worker_id, "attempt": attempt})
+
+    def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> RemoteJob | None:
+        return self._ack(job_id, "release", {"worker_id": worker_id, "attempt": attempt})
+
+    def heartbeat(self, job_ids, *, worker_id: str) -> list[int]:
+        job_ids = list(job_ids)
+        if not job_ids:
+            return []
+        return self._post("/jobs/heartbeat", {"worker_id": worker_id, "job_ids": job_ids}).json()["held"]
+
+    def reap_stale(self, older_than: timedelta) -> int:
+        if not isinstance(older_than, timedelta):
+            raise ValidationError("older_than", "must be a non-negative timedelta")
+        return self._post("/jobs/reap", {"older_than_seconds": older_than.total_seconds()}).json()["reaped"]
+
+    def find_by_id(self, job_id: int) -> RemoteJob | None:
+        response = self._request("GET", f"/jobs/{int(job_id)}", None, allow=(404,))
+        return None if response.status_code == 404 else RemoteJob.from_dict(response.json())
+
+    # --- HTTP -------------------------------------------------------------------------------------
+
+    def _ack(self, job_id: int, verb: str, body: dict) -> RemoteJob | None:
+        # 404 and 409 are the repository's None: the job is gone, or no longer ours to finish.
+        response = self._request("POST", f"/jobs/{int(job_id)}/{verb}", body, allow=(404, 409))
+        return RemoteJob.from_dict(response.json()) if response.status_code == 200 else None
+
+    def _post(self, path: str, body: dict) -> httpx.Response:
+        return self._request("POST", path, body)
+
+    def _request(self, method: str, path: str, body: dict | None, *, allow=()) -> httpx.Response:
+        try:
+            response = self.http.request(method, path, json=body)
+        except httpx.HTTPError as exc:
+            raise RemoteQueueError(f"cannot reach the queue API at {self.base_url}: {exc}") from exc
+        if response.status_code < 400 or response.status_code in allow:
+            return response
+        raise error_from(response)
+
+
+def _list_or_none(types):
+    return None if types is None else list(types)
+
+
+def error_from(response: httpx.Response) -> QueueError:
+    """The queue error a problem+json response stands for, so callers catch the same errors as locally."""
+    try:
+        problem = response.json()
+    except ValueError:
+        problem = {}
+    if not isinstance(problem, dict):
+        problem = {}
+    detail = problem.get("detail") or response.reason_phrase
+    status = response.status_code
+    if status == 422:
+        first = (problem.get("errors") or [{}])[0]
+        return ValidationError(first.get("field", "request"), first.get("message", detail))
+    if status == 401:
+        return RemoteQueueError(f"the queue API refused the token: {detail}", status)
+    return RemoteQueueError(f"the queue API answered {status}: {detail}", status)

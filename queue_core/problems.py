@@ -1,0 +1,173 @@
+"""RFC 9457 problem details: every error the HTTP API returns, as ``application/problem+json``.
+
+The server turns each failure (ours, FastAPI's, Starlette's) into one of these, so a client in any
+language parses one shape: ``type``, ``title``, ``status``, ``detail``, and for bad input ``errors``
+naming each field to fix.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from http import HTTPStatus
+
+import peewee as pw
+from fastapi import Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+from starlette.routing import Match
+
+from .errors import IdempotencyConflict, ValidationError
+
+logger = logging.getLogger("queue_core.server")
+
+PROBLEM_JSON = "application/problem+json"
+# Problem types: URNs, not URLs, because nothing is served at them; "about:blank" means the
+# status code says it all (RFC 9457 section 4.2.1).
+BLANK = "about:blank"
+VALIDATION = "urn:queue-core:problem:validation-error"
+MALFORMED_JSON = "urn:queue-core:problem:malformed-json"
+IDEMPOTENCY_CONFLICT = "urn:queue-core:problem:idempotency-conflict"
+NOT_FOUND = "urn:queue-core:problem:job-not-found"
+NOT_HELD = "urn:queue-core:problem:job-not-held"
+UNAUTHORIZED = "urn:queue-core:problem:unauthorized"
+BODY_TOO_LARGE = "urn:queue-core:problem:body-too-large"
+UNAVAILABLE = "urn:queue-core:problem:database-unavailable"
+INTERNAL = "urn:queue-core:problem:internal-error"
+
+
+class FieldError(BaseModel):
+    field: str = Field(description="the input to fix, e.g. 'priority' or 'body.payload'")
+    message: str
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem details object."""
+
+    type: str = Field(description="a URI naming the kind of problem")
+    title: str = Field(description="short summary of the kind of problem")
+    status: int = Field(description="the HTTP status code")
+    detail: str = Field(description="what went wrong this time, and what to do about it")
+    errors: list[FieldError] | None = Field(default=None, description="one entry per bad field (422 only)")
+    job_id: int | None = Field(default=None, description="the job concerned, when there is one")
+
+
+def problem_response(
+    status: int,
+    detail: str,
+    *,
+    type: str = BLANK,
+    title: str | None = None,
+    errors: list[dict] | None = None,
+    job_id: int | None = None,
+    headers: dict[str, str] | None = None,
+) -> Response:
+    body: dict = {
+        "type": type,
+        "title": title or HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+    }
+    if errors is not None:
+        body["errors"] = errors
+    if job_id is not None:
+        body["job_id"] = job_id
+    content = json.dumps(body, ensure_ascii=False).encode()
+    return Response(content, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def problem_doc(description: str) -> dict:
+    """An OpenAPI ``responses`` entry whose body is a Problem served as problem+json."""
+    return {"description": description, "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+
+
+# --- exception handlers: each failure FastAPI, Starlette, peewee or the repository raises, as a problem ---
+
+
+def field_name(loc) -> str:
+    """('body', 'payload') -> 'payload'; ('query', 'limit') -> 'limit'."""
+    parts = [str(part) for part in loc]
+    if len(parts) > 1 and parts[0] in ("body", "query", "path", "header"):
+        parts = parts[1:]
+    return ".".join(parts)
+
+
+def on_request_validation_error(request: Request, exc: RequestValidationError) -> Response:
+    errors = exc.errors()
+    if any(error.get("type") == "json_invalid" for error in errors):
+        error = errors[0]
+        where = error.get("ctx", {}).get("error", "invalid JSON")
+        return problem_response(
+            400, f"the body is not valid JSON: {where} at position {error['loc'][-1]}", type=MALFORMED_JSON
+        )
+    if any(tuple(error.get("loc", ())) == ("body",) and isinstance(error.get("input"), bytes) for error in errors):
+        return problem_response(415, "send the body as JSON with 'Content-Type: application/json'")
+    fields = [{"field": field_name(error.get("loc", ())), "message": error.get("msg", "invalid")} for error in errors]
+    detail = "; ".join(f"{f['field']}: {f['message']}" for f in fields)
+    return problem_response(422, detail, type=VALIDATION, title="Invalid request", errors=fields)
+
+
+def on_validation_error(request: Request, exc: ValidationError) -> Response:
+    errors = [{"field": exc.field, "message": exc.message}]
+    return problem_response(422, str(exc), type=VALIDATION, title="Invalid request", errors=errors)
+
+
+def on_idempotency_conflict(request: Request, exc: IdempotencyConflict) -> Response:
+    # 422, as the IETF Idempotency-Key draft says for a reused key with another payload.
+    return problem_response(
+        422, str(exc), type=IDEMPOTENCY_CONFLICT, title="Idempotency key reused", job_id=exc.existing.id
+    )
+
+
+def on_http_error(request: Request, exc: HTTPException) -> Response:
+    detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
+    headers = exc.headers
+    if exc.status_code == 404 and detail == "Not Found":
+        detail = f"no route {request.url.path}; see /openapi.json for the API"
+    elif exc.status_code == 405:
+        allowed = allowed_methods(request)
+        headers = {**(exc.headers or {}), "Allow": allowed}
+        detail = f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}"
+    elif exc.status_code == 400:
+        detail = f"the body could not be parsed ({detail.lower()}); send a JSON object"
+    return problem_response(exc.status_code, detail, headers=headers)
+
+
+def allowed_methods(request: Request) -> str:
+    """Every method some route serves at this path: Starlette's own Allow names only the first route's."""
+    methods = set()
+    for route in request.app.router.routes:
+        match, _ = route.matches({**request.scope, "method": "GET"})
+        if match != Match.NONE and getattr(route, "methods", None):
+            methods |= route.methods
+    return ", ".join(sorted(methods))
+
+
+def on_database_unavailable(request: Request, exc: pw.DatabaseError) -> Response:
+    logger.warning("database error on %s %s: %s", request.method, request.url.path, exc)
+    return problem_response(
+        503,
+        "the database is unavailable or busy; retry shortly",
+        type=UNAVAILABLE,
+        headers={"Retry-After": "1"},
+    )
+
+
+def on_data_error(request: Request, exc: pw.DataError) -> Response:
+    # e.g. a NUL character, which PostgreSQL refuses to store or compare.
+    return problem_response(
+        422, f"a value cannot be stored by the database: {str(exc).splitlines()[0]}", type=VALIDATION
+    )
+
+
+EXCEPTION_HANDLERS = {
+    RequestValidationError: on_request_validation_error,
+    ValidationError: on_validation_error,
+    IdempotencyConflict: on_idempotency_conflict,
+    HTTPException: on_http_error,
+    pw.DataError: on_data_error,
+    pw.OperationalError: on_database_unavailable,
+    pw.InterfaceError: on_database_unavailable,
+}

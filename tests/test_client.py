@@ -1,0 +1,104 @@
+"""``HttpQueue`` answers like ``JobRepository``: the same jobs, None for lost claims, the same errors."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+
+from queue_core.client import HttpQueue, RemoteJob, RemoteQueueError
+from queue_core.errors import IdempotencyConflict, ValidationError
+from queue_core.server import create_app
+
+
+@pytest.fixture
+def queue(repo):
+    # In process: FastAPI's TestClient is an httpx.Client, so HttpQueue runs its real HTTP code against the app.
+    with HttpQueue("http://testserver", client=TestClient(create_app(repo), raise_server_exceptions=False)) as q:
+        yield q
+
+
+def test_remote_job_carries_what_a_handler_and_the_worker_read(queue, repo):
+    run_at = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    job, created = queue.create("mail", {"to": "ann"}, priority=25, max_retries=2, run_at=run_at, retry_backoff=0)
+    assert created and isinstance(job, RemoteJob)
+    assert job.to_dict() == repo.find_by_id(job.id).to_dict()
+    claimed = queue.claim("w1", types=["mail"])
+    assert (claimed.id, claimed.type, claimed.payload, claimed.retry_count, claimed.attempt) == (
+        job.id,
+        "mail",
+        {"to": "ann"},
+        0,
+        1,
+    )
+    assert claimed.priority_label == "high" and claimed.claimed_at == repo.now()
+    assert claimed.worker_id == "w1" and claimed.status == "running"
+
+
+def test_fail_release_and_the_fencing_attempt(queue, repo, clock):
+    queue.create("t", max_retries=3, retry_backoff=0)
+    claimed = queue.claim("w1")
+    failed = queue.fail(claimed.id, "boom", worker_id="w1", attempt=1)
+    assert (failed.status, failed.retry_count, failed.error) == ("pending", 1, "boom")
+    again = queue.claim("w1")
+    assert again.attempt == 2
+    assert queue.fail(again.id, "late", worker_id="w1", attempt=1) is None  # a stale attempt is fenced off
+    released = queue.release(again.id, worker_id="w1", attempt=2)
+    assert (released.status, released.retry_count) == ("pending", 1)
+    assert queue.release(again.id, worker_id="w1") is None
+    assert queue.fail(424242, "x") is None
+
+
+def test_claim_many_heartbeat_and_reap(queue, repo, clock):
+    ids = [queue.create("t", {"n": n})[0].id for n in range(3)]
+    batch = queue.claim_many("w1", 2)
+    assert [job.id for job in batch] == ids[:2]
+    assert queue.claim_many("w1", 5, types=["other"]) == []
+    assert queue.heartbeat([], worker_id="w1") == []
+    clock.advance(100)
+    assert queue.heartbeat([ids[0]], worker_id="w1") == [ids[0]]
+    clock.advance(100)
+    assert queue.reap_stale(timedelta(seconds=150)) == 1  # ids[1]: no heartbeat for 200 s
+    assert repo.find_by_id(ids[1]).status == "pending"
+    assert queue.find_by_id(ids[0]).status == "running"
+    assert queue.find_by_id(999) is None
+
+
+def test_errors_match_the_repository(queue, repo):
+    queue.create("charge", {"order": 1}, idempotency_key="k")
+    with pytest.raises(IdempotencyConflict) as info:
+        queue.create("charge", {"order": 2}, idempotency_key="k")
+    assert info.value.existing.idempotency_key == "k"
+    with pytest.raises(ValidationError) as info:
+        queue.create("charge", priority="urgent")
+    assert info.value.field == "priority"
+    with pytest.raises(ValidationError):
+        queue.reap_stale(60)
+    with pytest.raises(ValidationError) as info:
+        queue.claim_many("w", 0)
+    assert info.value.field == "n"
+
+
+def test_a_wrong_token_is_a_remote_queue_error(repo):
+    app = create_app(repo, token="right")
+    with HttpQueue("http://testserver", token="wrong", client=TestClient(app)) as queue:
+        with pytest.raises(RemoteQueueError) as info:
+            queue.claim("w")
+        assert info.value.status == 401 and "token" in str(info.value)
+        with pytest.raises(RemoteQueueError):
+            queue.check()
+    with HttpQueue("http://testserver", token="right", client=TestClient(app)) as queue:
+        assert queue.check()["counts"]["pending"] == 0
+        assert queue.claim("w") is None
+
+
+def test_a_500_is_a_remote_queue_error_not_a_crash(repo, monkeypatch):
+    def explode(*args, **kwargs):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(repo, "claim", explode)
+    client = TestClient(create_app(repo), raise_server_exceptions=False)
+    with HttpQueue("http://testserver", client=client) as queue, pytest.raises(RemoteQueueError) as info:
+        queue.claim("w")
+    assert info.value.status == 500
