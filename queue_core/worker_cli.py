@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(problem)
     if args.api and args.db:
         return fail("give --db or --api, not both: --api runs over the HTTP API, which has its own database")
+    if args.prune_after is not None and args.api:
+        return fail("--prune-after needs --db: prune where the database is, not over the HTTP API")
     if args.token and not args.api:
         return fail("--token is for --api; a --db worker talks to the database directly")
     try:
@@ -184,7 +186,8 @@ def main(argv: list[str] | None = None) -> int:
             prune_after=args.prune_after,
         )
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once (None on SQLite: polling).
-        listener = None if args.burst else listen_for_jobs(db, worker.wakeup)
+        database = getattr(queue, "db", None)  # None over the HTTP API: that worker polls the server
+        listener = None if args.burst or database is None else listen_for_jobs(database, worker.wakeup)
         previous = install_signal_handlers(worker)
         try:
             worker.run(burst=args.burst)
