@@ -136,9 +136,14 @@ def _migrate_v1(db: pw.Database) -> None:
         db.execute_sql(statement)
 
 
+def _migrate_v2(db: pw.Database) -> None:
+    # throughput's failed attempts per minute read the recent tail of job_errors, not the whole history.
+    db.execute_sql("CREATE INDEX IF NOT EXISTS job_errors_created ON job_errors (created_at)")
+
+
 # PostgreSQL only: what a high-churn table needs there (README, "Indexes and churn"). Every job is
 # inserted, updated two or three times and deleted by prune, so dead row versions pile up fast.
-POSTGRES_CHURN_V2 = (
+POSTGRES_CHURN_V3 = (
     # The claim's own index holds pending jobs only: it stays as small as the backlog, however many
     # finished jobs the table keeps. The claim names the status as a literal so that a generic
     # (prepared) plan can still prove it matches this index's predicate.
@@ -154,16 +159,16 @@ POSTGRES_CHURN_V2 = (
 )
 
 
-def _migrate_v2(db: pw.Database) -> None:
+def _migrate_v3(db: pw.Database) -> None:
     # Nothing to do on SQLite: it updates index entries in place (no dead row versions to vacuum), so
     # the pending range of jobs_claim stays contiguous and small however many finished jobs there are.
     if is_postgres(db):
-        for statement in POSTGRES_CHURN_V2:
+        for statement in POSTGRES_CHURN_V3:
             db.execute_sql(statement)
 
 
 # (version, step): each step takes the schema from version - 1 to version, keeping every job.
-MIGRATIONS = ((1, _migrate_v1), (2, _migrate_v2))
+MIGRATIONS = ((1, _migrate_v1), (2, _migrate_v2), (3, _migrate_v3))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

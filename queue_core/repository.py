@@ -30,6 +30,7 @@ MAX_ERROR_CHARS = 10_000
 MAX_TEXT_CHARS = 255
 MAX_LIST_LIMIT = 1000
 PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum keeps up in between
+ROW_ERROR_CHARS = 300
 
 Clock = Callable[[], datetime]
 # Plain strings, not the enum: database drivers differ in how they send enum members.
@@ -40,6 +41,20 @@ POSTGRES_NOW = pw.SQL("(now() AT TIME ZONE 'UTC')")
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+class ManualClock:
+    """A clock that moves only when told to: tests, demos and screenshots need times that never drift."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+    def advance(self, seconds: float = 0, **kwargs) -> datetime:
+        self.now += timedelta(seconds=seconds, **kwargs)
+        return self.now
 
 
 def cutoff_before(now: datetime, age: timedelta) -> datetime:
@@ -300,13 +315,7 @@ class JobRepository:
         with self.db.atomic():
             now = self.now()
             cutoff = cutoff_before(now, older_than)
-            last_sign = pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at)
-            stale = list(
-                Job.select()
-                .where((Job.status == RUNNING) & (last_sign < cutoff))
-                .order_by(Job.id)
-                .for_update(self._for_update())
-            )
+            stale = list(Job.select().where(self._stale(cutoff)).order_by(Job.id).for_update(self._for_update()))
             for job in stale:
                 seen = job.heartbeat_at or job.claimed_at
                 error = (
@@ -322,6 +331,11 @@ class JobRepository:
             if stale:
                 self._announce_pending()
             return len(stale)
+
+    def _stale(self, cutoff: datetime):
+        """The condition that a job is running and its heartbeat (or claim, if none) is older than ``cutoff``."""
+        Job = self.Job
+        return (Job.status == RUNNING) & (pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at) < cutoff)
 
     def retry(self, job_id: int) -> Job | None:
         """Operator retry of a failed job: back to pending now, retry_count reset to 0, claim cleared.
@@ -385,16 +399,37 @@ class JobRepository:
         JobError = self.JobError
         return list(JobError.select().where(JobError.job_id == job_id).order_by(JobError.attempt, JobError.id))
 
-    def counts(self, *, type: str | None = None) -> dict[str, int]:
-        """Jobs per status (every status present, zero included)."""
+    def counts(self, *, type: str | None = None, cap: int | None = None) -> dict[str, int]:
+        """Jobs per status (every status present, zero included).
+
+        With ``cap``, each status is counted only up to ``cap + 1`` jobs, so a status holding more than
+        ``cap`` reads as ``cap + 1`` ("more than cap"). Each count is then an index range read that stops
+        early: a live console pays for at most ``cap`` index entries per status, not for a million rows.
+        """
         Job = self.Job
+        counts = {status.value: 0 for status in JobStatus}
+        if cap is not None:
+            if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
+                raise ValidationError("cap", "must be a positive integer")
+            for status in counts:
+                rows = Job.select(pw.SQL("1")).where(Job.status == status)
+                if type is not None:
+                    rows = rows.where(Job.type == type)
+                counts[status] = rows.limit(cap + 1).count()
+            return counts
         query = Job.select(Job.status, pw.fn.COUNT(Job.id).alias("n")).group_by(Job.status)
         if type is not None:
             query = query.where(Job.type == type)
-        counts = {status.value: 0 for status in JobStatus}
         for status, n in query.tuples():
             counts[status] = n
         return counts
+
+    def count_stale(self, older_than: timedelta, *, type: str | None = None) -> int:
+        """How many running jobs ``reap_stale(older_than)`` would take back now."""
+        query = self.Job.select().where(self._stale(cutoff_before(self.now(), older_than)))
+        if type is not None:
+            query = query.where(self.Job.type == type)
+        return query.count()
 
     def list(
         self, status: str | None = None, type: str | None = None, *, limit: int = 100, after: int | None = None
@@ -416,6 +451,20 @@ class JobRepository:
         pending: claim order; running: oldest claim first (stale ones on top); completed and failed:
         most recent first.
         """
+        return list(self._window_query(status, type, limit))
+
+    def window_rows(self, status: str, *, type: str | None = None, limit: int = 200) -> list:
+        """``window`` as light named tuples: every column but the payload, ``error`` cut to ``ROW_ERROR_CHARS``.
+
+        What a live table shows, at a fraction of the cost: a refresh never reads or decodes payloads and
+        builds no model objects.
+        """
+        Job = self.Job
+        columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
+        error = pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")
+        return list(self._window_query(status, type, limit, *columns, error).namedtuples())
+
+    def _window_query(self, status: str, type: str | None, limit: int, *columns):
         Job = self.Job
         status = validate_status(status)
         orders = {
@@ -424,10 +473,10 @@ class JobRepository:
             COMPLETED: (Job.updated_at.desc(), Job.id.desc()),
             FAILED: (Job.updated_at.desc(), Job.id.desc()),
         }
-        query = Job.select().where(Job.status == status).order_by(*orders[status]).limit(validate_limit(limit))
+        query = Job.select(*columns).where(Job.status == status).order_by(*orders[status]).limit(validate_limit(limit))
         if type is not None:
             query = query.where(Job.type == type)
-        return list(query)
+        return query
 
     def throughput(self, period: timedelta = timedelta(minutes=5)) -> dict[str, float]:
         """Jobs completed and attempts failed per minute over the last ``period``."""

@@ -31,9 +31,11 @@ MAX_CONCURRENCY = 256
 # Beat at least this often whatever stale_after is, so a worker with a short threshold does not reap the
 # live jobs of a worker configured with a long one.
 MAX_HEARTBEAT_INTERVAL = 10.0
-# Waits between attempts to record a job's outcome after a database error; after the last the job is left
-# running for the reaper (the handler may then run again: delivery is at least once).
-ACK_RETRY_WAITS = (0.1, 0.5, 2.0)
+# Waits between attempts to record a job's outcome after a database error, doubling up to the cap. The
+# worker keeps trying for as long as the claim can still be its own (``stale_after``: after that the
+# reaper takes it back, and a late ack would be refused anyway); then the job is left to the reaper and
+# may run again (delivery is at least once).
+ACK_FIRST_WAIT, ACK_MAX_WAIT = 0.1, 2.0
 # After a stop releases the unfinished jobs, how long threads that were writing an outcome get to finish.
 ACK_GRACE = 15.0
 # A worker with prune_after prunes at start and then this often; several workers doing it is harmless.
@@ -418,15 +420,18 @@ class Worker:
             session.in_flight -= 1
 
     def _retrying(self, action: str, call: Callable[[], object]):
-        for wait in (*ACK_RETRY_WAITS, None):
+        give_up_at = time.monotonic() + self.stale_after
+        wait = ACK_FIRST_WAIT
+        while True:
             try:
                 return call()
             except Exception as exc:
-                self._emit_error(action, exc, retrying=wait is not None)
-                if wait is None:
+                retrying = time.monotonic() + wait < give_up_at
+                self._emit_error(action, exc, retrying=retrying)
+                if not retrying:
                     return _GAVE_UP
                 time.sleep(wait)
-        return _GAVE_UP
+                wait = min(wait * 2, ACK_MAX_WAIT)
 
     # --- heartbeat and reaper ----------------------------------------------------------------------
 
@@ -503,6 +508,9 @@ class Worker:
                 logger.debug("closing a worker thread's connection failed", exc_info=True)
 
     def _emit_error(self, action: str, exc: Exception, *, retrying: bool = False) -> None:
+        # The connection may be the trouble (a server restart, pg_terminate_backend): drop this thread's
+        # so that its next query reconnects instead of failing on a dead socket forever.
+        self._close_thread_connection()
         then = "; retrying" if retrying else ""
         error = f"{type(exc).__name__}: {exc}"
         self._emit(

@@ -2,27 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 from queue_core.db import open_database
 from queue_core.models import bind_models
-from queue_core.repository import JobRepository
+from queue_core.repository import JobRepository, ManualClock
 
 START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 
 
-class FakeClock:
-    """A clock that moves only when told to."""
+class FakeClock(ManualClock):
+    """A clock that moves only when told to, at START unless told otherwise."""
 
     def __init__(self, now: datetime = START):
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float = 0, **kwargs) -> datetime:
-        self.now += timedelta(seconds=seconds, **kwargs)
-        return self.now
+        super().__init__(now)
 
 
 def fresh_repository(db_url: str, clock=None, rng=None) -> JobRepository:

@@ -77,3 +77,24 @@ def test_default_url_from_environment(monkeypatch):
     assert default_url() == "sqlite:///queue.db"
     monkeypatch.setenv("QUEUE_DB_URL", "sqlite:///elsewhere.db")
     assert default_url() == "sqlite:///elsewhere.db"
+
+
+def test_version_1_database_is_migrated_keeping_jobs(db_url):
+    db = open_database(db_url)
+    JobRepository(db).create("t", {"keep": True})
+    db.execute_sql("DROP INDEX job_errors_created")
+    db.execute_sql("UPDATE queue_meta SET value = '1' WHERE key = 'schema_version'")
+    db.close()
+    db = open_database(db_url)
+    assert schema_version(db) == SCHEMA_VERSION == 3
+    assert "job_errors_created" in {index.name for index in db.get_indexes("job_errors")}
+    assert JobRepository(db).list()[0].payload == {"keep": True}
+    db.close()
+
+
+@pytest.mark.backends("sqlite")
+def test_throughput_reads_job_errors_through_its_time_index(repo, db):
+    plan = db.execute_sql(
+        "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM job_errors WHERE created_at >= ?", ("2030-01-01",)
+    ).fetchall()
+    assert any("job_errors_created" in row[-1] for row in plan), plan

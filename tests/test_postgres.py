@@ -114,20 +114,21 @@ def test_jobs_table_is_tuned_for_churn(db):
     assert "WHERE" in definition and "'pending'" in definition
 
 
-def test_migration_from_version_1_keeps_jobs(db_url):
+@postgres_only
+def test_a_version_2_database_gets_the_churn_settings_and_keeps_its_jobs(db_url):
     db = open_database(db_url)
     JobRepository(db).create("t", {"kept": True})
-    db.execute_sql("UPDATE queue_meta SET value = '1' WHERE key = 'schema_version'")
-    if db_url.startswith("postgresql"):
-        db.execute_sql("DROP INDEX jobs_pending_claim")
-        db.execute_sql("ALTER TABLE jobs RESET (fillfactor)")
+    db.execute_sql("UPDATE queue_meta SET value = '2' WHERE key = 'schema_version'")
+    db.execute_sql("DROP INDEX jobs_pending_claim")
+    db.execute_sql("ALTER TABLE jobs RESET (fillfactor)")
     db.close()
 
     db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION == 2
+    assert schema_version(db) == SCHEMA_VERSION == 3
     assert JobRepository(db).list()[0].payload == {"kept": True}
-    if db_url.startswith("postgresql"):
-        assert "jobs_pending_claim" in {index.name for index in db.get_indexes("jobs")}
+    assert "jobs_pending_claim" in {index.name for index in db.get_indexes("jobs")}
+    options = db.execute_sql("SELECT reloptions FROM pg_class WHERE oid = 'jobs'::regclass").fetchone()[0]
+    assert "fillfactor=80" in options
     db.close()
 
 

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from queue_core.errors import IdempotencyConflict
-from queue_core.repository import BACKOFF_CAP, DEFAULT_BACKOFF_BASE
+from queue_core.errors import IdempotencyConflict, ValidationError
+from queue_core.repository import BACKOFF_CAP, DEFAULT_BACKOFF_BASE, ROW_ERROR_CHARS
 
 
 def test_lifecycle_pending_running_completed(repo, clock):
@@ -264,6 +264,46 @@ def test_prune_works_in_batches_and_keeps_what_is_not_old_or_not_finished(repo, 
     assert [j.id for j in repo.list()] == [running.id, recent.id]
     assert all(repo.errors_for(job_id) == [] for job_id in old)
     assert repo.prune(timedelta(days=7), batch=3) == 0
+
+
+def test_counts_with_a_cap_stop_counting_past_it(repo):
+    for _ in range(5):
+        repo.create("a")
+    repo.create("b")
+    repo.claim("w")
+    assert repo.counts(cap=3) == {"pending": 4, "running": 1, "completed": 0, "failed": 0}  # 5 pending: "more than 3"
+    assert repo.counts(cap=10) == repo.counts() == {"pending": 5, "running": 1, "completed": 0, "failed": 0}
+    assert repo.counts(type="b", cap=3) == {"pending": 1, "running": 0, "completed": 0, "failed": 0}
+    with pytest.raises(ValidationError):
+        repo.counts(cap=0)
+
+
+def test_count_stale_matches_what_reap_stale_takes(repo, clock):
+    a, _ = repo.create("a")
+    b, _ = repo.create("b")
+    repo.claim_many("w", 2)
+    clock.advance(100)
+    repo.heartbeat([b.id], worker_id="w")
+    clock.advance(250)
+    assert repo.count_stale(timedelta(seconds=300)) == 1  # a: claimed 350 s ago; b: heartbeat 250 s ago
+    assert repo.count_stale(timedelta(seconds=300), type="b") == 0
+    assert repo.count_stale(timedelta(seconds=200)) == 2
+    assert repo.reap_stale(timedelta(seconds=300)) == 1
+    assert repo.count_stale(timedelta(seconds=300)) == 0
+    assert repo.find_by_id(a.id).status == "pending"
+
+
+def test_window_rows_skip_the_payload_and_cut_long_errors(repo):
+    job, _ = repo.create("t", {"big": "x" * 1000}, max_retries=0)
+    repo.create("t", priority="high")
+    repo.claim("w")
+    repo.claim("w")
+    repo.fail(job.id, "E" * (ROW_ERROR_CHARS + 50))
+    [row] = repo.window_rows("failed")
+    assert (row.id, row.type, row.status, row.retry_count, row.max_retries) == (job.id, "t", "failed", 0, 0)
+    assert not hasattr(row, "payload") and row.error == "E" * ROW_ERROR_CHARS
+    assert row.updated_at == repo.find_by_id(job.id).updated_at  # times come back as aware UTC
+    assert [r.id for r in repo.window_rows("running")] == [r.id for r in repo.window("running")]
 
 
 def test_huge_ages_mean_nothing_is_that_old(repo, clock):

@@ -1,0 +1,1 @@
+"""The Textual operator console of queue-core: live tables, actions and an embedded worker."""

@@ -1,0 +1,5 @@
+"""``python -m console``: the operator console."""
+
+from .app import main
+
+main()

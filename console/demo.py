@@ -1,0 +1,94 @@
+"""Demo data: ``seed_demo`` for a newcomer's first run, ``build_scene`` for screenshots and snapshot tests.
+
+Both go through ``JobRepository`` like any other client. ``build_scene`` is deterministic: a fixed clock
+moved by hand and a seeded random generator give the same jobs, ids and times on every run.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from queue_core.repository import JobRepository, ManualClock
+
+SCENE_END = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # "now" in every screenshot
+
+
+def seed_demo(repo: JobRepository, rng: random.Random | None = None) -> int:
+    """A few dozen jobs of the built-in handler types, so the embedded worker has something to show."""
+    rng = rng or random.Random()
+    count = 0
+    for i in range(12):
+        repo.create("echo", {"message": f"hello #{i + 1}"}, priority=rng.choice(["low", "medium", "high"]))
+        count += 1
+    for _ in range(10):
+        repo.create("sleep", {"seconds": round(rng.uniform(0.5, 4.0), 1)}, priority=rng.choice(["low", "medium"]))
+        count += 1
+    for i in range(6):
+        repo.create("flaky", {"p": 0.5, "n": i}, max_retries=3, retry_backoff=1)
+        count += 1
+    for i in range(4):
+        repo.create("fail", {"error": f"card declined (demo #{i + 1})"}, max_retries=1, retry_backoff=1)
+        count += 1
+    later = repo.now() + timedelta(seconds=20)
+    for i in range(3):
+        run_at = later + timedelta(seconds=10 * i)
+        repo.create("echo", {"message": f"delayed #{i + 1}"}, priority="critical", run_at=run_at)
+        count += 1
+    return count
+
+
+def build_scene(repo: JobRepository, clock: ManualClock) -> None:
+    """Ten minutes of a small shop's queue, ending at ``SCENE_END`` with ``clock`` left there.
+
+    Failed jobs with their attempt history, completed work for the throughput, four running jobs of which
+    one is stale, and a pending backlog with a delayed job and one waiting to retry.
+    """
+    clock.now = SCENE_END - timedelta(minutes=10)
+    # Failed for good: each job fails every attempt.
+    failures = [
+        ("resize-image", {"image": "img_4411.png", "width": 1200}, "UnidentifiedImageError: cannot identify image"),
+        ("send-invoice", {"invoice": 7, "to": "ann@example.com"}, "SMTPRecipientsRefused: 550 mailbox unavailable"),
+        ("charge-card", {"order": 1042, "amount_cents": 4999}, "PaymentDeclined: card_declined (insufficient_funds)"),
+        ("sync-crm", {"account": 88}, "TimeoutError: crm.example.com did not answer within 30s"),
+    ]
+    for i, (job_type, payload, error) in enumerate(failures):
+        job, _ = repo.create(job_type, payload, max_retries=2, priority=["high", "medium", "critical", "low"][i])
+        for attempt in range(3):
+            clock.advance(40)
+            repo.claim(f"host-{'ab'[attempt % 2]}:{412 + attempt}", types=[job_type])
+            clock.advance(3 + i)
+            repo.fail(job.id, error if attempt == 2 else f"{error} (attempt {attempt + 1})")
+    # Running: one claimed six minutes ago by a worker that went quiet: stale.
+    clock.now = SCENE_END - timedelta(minutes=6)
+    repo.create("generate-report", {"report": "monthly", "month": "2025-12"}, priority="medium")
+    repo.claim("host-c:977", types=["generate-report"])
+    # Completed in the last five minutes: the throughput.
+    for step in range(30):
+        clock.now = SCENE_END - timedelta(seconds=290 - step * 9)
+        job, _ = repo.create(["echo", "send-invoice", "resize-image"][step % 3], {"n": step})
+        repo.complete(repo.claim("host-a:412").id)
+    clock.now = SCENE_END - timedelta(seconds=40)
+    repo.create("resize-image", {"image": "img_4420.png", "width": 640}, priority="high")
+    repo.create("send-invoice", {"invoice": 9, "to": "bob@example.com"})
+    repo.claim_many("host-a:412", 2)
+    repo.create("sleep", {"seconds": 30})
+    repo.claim("host-b:413")
+    clock.now = SCENE_END - timedelta(seconds=20)
+    # Pending: a backlog in claim order, one job backing off after a failure, one delayed.
+    backlog = [
+        ("send-invoice", {"invoice": 10 + i, "to": f"customer{i}@example.com"}, ["low", "medium", "high"][i % 3])
+        for i in range(9)
+    ] + [("resize-image", {"image": f"img_45{i:02d}.png", "width": 320}, "low") for i in range(5)]
+    for job_type, payload, priority in backlog:
+        repo.create(job_type, payload, priority=priority)
+    repo.create("charge-card", {"order": 1043, "amount_cents": 1250}, priority="critical")
+    repo.create("sync-crm", {"account": 91}, run_at=SCENE_END + timedelta(minutes=15))
+    retrying, _ = repo.create("send-email", {"template": "welcome", "user": 5012}, priority="high", max_retries=5)
+    repo.claim("host-b:413", types=["send-email"])
+    clock.advance(5)
+    repo.fail(retrying.id, "SMTPServerDisconnected: Connection unexpectedly closed")
+    clock.now = SCENE_END - timedelta(seconds=5)
+    repo.heartbeat([job.id for job in repo.window("running") if job.worker_id != "host-c:977"], worker_id="host-a:412")
+    repo.heartbeat([job.id for job in repo.window("running") if job.worker_id == "host-b:413"], worker_id="host-b:413")
+    clock.now = SCENE_END

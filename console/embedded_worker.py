@@ -1,0 +1,114 @@
+"""The embedded worker's controls: ``w`` starts and stops a ``queue_core.worker.Worker`` inside the console.
+
+A mixin of ``QueueConsole``. Worker threads only post messages; stopping waits on a thread worker, so the UI
+keeps answering while running jobs finish, and quitting stops the worker first: no job is left running.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+from textual import work
+from textual.message import Message
+
+from queue_core.worker import Worker
+
+from .widgets.worker_pane import WorkerPane
+
+
+class QueueWorkerStopped(Message):
+    def __init__(self, then_exit: bool) -> None:
+        super().__init__()
+        self.then_exit = then_exit
+
+
+def forward_event(pane: WorkerPane, event) -> None:
+    """Called on a worker thread: hand the event to the UI thread (post_message is thread-safe); never
+    query or touch a widget here."""
+    pane.post_message(WorkerPane.EventReceived(event))
+
+
+class EmbeddedWorkerControls:
+    """Needs from the app: ``repo``, ``stale_after``, ``worker_concurrency``, ``worker_shutdown_timeout``,
+    ``worker_id``, ``request_refresh``, ``refresh_soon`` and ``_on_main_screen``."""
+
+    queue_worker: Worker | None = None
+    _stopping_worker = False
+    _exit_after_stop = False
+
+    @property
+    def worker_pane(self) -> WorkerPane:
+        return self.query_one(WorkerPane)
+
+    def action_toggle_worker(self) -> None:
+        self._on_main_screen()
+        if self._stopping_worker:
+            self.hurry_worker_stop()
+        elif self.queue_worker is not None and self.queue_worker.is_running:
+            self.stop_queue_worker()
+        else:
+            self.start_queue_worker()
+
+    def start_queue_worker(self) -> None:
+        options = {"shutdown_timeout": self.worker_shutdown_timeout, "worker_id": self.worker_id}
+        worker = Worker(
+            self.repo,
+            concurrency=self.worker_concurrency,
+            stale_after=self.stale_after.total_seconds(),
+            on_event=partial(forward_event, self.worker_pane),
+            **{name: value for name, value in options.items() if value is not None},
+        )
+        self.queue_worker = worker
+        self.worker_pane.set_state("running", worker)
+        worker.start()
+
+    def on_worker_pane_event_received(self, message: WorkerPane.EventReceived) -> None:
+        self.refresh_soon()
+
+    def stop_queue_worker(self, *, then_exit: bool = False) -> None:
+        self._stopping_worker = True
+        self._exit_after_stop = self._exit_after_stop or then_exit
+        self.worker_pane.set_state("stopping")
+        running = self.queue_worker.stats.running
+        if running:
+            key = "q" if then_exit else "w"
+            self.notify(
+                f"Stopping the worker: {running} running job(s) get up to {self.queue_worker.shutdown_timeout:g} s "
+                f"to finish, then go back to pending. Press {key} again to release them now.",
+                title="Stopping",
+            )
+        self._stop_in_thread()
+
+    def hurry_worker_stop(self) -> None:
+        """A second w or q while stopping: release the running jobs now instead of waiting for them."""
+        self.queue_worker.request_stop(0)
+        self.notify("Releasing the running jobs back to pending now.", title="Stopping")
+
+    @work(thread=True, exit_on_error=False, group="queue-worker")
+    def _stop_in_thread(self) -> None:
+        try:
+            self.queue_worker.stop()
+        finally:
+            self.post_message(QueueWorkerStopped(self._exit_after_stop))
+
+    def on_queue_worker_stopped(self, message: QueueWorkerStopped) -> None:
+        self._stopping_worker = False
+        self.worker_pane.set_state("stopped")
+        self.request_refresh()
+        if message.then_exit or self._exit_after_stop:
+            self.exit()
+
+    def stop_queue_worker_now(self) -> None:
+        """Blocking stop for the way out (the app already gone): never leave a job running."""
+        if self.queue_worker is not None and self.queue_worker.is_running:
+            self.queue_worker.stop()
+
+    async def action_quit(self) -> None:
+        if self.queue_worker is not None and (self.queue_worker.is_running or self._stopping_worker):
+            if not self._stopping_worker:
+                self.stop_queue_worker(then_exit=True)
+            else:
+                self._exit_after_stop = True
+                self.hurry_worker_stop()
+            return
+        self.exit()

@@ -1,0 +1,44 @@
+"""The console's command line: ``queue-console --db URL --stale-after S --refresh S --worker --demo ...``.
+
+Argument types and handler-module loading are the headless worker's, so both accept and refuse the same.
+"""
+
+from __future__ import annotations
+
+import inspect
+
+from queue_core.cli import CLIArgumentParser, non_negative_seconds, positive_seconds
+from queue_core.worker import Worker
+from queue_core.worker_cli import concurrency, worker_id
+
+# The headless worker's default, so the console and the workers agree on what "stale" means.
+DEFAULT_STALE_AFTER: float = inspect.signature(Worker).parameters["stale_after"].default
+DEFAULT_REFRESH = 1.0
+DEFAULT_CONCURRENCY = 2
+
+
+def build_parser() -> CLIArgumentParser:
+    parser = CLIArgumentParser(prog="queue-console", description="Operator console of the job queue.")
+    add = parser.add_argument
+    add("--db", default=None, help="database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)")
+    add(
+        "--stale-after",
+        type=positive_seconds,
+        default=DEFAULT_STALE_AFTER,
+        metavar="S",
+        help=f"a running job without a heartbeat for this long is stale (default {DEFAULT_STALE_AFTER:g})",
+    )
+    add("--refresh", type=positive_seconds, default=DEFAULT_REFRESH, metavar="S", help="seconds between refreshes")
+    add("--worker", action="store_true", help="start the embedded worker at launch")
+    add("--concurrency", type=concurrency, default=DEFAULT_CONCURRENCY, metavar="N", help="embedded worker threads (2)")
+    add("--worker-id", type=worker_id, default=None, help="the embedded worker's name (default: host-pid)")
+    add("--handlers", action="append", default=[], metavar="MODULE", help="import MODULE to register handlers")
+    add(
+        "--shutdown-timeout",
+        type=non_negative_seconds,
+        default=None,
+        metavar="S",
+        help="how long a stopping worker lets running jobs finish before releasing them (default: the worker's)",
+    )
+    add("--demo", action="store_true", help="seed a few dozen demo jobs and start the embedded worker on them")
+    return parser

@@ -1,0 +1,142 @@
+"""A live table of the jobs in one status, updated in place by row key so the cursor stays on its job."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from queue_core.models import priority_label
+
+from ..formatting import one_line, short_duration, since
+from ..snapshot import Snapshot
+
+# (key, label, width); the last column takes what is left of a 120-column terminal.
+COLUMNS = (
+    ("id", "id", 6),
+    ("type", "type", 16),
+    ("priority", "priority", 8),
+    ("retries", "retries", 7),
+    ("time", "", 11),
+    ("worker", "worker", 16),
+    ("error", "latest error", 39),
+)
+TIME_LABELS = {"pending": "age / due", "running": "running", "failed": "failed"}
+PRIORITY_STYLES = {"critical": "bold red", "high": "yellow", "medium": "", "low": "dim"}
+STALE_STYLE = "bold red"
+STALE_MARKER = "⚠"
+
+Cell = tuple[str, str]  # (text, style): compared between refreshes to update only what changed
+
+
+class JobTable(DataTable):
+    """Jobs of one status in operator order; ``show(snapshot)`` brings it up to date without a clear()."""
+
+    def __init__(self, status: str, title: str, **kwargs):
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self.status = status
+        self.title = title
+        self.border_title = title
+        self._cells: dict[str, tuple[Cell, ...]] = {}
+
+    def on_mount(self) -> None:
+        for key, label, width in COLUMNS:
+            self.add_column(label or TIME_LABELS[self.status], key=key, width=width)
+        self.show_cursor = self.has_focus
+
+    # Only the focused table shows its cursor: the operator sees at once which job r, f and enter act on.
+    def on_focus(self) -> None:
+        self.show_cursor = True
+
+    def on_blur(self) -> None:
+        self.show_cursor = False
+
+    @property
+    def wanted_height(self) -> int:
+        """Lines to show every row: the border, the header and the rows (at least one, for "empty")."""
+        return 3 + max(1, self.row_count)
+
+    @property
+    def selected_job_id(self) -> int | None:
+        if not self.row_count:
+            return None
+        row_key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        return int(row_key.value)
+
+    def show(self, snapshot: Snapshot) -> None:
+        """Bring the rows up to date: remove the jobs that left, update changed cells, add new jobs, re-order."""
+        jobs = snapshot.rows[self.status]
+        wanted = {str(job.id): self.cells(job, snapshot) for job in jobs}
+        selected = self.selected_job_id
+        selected_index = self.cursor_row
+        for key in [key for key in self._cells if key not in wanted]:
+            self.remove_row(key)
+            del self._cells[key]
+        for key, cells in wanted.items():
+            old = self._cells.get(key)
+            if old is None:
+                self.add_row(*(Text(text, style=style) for text, style in cells), key=key)
+            else:
+                for (column, _, _), before, after in zip(COLUMNS, old, cells, strict=True):
+                    if before != after:
+                        self.update_cell(key, column, Text(after[0], style=after[1]))
+            self._cells[key] = cells
+        order = {key: index for index, key in enumerate(wanted)}
+        if [row.key.value for row in self.ordered_rows] != list(order):
+            self.sort("id", key=lambda cell: order[cell.plain])
+        self._keep_cursor(selected, selected_index)
+        self.border_title = self.title_text(snapshot)
+
+    def _keep_cursor(self, job_id: int | None, index: int) -> None:
+        """Keep the cursor on the same job; if it left this table, on the row that took its place."""
+        if not self.row_count:
+            return
+        key = str(job_id)
+        row = self.get_row_index(key) if job_id is not None and key in self._cells else min(index, self.row_count - 1)
+        if row != self.cursor_row:
+            self.move_cursor(row=row, animate=False)
+
+    def title_text(self, snapshot: Snapshot) -> str:
+        title = f"{self.title} [b]{snapshot.shown_text(self.status)}[/b]"
+        if self.status == "running" and snapshot.stale_count:
+            title += f"  [bold red]{STALE_MARKER} {snapshot.stale_count:,} stale[/]"
+        return title
+
+    def cells(self, job, snapshot: Snapshot) -> tuple[Cell, ...]:
+        stale = job.id in snapshot.stale_ids
+        base = STALE_STYLE if stale else ""
+        label = priority_label(job.priority)
+        return (
+            (str(job.id), base),
+            (job.type, base),
+            (label, base or PRIORITY_STYLES[label]),
+            (f"{job.retry_count}/{job.max_retries}", base),
+            self.time_cell(job, snapshot, stale),
+            (job.worker_id or "", base),
+            (one_line(job.error, COLUMNS[-1][2]), base or "dim"),
+        )
+
+    def time_cell(self, job, snapshot: Snapshot, stale: bool) -> Cell:
+        now = snapshot.now
+        if self.status == "pending":
+            if job.run_at > now:
+                return f"in {short_duration((job.run_at - now).total_seconds())}", "cyan"
+            return since(job.created_at, now), ""
+        if self.status == "running":
+            running_for = since(job.claimed_at, now)
+            return (f"{STALE_MARKER} {running_for}", STALE_STYLE) if stale else (running_for, "")
+        return f"{since(job.updated_at, now)} ago", ""
+
+
+def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:
+    """Heights for the tables, water-filling: those needing less than an even share get what they need, the
+    others share the rest evenly."""
+    heights = [0] * len(wanted)
+    order = sorted(range(len(wanted)), key=lambda i: (wanted[i], -i))  # ties: the first table is "longest"
+    left = space
+    for position, index in enumerate(order):
+        fair = left // (len(wanted) - position)
+        heights[index] = max(minimum, min(wanted[index], fair))
+        left -= heights[index]
+    # Whatever is still free goes to the longest table (it can always use more lines).
+    heights[order[-1]] += max(0, left)
+    return heights

@@ -1,0 +1,26 @@
+"""The line under the header: counts per status, stale claims and throughput."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+from ..snapshot import Snapshot
+
+STATUS_STYLES = {"pending": "cyan", "running": "yellow", "failed": "red", "completed": "green"}
+
+
+class StatsBar(Static):
+    def show(self, snapshot: Snapshot) -> None:
+        self.update(self.markup(snapshot))
+
+    @staticmethod
+    def markup(snapshot: Snapshot) -> str:
+        counts = [f"[{style}]{name}[/] [b]{snapshot.count_text(name)}[/]" for name, style in STATUS_STYLES.items()]
+        if snapshot.stale_count:
+            counts[1] += f" [bold red]⚠ {snapshot.stale_count:,} stale[/]"
+        minutes = int(snapshot.throughput_period.total_seconds() // 60)
+        rates = (
+            f"[b]{snapshot.throughput['completed']:.1f}[/] done/min · "
+            f"[b]{snapshot.throughput['failed']:.1f}[/] failed/min [dim]({minutes}m)[/]"
+        )
+        return " · ".join(counts) + " │ " + rates

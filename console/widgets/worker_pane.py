@@ -1,0 +1,110 @@
+"""The embedded worker's pane: its state and counters, and a scrolling log of its job events.
+
+Worker threads never touch widgets: they post ``WorkerPane.EventReceived`` (thread-safe) and the pane
+renders it on the UI thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+
+from rich.markup import escape
+from textual.containers import Vertical
+from textual.message import Message
+from textual.widgets import RichLog, Static
+
+from ..formatting import time_of_day
+
+KIND_STYLES = {
+    "started": "bold green",
+    "claimed": "cyan",
+    "completed": "green",
+    "failed": "red",
+    "released": "yellow",
+    "lost": "magenta",
+    "reaped": "magenta",
+    "error": "bold red",
+    "stopped": "bold yellow",
+}
+LOG_LINES = 1000
+
+
+class WorkerPane(Vertical):
+    class EventReceived(Message):
+        """One ``queue_core.worker.WorkerEvent``, carried from a worker thread to the UI thread."""
+
+        def __init__(self, event) -> None:
+            super().__init__()
+            self.event = event
+
+    def __init__(self, clock: Callable[[], datetime], **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.clock = clock
+        self.worker = None
+        self.state = "stopped"
+        self.border_title = "Worker"
+
+    def compose(self):
+        yield Static(id="worker-state")
+        log = RichLog(id="worker-log", max_lines=LOG_LINES, markup=True, wrap=False)
+        log.can_focus = False  # tab moves between the job tables
+        yield log
+
+    def on_mount(self) -> None:
+        self.show_state()
+
+    def set_state(self, state: str, worker=None) -> None:
+        """``state``: stopped, running or stopping; ``worker`` is the one to read counters from."""
+        self.state = state
+        if worker is not None:
+            self.worker = worker
+        self.set_class(state != "stopped" or self.worker is not None, "-active")
+        self.set_class(state == "running", "-running")
+        self.show_state()
+
+    def show_state(self) -> None:
+        state = self.query_one("#worker-state", Static)
+        if self.worker is None:
+            state.update("[dim]○ stopped[/]  press [b]w[/] to run jobs in this console with the embedded worker")
+            return
+        stats = self.worker.stats
+        marks = {"running": "[bold green]● running[/]", "stopping": "[bold yellow]◐ stopping…[/]"}
+        head = marks.get(self.state, "[dim]○ stopped[/]")
+        state.update(
+            f"{head}  id [b]{self.worker.worker_id}[/]  concurrency [b]{self.worker.concurrency}[/]"
+            f"  │  [green]done[/] [b]{stats.completed}[/]  [red]failed[/] [b]{stats.failed}[/]"
+            f"  [cyan]running[/] [b]{stats.running}[/]"
+        )
+
+    def on_worker_pane_event_received(self, message: EventReceived) -> None:
+        message.stop()
+        self.log_event(message.event)
+        self.show_state()
+
+    def log_event(self, event) -> None:
+        style = KIND_STYLES.get(event.kind, "")
+        line = f"[dim]{time_of_day(self.clock())}[/] [{style}]{event.kind:<10}[/] {describe(event)}"
+        self.query_one("#worker-log", RichLog).write(line)
+
+
+# Job events read better as "job 7 echo · attempt 1 · 0.01s"; the rest carry a note only the message has.
+JOB_EVENTS = ("claimed", "completed", "failed")
+
+
+def describe(event) -> str:
+    """One line for the log: the common job events from their fields, the others in the worker's words."""
+    if event.kind not in JOB_EVENTS and event.message:
+        return escape(event.message)
+    parts = []
+    if event.job_id is not None:
+        parts.append(f"job {event.job_id}")
+    if event.job_type:
+        parts[-1:] = [f"{parts[-1]} {event.job_type}"] if parts else [event.job_type]
+    if event.attempt is not None:
+        parts.append(f"attempt {event.attempt}")
+    if event.duration is not None:
+        parts.append(f"{event.duration:.2f}s")
+    if event.error:
+        parts.append(event.error)
+    return escape(" · ".join(parts))

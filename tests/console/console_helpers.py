@@ -1,0 +1,35 @@
+"""Helpers for the console tests (a module, not the conftest, so tests can import them)."""
+
+from __future__ import annotations
+
+from textual.widgets import Input
+
+
+async def settle(pilot) -> None:
+    """Wait until every refresh in flight has landed on screen."""
+    for _ in range(100):
+        await pilot.app.workers.wait_for_complete()
+        await pilot.pause()
+        if not pilot.app._loading:
+            return
+    raise AssertionError("the console never finished refreshing")
+
+
+def no_cursor_blink(app) -> None:
+    for widget in app.screen.query(Input):
+        widget.cursor_blink = False
+
+
+async def wait_for(pilot, condition, what: str, *, timeout: float = 30.0) -> None:
+    """Let the app run until ``condition()`` holds (threads do the work); fail with ``what`` if it never does."""
+    for _ in range(int(timeout / 0.05)):
+        if condition():
+            return
+        await pilot.pause(0.05)
+    raise AssertionError(f"never happened: {what}")
+
+
+def log_text(app) -> str:
+    from textual.widgets import RichLog
+
+    return "\n".join(line.text for line in app.query_one("#worker-log", RichLog).lines)

@@ -1,0 +1,224 @@
+"""Pilot tests: real key presses, then a look at the database."""
+
+from __future__ import annotations
+
+import peewee as pw
+import pytest
+from console_helpers import settle
+
+import console.app
+from console.screens.detail import JobDetailScreen
+from console.screens.enqueue import EnqueueScreen
+from console.screens.help import HelpScreen
+from console.screens.prompt import PromptScreen
+from console.widgets.job_table import JobTable
+
+pytestmark = pytest.mark.asyncio
+
+
+async def focus_table(pilot, status: str) -> tuple[JobTable, int | None]:
+    """Tab to the ``status`` table; returns it and the job under its cursor."""
+    while pilot.app.focused.id != status:
+        await pilot.press("tab")
+    return pilot.app.focused, pilot.app.focused.selected_job_id
+
+
+def notifications(app) -> list[str]:
+    return [n.message for n in app._notifications]
+
+
+async def test_enqueue_through_the_form(pilot, scene):
+    app = pilot.app
+    await pilot.press("n")
+    assert isinstance(app.screen, EnqueueScreen)
+    assert app.focused.id == "type"  # the type field has focus when the form opens
+    await pilot.press(*"send-invoice", "tab", *'{"invoice": 77}')  # a focused field's text is selected: replaced
+    await pilot.press("tab", "down", "down", "down", "enter")  # priority: open the list, low -> medium -> high
+    await pilot.press("tab", "backspace", "5", "tab", *"inv-77", "enter")
+    await settle(pilot)
+    assert not isinstance(app.screen, EnqueueScreen)
+    job = scene.find_by_idempotency_key("inv-77")
+    assert (job.type, job.payload, job.priority_label) == ("send-invoice", {"invoice": 77}, "high")
+    assert job.max_retries == 5
+    assert job.status == "pending"
+    assert str(job.id) in [row.key.value for row in app.query_one("#pending", JobTable).ordered_rows]
+    assert any(f"Enqueued job {job.id}" in message for message in notifications(app))
+
+
+async def test_invalid_form_input_writes_nothing_and_says_why(pilot, scene):
+    app = pilot.app
+    before = scene.counts()
+    await pilot.press("n", *"echo", "tab", *"{oops", "enter")
+    assert isinstance(app.screen, EnqueueScreen)
+    error = str(app.screen.query_one("#form-error").render())
+    assert "payload" in error and "JSON" in error
+    assert app.focused.id == "payload" and app.focused.has_class("-invalid")
+
+    await pilot.press("home", "shift+end", *"[1, 2]", "enter")  # JSON, but not an object
+    assert "payload: must be a JSON object" in str(app.screen.query_one("#form-error").render())
+
+    await pilot.press("home", "shift+end", *"{}", "tab", "tab", *"lots", "enter")
+    assert "max_retries" in str(app.screen.query_one("#form-error").render())
+
+    await pilot.press("escape")
+    assert not isinstance(app.screen, EnqueueScreen)
+    assert scene.counts() == before
+
+
+async def test_retry_a_failed_job(pilot, scene):
+    app = pilot.app
+    table, job_id = await focus_table(pilot, "failed")
+    assert scene.find_by_id(job_id).status == "failed"
+    await pilot.press("r")
+    await settle(pilot)
+    job = scene.find_by_id(job_id)
+    assert (job.status, job.retry_count) == ("pending", 0)
+    assert str(job_id) not in [row.key.value for row in table.ordered_rows]
+    assert str(job_id) in [row.key.value for row in app.query_one("#pending", JobTable).ordered_rows]
+
+
+async def test_actions_on_the_wrong_kind_of_job_say_why(pilot, scene):
+    app = pilot.app
+    before = scene.counts()
+    pending_id = app.query_one("#pending", JobTable).selected_job_id
+    await pilot.press("r")  # the pending table has focus
+    await pilot.press("f")
+    await pilot.pause()
+    messages = notifications(app)
+    assert any(f"Retry works on failed jobs; job {pending_id} is pending" in m for m in messages), messages
+    assert any(f"Fail works on running jobs; job {pending_id} is pending" in m for m in messages), messages
+    assert not isinstance(app.screen, PromptScreen)
+    assert scene.counts() == before
+
+
+async def test_fail_a_running_job_with_a_reason(pilot, scene):
+    app = pilot.app
+    _table, job_id = await focus_table(pilot, "running")
+    await pilot.press("f")
+    assert isinstance(app.screen, PromptScreen)
+    assert "retries 0/3" in app.screen.explanation and "goes back to pending" in app.screen.explanation
+    await pilot.press("home", "shift+end", *"stuck on a lock", "enter")
+    await settle(pilot)
+    job = scene.find_by_id(job_id)
+    # max_retries 3: a failed attempt goes back to pending, as a worker's fail would.
+    assert (job.status, job.retry_count, job.error) == ("pending", 1, "stuck on a lock")
+    assert scene.errors_for(job_id)[-1].error == "stuck on a lock"
+    assert any(f"Job {job_id} failed attempt 1; re-enqueued" in m for m in notifications(app))
+
+
+async def test_escape_on_the_fail_prompt_changes_nothing(pilot, scene):
+    _table, job_id = await focus_table(pilot, "running")
+    await pilot.press("f", "escape")
+    await settle(pilot)
+    assert scene.find_by_id(job_id).status == "running"
+
+
+async def test_reap_takes_back_the_stale_claim(pilot, scene):
+    app = pilot.app
+    assert app.snapshot.stale_count == 1
+    [stale_id] = app.snapshot.stale_ids
+    running = app.query_one("#running", JobTable)
+    marked = [row.key.value for row in running.ordered_rows if str(running.get_row(row.key)[4]).startswith("⚠")]
+    assert marked == [str(stale_id)]  # the stale claim, and only it, carries the marker
+    assert "1 stale" in str(running.border_title) and "1 stale" in str(app.query_one("#stats").render())
+    await pilot.press("x")
+    await settle(pilot)
+    job = scene.find_by_id(stale_id)
+    assert (job.status, job.retry_count) == ("pending", 1) and "lost its claim" in job.error
+    assert scene.counts()["running"] == 3
+    assert any("Reaped 1 stale claim" in m for m in notifications(app))
+    await pilot.press("x")
+    assert any("No stale claims" in m for m in notifications(app))
+
+
+async def test_cursor_stays_on_its_job_across_refreshes(pilot, scene):
+    app = pilot.app
+    table = app.query_one("#pending", JobTable)
+    await pilot.press("down", "down", "down")
+    chosen = table.selected_job_id
+    assert table.cursor_row == 3
+    scene.create("urgent", priority="critical")  # sorts above the chosen job, after the critical one there
+    scene.create("urgent", priority="critical")
+    app.request_refresh()
+    await settle(pilot)
+    assert table.selected_job_id == chosen and table.cursor_row == 5
+    first = [row.key.value for row in table.ordered_rows][:3]
+    assert [scene.find_by_id(int(key)).type for key in first] == ["charge-card", "urgent", "urgent"]
+
+
+async def test_detail_shows_payload_and_every_attempt(pilot, scene):
+    app = pilot.app
+    _table, job_id = await focus_table(pilot, "failed")
+    await pilot.press("enter")
+    assert isinstance(app.screen, JobDetailScreen) and app.screen.job.id == job_id
+    text = " ".join(str(static.render()) for static in app.screen.query("Static"))
+    assert "attempt 1" in text and "attempt 3" in text and "Errors (3 failed attempts)" in text
+    await pilot.press("escape")
+    assert not isinstance(app.screen, JobDetailScreen)
+
+
+async def test_filter_by_type(pilot, scene):
+    app = pilot.app
+    await pilot.press("slash", *"send-invoice", "enter")
+    await settle(pilot)
+    assert app.type_filter == "send-invoice"
+    shown = [job.type for status in ("pending", "running", "failed") for job in app.snapshot.rows[status]]
+    assert shown and set(shown) == {"send-invoice"}
+    assert app.snapshot.counts == scene.counts(type="send-invoice")
+    await pilot.press("slash", "home", "shift+end", "backspace", "enter")
+    await settle(pilot)
+    assert app.type_filter is None and app.snapshot.counts == scene.counts()
+
+
+async def test_help_lists_every_key_and_the_palette_has_every_action(pilot):
+    app = pilot.app
+    await pilot.press("question_mark")
+    assert isinstance(app.screen, HelpScreen)
+    text = str(app.screen.query("Static").first().render())
+    for binding in app.BINDINGS:
+        assert binding.description in text and (binding.key_display or binding.key) in text
+    await pilot.press("escape")
+    titles = [command.title for command in app.get_system_commands(app.screen)]
+    for binding in app.BINDINGS:
+        assert titles.count(binding.description) == 1
+
+
+async def test_palette_runs_an_action_by_name(pilot, scene):
+    app = pilot.app
+    _table, job_id = await focus_table(pilot, "failed")
+    await pilot.press("ctrl+p")
+    await pilot.pause()
+    await pilot.press(*"Retry")
+    for _ in range(50):  # the palette searches in the background
+        await pilot.pause(0.02)
+        if app.screen.query("CommandList Option"):
+            break
+    await pilot.press("enter")
+    await settle(pilot)
+    assert scene.find_by_id(job_id).status == "pending"
+
+
+async def test_database_trouble_is_a_notification_not_a_traceback(pilot, scene, monkeypatch):
+    app = pilot.app
+    table, job_id = await focus_table(pilot, "failed")
+
+    def locked(*args, **kwargs):
+        raise pw.OperationalError("database is locked")
+
+    monkeypatch.setattr(app.repo, "retry", locked)
+    monkeypatch.setattr(console.app, "load_snapshot", locked)
+    await pilot.press("r")
+    await settle(pilot)
+    messages = notifications(app)
+    assert any("Could not retry: database is locked" in m for m in messages), messages
+    assert any("Cannot read the queue: OperationalError: database is locked" in m for m in messages), messages
+    assert app.is_running and scene.find_by_id(job_id).status == "failed"
+    assert str(job_id) in [row.key.value for row in table.ordered_rows]  # the last good data stays on screen
+
+
+async def test_clicking_the_highlighted_row_opens_its_detail(pilot):
+    app = pilot.app
+    table = app.query_one("#pending", JobTable)
+    await pilot.click("#pending", offset=(3, 2))  # border, header, then the first row: under the cursor
+    await pilot.pause()
+    assert isinstance(app.screen, JobDetailScreen) and app.screen.job.id == table.selected_job_id

@@ -1,0 +1,92 @@
+"""The console's plain parts: the snapshot a refresh reads, the text it shows, the command line."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from console.app import main
+from console.formatting import one_line, short_duration
+from console.options import build_parser
+from console.snapshot import COUNT_CAP, format_count, load_snapshot
+from console.widgets.job_table import share_height
+
+
+def test_snapshot_of_the_scene(scene):
+    snapshot = load_snapshot(scene, stale_after=timedelta(seconds=300))
+    assert snapshot.counts == scene.counts() == {"pending": 17, "running": 4, "completed": 30, "failed": 4}
+    assert [job.id for job in snapshot.rows["pending"]] == [job.id for job in scene.window("pending")]
+    assert [job.id for job in snapshot.rows["failed"]] == [job.id for job in scene.window("failed")]
+    [stale] = [job for job in snapshot.rows["running"] if job.id in snapshot.stale_ids]
+    assert stale.worker_id == "host-c:977" and snapshot.stale_count == 1
+    assert snapshot.throughput == scene.throughput(timedelta(minutes=5))
+    assert snapshot.shown_text("pending") == "17"
+
+
+def test_snapshot_window_and_filter(scene):
+    snapshot = load_snapshot(scene, stale_after=timedelta(seconds=300), window=5, type_filter="send-invoice")
+    assert len(snapshot.rows["pending"]) == 5 and {job.type for job in snapshot.rows["pending"]} == {"send-invoice"}
+    assert snapshot.shown_text("pending") == f"5 of {scene.counts(type='send-invoice')['pending']}"
+    assert snapshot.stale_count == 0  # the stale job is a generate-report
+
+
+def test_stale_threshold_is_the_option(scene):
+    assert load_snapshot(scene, stale_after=timedelta(seconds=3)).stale_count == 4  # heartbeats 5 s old
+    assert load_snapshot(scene, stale_after=timedelta(hours=1)).stale_count == 0
+
+
+def test_counts_past_the_cap_read_as_more_than():
+    assert format_count(12_345) == "12,345"
+    assert format_count(COUNT_CAP + 1) == f"{COUNT_CAP:,}+"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [(0, "0s"), (59.9, "59s"), (65, "1m05s"), (3600 + 120, "1h02m"), (86400 * 3 + 3600 * 4, "3d04h")],
+)
+def test_short_duration(seconds, text):
+    assert short_duration(seconds) == text
+
+
+def test_one_line_of_an_error():
+    assert one_line("boom\nmore", 10) == "boom"
+    assert one_line("Traceback (most recent call last):\n  File x\nValueError: bad", 40) == "ValueError: bad"
+    assert one_line("x" * 50, 10) == "x" * 9 + "…"
+    assert one_line(None, 10) == ""
+
+
+def test_tables_share_the_height_by_need():
+    assert share_height(30, [7, 4, 20], minimum=5) == [7, 5, 18]  # short tables get what they need
+    assert share_height(30, [40, 40, 40], minimum=5) == [10, 10, 10]
+    assert share_height(33, [4, 4, 4], minimum=5) == [23, 5, 5]  # room to spare: the first table takes it
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--stale-after", "0"],
+        ["--refresh", "soon"],
+        ["--concurrency", "0"],
+        ["--stale-after", "-5"],
+        ["--worker-id", " "],
+        ["--handlers", "no_such_module_here"],
+    ],
+)
+def test_bad_options_say_what_to_fix(argv, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_bad_database_url_is_one_line_not_a_traceback(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--db", "mysql://nope/x"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.startswith("error: unsupported database URL") and len(err.splitlines()) == 1
+
+
+def test_defaults():
+    args = build_parser().parse_args([])
+    assert (args.stale_after, args.refresh, args.worker, args.demo) == (300.0, 1.0, False, False)

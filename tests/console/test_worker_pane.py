@@ -1,0 +1,91 @@
+"""The embedded worker: w starts it, it runs pending jobs in this process; stopping or quitting leaves none running."""
+
+from __future__ import annotations
+
+import pytest
+from console_helpers import log_text, settle, wait_for
+
+from console.app import QueueConsole
+from queue_core.repository import JobRepository
+
+pytestmark = pytest.mark.asyncio
+SIZE = (120, 40)
+
+
+def console_on(repo: JobRepository, **options) -> QueueConsole:
+    options.setdefault("refresh_interval", None)
+    return QueueConsole(repo, db_label="worker.db", **options)
+
+
+async def test_w_starts_the_worker_and_it_runs_the_pending_jobs(db):
+    repo = JobRepository(db)  # the real clock: the worker polls in real time
+    ids = [repo.create("echo", {"message": f"hello {i}"})[0].id for i in range(5)]
+    app = console_on(repo, worker_concurrency=2)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.query_one("#pending").row_count == 5
+        await pilot.press("w")
+        assert app.queue_worker.is_running and app.worker_pane.state == "running"
+        await wait_for(pilot, lambda: repo.counts()["completed"] == 5, "the worker completes the five jobs")
+        await wait_for(pilot, lambda: log_text(app).count("completed") >= 5, "the log shows each completion")
+        app.request_refresh()
+        await settle(pilot)
+        assert app.query_one("#pending").row_count == 0
+        state = str(app.query_one("#worker-state").render())
+        assert "running" in state and app.queue_worker.worker_id in state and "done 5" in state
+        for job_id in ids:
+            assert f"{job_id}" in log_text(app)
+
+        await pilot.press("w")
+        await wait_for(pilot, lambda: app.worker_pane.state == "stopped", "w stops the worker")
+        assert not app.queue_worker.is_running
+        assert "stopped" in str(app.query_one("#worker-state").render())
+
+
+async def test_failures_show_in_the_log_and_the_failed_table(db):
+    repo = JobRepository(db)
+    job, _ = repo.create("fail", {"error": "card declined"}, max_retries=0)
+    app = console_on(repo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: repo.find_by_id(job.id).status == "failed", "the fail job fails")
+        await wait_for(pilot, lambda: "failed" in log_text(app), "the log shows the failure")
+        app.request_refresh()
+        await settle(pilot)
+        assert [row.key.value for row in app.query_one("#failed").ordered_rows] == [str(job.id)]
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.queue_worker.is_running, "q stops the worker")
+
+
+async def test_quit_never_leaves_a_job_running(db):
+    repo = JobRepository(db)
+    job, _ = repo.create("sleep", {"seconds": 3})
+    app = console_on(repo, worker_shutdown_timeout=0.2)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: repo.find_by_id(job.id).status == "running", "the worker claims the sleep")
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.queue_worker.is_running, "q stops the worker before leaving")
+    assert app.return_code == 0
+    stored = repo.find_by_id(job.id)
+    # Too long to finish within the shutdown timeout: released, without counting a retry.
+    assert (stored.status, stored.retry_count, stored.worker_id) == ("pending", 0, None)
+    assert repo.counts()["running"] == 0
+
+
+async def test_a_second_q_releases_running_jobs_at_once(db):
+    repo = JobRepository(db)
+    job, _ = repo.create("sleep", {"seconds": 20})
+    app = console_on(repo)  # the worker's own shutdown timeout: 30 s, longer than this test waits
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: repo.find_by_id(job.id).status == "running", "the worker claims the sleep")
+        await pilot.press("q")
+        assert app.worker_pane.state == "stopping"
+        assert any("Press q again" in n.message for n in app._notifications)
+        await pilot.press("q")
+        await wait_for(pilot, lambda: not app.queue_worker.is_running, "the second q releases it", timeout=10)
+    assert repo.find_by_id(job.id).status == "pending"
