@@ -6,7 +6,6 @@ import os
 from urllib.parse import parse_qsl, urlparse
 
 import peewee as pw
-from playhouse.db_url import parse as parse_db_url
 
 from .errors import DatabaseURLError
 from .models import bind_models
@@ -34,7 +33,7 @@ def open_database(url: str | None = None, *, synchronous: str | None = None) -> 
     if scheme == "sqlite":
         db = _open_sqlite(url, parsed, synchronous)
     elif scheme in ("postgres", "postgresql"):
-        db = _open_postgres(url)
+        db = _open_postgres(url, parsed)
     else:
         raise DatabaseURLError(
             f"unsupported database URL {url!r}: use sqlite:///path/to/file.db or postgresql://user@host/dbname"
@@ -42,10 +41,20 @@ def open_database(url: str | None = None, *, synchronous: str | None = None) -> 
     try:
         db.connect(reuse_if_open=True)
         migrate(db)
-    except pw.OperationalError as exc:
+    except (pw.OperationalError, pw.ProgrammingError, pw.InterfaceError) as exc:
         db.close()
-        raise DatabaseURLError(f"cannot open {url}: {exc}") from exc
+        # The driver's first line says what is wrong; the rest (the failing SQL, a caret) is noise to an operator.
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DatabaseURLError(f"cannot open {without_password(url)}: {reason}") from exc
     return db
+
+
+def without_password(url: str) -> str:
+    """``url`` fit for an error message or a log: the password replaced by ``***``."""
+    parsed = urlparse(url)
+    if not parsed.password:
+        return url
+    return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
 
 
 def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
@@ -83,12 +92,21 @@ def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
     )
 
 
-def _open_postgres(url) -> pw.PostgresqlDatabase:
-    params = parse_db_url(url)
-    database = params.pop("database", None)
-    if not database:
-        raise DatabaseURLError(f"bad PostgreSQL URL {url!r}: name the database (postgresql://user@host:5432/dbname)")
-    return pw.PostgresqlDatabase(database, **params)
+def _open_postgres(url, parsed) -> pw.PostgresqlDatabase:
+    if not parsed.path.strip("/"):
+        raise DatabaseURLError(
+            f"bad PostgreSQL URL {without_password(url)!r}: name the database (postgresql://user@host:5432/dbname)"
+        )
+    try:
+        import psycopg  # noqa: F401  (peewee would only say "driver not found" at connect time)
+    except ImportError:
+        raise DatabaseURLError(
+            "PostgreSQL needs psycopg 3: pip install 'queue-core[postgres]' (or pip install 'psycopg[binary]')"
+        ) from None
+    # libpq parses the URL itself (user, password, host, port, and every libpq option in the query string,
+    # e.g. ?sslmode=require or ?options=-csearch_path%3Dmyschema), so what works for psql works here.
+    conninfo = "postgresql://" + url.split("://", 1)[1]
+    return pw.PostgresqlDatabase(conninfo, prefer_psycopg3=True)
 
 
 def is_postgres(db: pw.Database) -> bool:
@@ -123,8 +141,34 @@ def _migrate_v2(db: pw.Database) -> None:
     db.execute_sql("CREATE INDEX IF NOT EXISTS job_errors_created ON job_errors (created_at)")
 
 
+# PostgreSQL only: what a high-churn table needs there (README, "Indexes and churn"). Every job is
+# inserted, updated two or three times and deleted by prune, so dead row versions pile up fast.
+POSTGRES_CHURN_V3 = (
+    # The claim's own index holds pending jobs only: it stays as small as the backlog, however many
+    # finished jobs the table keeps. The claim names the status as a literal so that a generic
+    # (prepared) plan can still prove it matches this index's predicate.
+    "CREATE INDEX IF NOT EXISTS jobs_pending_claim ON jobs (priority DESC, run_at, id) WHERE status = 'pending'",
+    # Free space on every page so that an update that changes no indexed column (a heartbeat) is a
+    # HOT update: the new row version stays on its page and no index is touched. heartbeat_at is
+    # deliberately in no index for that reason.
+    "ALTER TABLE jobs SET (fillfactor = 80)",
+    # Vacuum after 1 % of the table is dead (default 20 %), so dead versions are reclaimed in small,
+    # frequent passes instead of bloating the table and its indexes between rare big ones.
+    "ALTER TABLE jobs SET (autovacuum_vacuum_scale_factor = 0.01, autovacuum_vacuum_threshold = 1000, "
+    "autovacuum_vacuum_insert_scale_factor = 0.02, autovacuum_analyze_scale_factor = 0.02)",
+)
+
+
+def _migrate_v3(db: pw.Database) -> None:
+    # Nothing to do on SQLite: it updates index entries in place (no dead row versions to vacuum), so
+    # the pending range of jobs_claim stays contiguous and small however many finished jobs there are.
+    if is_postgres(db):
+        for statement in POSTGRES_CHURN_V3:
+            db.execute_sql(statement)
+
+
 # (version, step): each step takes the schema from version - 1 to version, keeping every job.
-MIGRATIONS = ((1, _migrate_v1), (2, _migrate_v2))
+MIGRATIONS = ((1, _migrate_v1), (2, _migrate_v2), (3, _migrate_v3))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

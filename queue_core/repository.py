@@ -14,9 +14,11 @@ from datetime import UTC, datetime, timedelta
 
 import peewee as pw
 
+from .db import is_postgres
 from .errors import IdempotencyConflict, ValidationError
 from .models import Job, JobStatus, bind_models, parse_priority
-from .prepared import Markers, PreparedStatement
+from .notify import JOBS_CHANNEL
+from .prepared import Markers, PreparedStatement, RowReader
 
 # Retry back-off: delay = min(CAP, base * 2**retry_count), then "equal jitter" (a random point in the
 # upper half) so that jobs failing together do not come back together. base is the job's
@@ -47,10 +49,13 @@ INSERT_COLUMNS = (
 )
 CREATE_FIELDS = ("type", "payload", "priority", "max_retries", "idempotency_key", "run_at", "retry_backoff")
 ROW_ERROR_CHARS = 300
+PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum keeps up in between
 
 Clock = Callable[[], datetime]
 # Plain strings, not the enum: database drivers differ in how they send enum members.
 PENDING, RUNNING, COMPLETED, FAILED = (status.value for status in JobStatus)
+# PostgreSQL's clock as a naive UTC timestamp (the columns' type), evaluated by the server.
+POSTGRES_NOW = pw.SQL("(now() AT TIME ZONE 'UTC')")
 
 
 def utc_now() -> datetime:
@@ -89,20 +94,47 @@ def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> f
 
 
 class JobRepository:
+    """Every transition of a job, on one database.
+
+    Time: an injected ``clock`` (tests) is used for every time on both backends. Without one, PostgreSQL
+    uses the server's ``now()``, so workers on hosts with skewed clocks still agree on claim and heartbeat
+    ages; SQLite uses this process's clock, which is the one machine's clock every process shares.
+    """
+
     def __init__(self, db: pw.Database, clock: Clock | None = None, *, rng: random.Random | None = None):
         self.db = db
         self.clock = clock or utc_now
         self.rng = rng or random.Random()
+        self.postgres = is_postgres(db)
+        self.database_clock = clock is None and self.postgres
         models = bind_models(db)
         self.Job = models.Job
         self.JobError = models.JobError
         self._statements: dict[tuple, PreparedStatement] = {}
+        self._row_reader = RowReader(self.Job)
 
     def now(self) -> datetime:
+        """The queue's current time (aware UTC): the database's on PostgreSQL, unless a clock was injected.
+
+        Inside a transaction PostgreSQL's ``now()`` is the transaction's start, the same value every
+        statement of that transaction sees.
+        """
+        if self.database_clock:
+            return self.db.execute_sql("SELECT now()").fetchone()[0].astimezone(UTC)
         now = self.clock()
         if now.tzinfo is None:
             raise ValidationError("clock", "the clock returned a naive datetime; it must return aware UTC")
         return now.astimezone(UTC)
+
+    def _now_sql(self):
+        """The current time for use inside one statement: the server evaluates it when it is the clock."""
+        return POSTGRES_NOW if self.database_clock else self.now()
+
+    def _announce_pending(self) -> None:
+        """Wake idle workers listening on PostgreSQL (queue_core.notify); delivered when the transaction commits."""
+        if self.postgres:
+            # The payload names the schema: queues in other schemas of the database ignore it.
+            self.db.execute_sql("SELECT pg_notify(%s, current_schema())", (JOBS_CHANNEL,))
 
     # --- create -----------------------------------------------------------------------------------
 
@@ -119,14 +151,19 @@ class JobRepository:
     ) -> tuple[Job, bool]:
         """Enqueue a job; with an idempotency key already used, return that job and ``created=False``."""
         fields = self._validated_fields(
-            self.now(), type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff
+            self._now_sql(), type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff
         )
         if idempotency_key is not None:
             existing = self.find_by_idempotency_key(idempotency_key)
             if existing is not None:
                 return self._same_job_or_conflict(existing, fields), False
         try:
-            job = self._insert_job(fields)  # one INSERT ... RETURNING: atomic by itself
+            if self.postgres:
+                with self.db.atomic():  # the NOTIFY is delivered with the commit that makes the job visible
+                    job = self._insert_job(fields)
+                    self._announce_pending()
+            else:
+                job = self._insert_job(fields)  # one INSERT: atomic by itself, no BEGIN/COMMIT round trips
         except pw.IntegrityError:
             # Lost the race to a concurrent create: the UNIQUE constraint is the authority.
             existing = self.find_by_idempotency_key(idempotency_key) if idempotency_key is not None else None
@@ -136,7 +173,7 @@ class JobRepository:
         return job, True
 
     def _insert_job(self, fields: dict) -> Job:
-        """INSERT ... RETURNING the stored row (a prepared statement: queue_core.prepared)."""
+        """INSERT ... RETURNING the stored row, with the times the database computed when it is the clock."""
         Job = self.Job
         clocked = frozenset(name for name, value in fields.items() if isinstance(value, pw.Node))
 
@@ -166,7 +203,7 @@ class JobRepository:
         ``create`` (``IdempotencyConflict`` if its type or payload differ, and then nothing is written);
         a key given twice in one batch is an error.
         """
-        now = self.now()
+        now = self._now_sql()
         rows = [self._validated_spec(index, spec, now) for index, spec in enumerate(specs)]
         if not rows:
             return []
@@ -178,7 +215,7 @@ class JobRepository:
             # SQLite holds the write lock throughout). Nothing was written; once more sees that job.
             return self._insert_many(rows)
 
-    def _validated_spec(self, index: int, spec, now: datetime) -> dict:
+    def _validated_spec(self, index: int, spec, now) -> dict:
         if not isinstance(spec, Mapping):
             raise ValidationError(f"specs[{index}]", f"must be a mapping of create()'s arguments, not {spec!r}")
         unknown = sorted(set(spec) - set(CREATE_FIELDS))
@@ -218,15 +255,14 @@ class JobRepository:
             new = [index for index, job in enumerate(jobs) if job is None]
             for start in range(0, len(new), CREATE_MANY_CHUNK):
                 chunk = new[start : start + CREATE_MANY_CHUNK]
-                ids = self._insert_rows([rows[index] for index in chunk])
-                for index, job_id in zip(chunk, ids, strict=True):
-                    job = Job(id=job_id, **rows[index])
-                    job.payload = json.loads(rows[index]["payload"])
+                for index, job in zip(chunk, self._insert_rows([rows[i] for i in chunk]), strict=True):
                     jobs[index] = job
+            if new:
+                self._announce_pending()
         return jobs
 
-    def _insert_rows(self, rows: list[dict]) -> list[int]:
-        """One multi-row INSERT of validated rows; their new ids, in the rows' order.
+    def _insert_rows(self, rows: list[dict]) -> list[Job]:
+        """One multi-row INSERT of validated rows; the new jobs, in the rows' order.
 
         Written as SQL rather than ``insert_many``: peewee spends ~50 µs a row building the statement,
         which held batch enqueue to 17k jobs/s (tests/bench); this runs at well over 50k.
@@ -234,21 +270,40 @@ class JobRepository:
         Job = self.Job
         fields = [Job._meta.fields[name] for name in INSERT_COLUMNS]
         columns = ", ".join(f'"{field.column_name}"' for field in fields)
-        row_sql = "(" + ", ".join([self.db.param] * len(fields)) + ")"
-        sql = f'INSERT INTO "{Job._meta.table_name}" ({columns}) VALUES {", ".join([row_sql] * len(rows))} RETURNING id'
-        params = []
-        stored_times = {}  # a batch shares one "now": convert each distinct time once
+        values_sql, params = [], []
+        stored = {}  # a batch shares one "now": convert each distinct time once
+        clocked = False
         for row in rows:
+            slots = []
             for field in fields:
                 value = row[field.name]
+                if isinstance(value, pw.Node):  # the database's clock: written into the statement
+                    sql, node_params = self.db.get_sql_context().sql(value).query()
+                    slots.append(sql)
+                    params.extend(node_params)
+                    clocked = True
+                    continue
                 if isinstance(value, datetime):
-                    if value not in stored_times:
-                        stored_times[value] = field.db_value(value)
-                    value = stored_times[value]
+                    if value not in stored:
+                        stored[value] = field.db_value(value)
+                    value = stored[value]
+                slots.append(self.db.param)
                 params.append(value)
+            values_sql.append(f"({', '.join(slots)})")
+        returning = "*" if clocked else "id"
+        sql = f'INSERT INTO "{Job._meta.table_name}" ({columns}) VALUES {", ".join(values_sql)} RETURNING {returning}'
+        cursor = self.db.execute_sql(sql, params)
         # One statement numbers its rows in the order given, while we hold the write lock (SQLite) or
         # draws them from the sequence row by row (PostgreSQL): ascending ids follow our order.
-        return sorted(job_id for (job_id,) in self.db.execute_sql(sql, params).fetchall())
+        if clocked:  # times the database computed: read the stored rows back
+            return sorted(self._row_reader.models(cursor), key=lambda job: job.id)
+        jobs = []
+        for row, (job_id,) in zip(rows, sorted(cursor.fetchall()), strict=True):
+            job = Job(id=job_id, **row)
+            job.payload = json.loads(row["payload"])  # the stored form, decoded, as a read returns it
+            job._dirty.clear()
+            jobs.append(job)
+        return jobs
 
     def _validated_fields(
         self, now, type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff
@@ -281,7 +336,13 @@ class JobRepository:
         return jobs[0] if jobs else None
 
     def claim_many(self, worker_id: str, n: int, *, types: Iterable[str] | None = None) -> list[Job]:
-        """Claim up to ``n`` jobs in one statement (in claim order)."""
+        """Claim up to ``n`` jobs in one statement (in claim order).
+
+        SQLite: ``UPDATE ... WHERE id IN (SELECT ... LIMIT n) RETURNING``; SQLite runs one writer at a
+        time, so the statement is atomic. PostgreSQL: a CTE selects the jobs ``FOR UPDATE SKIP LOCKED``
+        and the UPDATE takes them, so concurrent claimers skip each other's rows instead of waiting on
+        them, and a row another claimer took meanwhile fails the re-checked ``status = 'pending'``.
+        """
         worker_id = validate_worker_id(worker_id)
         if not isinstance(n, int) or isinstance(n, bool) or n < 1:
             raise ValidationError("n", "must be a positive integer")
@@ -290,27 +351,36 @@ class JobRepository:
             if not types:
                 return []
         Job = self.Job
-        values = {"worker_id": worker_id, "n": n, "now": self.now()}
+        values = {"worker_id": worker_id, "n": n}
         values.update((f"type{i}", name) for i, name in enumerate(types or ()))
+        if not self.database_clock:
+            values["now"] = self.now()
 
         def build(m: Markers):
             shape = None if types is None else [m.text(f"type{i}", Job.type) for i in range(len(types))]
-            return self._claim_statement(
-                m.text("worker_id", Job.worker_id), m.integer("n"), shape, m.time("now", Job.run_at)
-            )
+            now = POSTGRES_NOW if self.database_clock else m.time("now", Job.run_at)
+            return self._claim_statement(m.text("worker_id", Job.worker_id), m.integer("n"), shape, now=now)
 
         jobs = self._prepared(("claim", None if types is None else len(types)), build).execute(values)
         jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
         return jobs
 
-    def _claim_statement(self, worker_id: str, n: int, types: list[str] | None, now):
+    def _claim_statement(self, worker_id: str, n: int, types: list[str] | None, now=None):
         Job = self.Job
-        due = Job.select(Job.id).where((Job.status == PENDING) & (Job.run_at <= now))
+        now = self._now_sql() if now is None else now
+        # A literal on PostgreSQL, so that even a generic prepared plan matches jobs_pending_claim's predicate.
+        pending = pw.SQL(f"'{PENDING}'") if self.postgres else PENDING
+        due = Job.select(Job.id).where((Job.status == pending) & (Job.run_at <= now))
         if types is not None:
             due = due.where(Job.type.in_(types))
         due = due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(n)
         query = Job.update(status=RUNNING, worker_id=worker_id, claimed_at=now, heartbeat_at=None, updated_at=now)
-        return query.where(Job.id.in_(due)).returning(Job)
+        if self.postgres:
+            chosen = due.for_update("FOR UPDATE SKIP LOCKED").cte("claimable", materialized=True)
+            query = query.with_cte(chosen).from_(chosen).where(Job.id == chosen.c.id)
+        else:
+            query = query.where(Job.id.in_(due))
+        return query.returning(Job)
 
     def _prepared(self, key, build) -> PreparedStatement:
         """The statement for ``key``, built by peewee on first use and replayed after (queue_core.prepared)."""
@@ -326,7 +396,7 @@ class JobRepository:
             return []
         Job = self.Job
         query = (
-            Job.update(heartbeat_at=self.now())
+            Job.update(heartbeat_at=self._now_sql())
             .where(Job.id.in_(job_ids) & (Job.status == RUNNING) & (Job.worker_id == worker_id))
             .returning(Job.id)
         )
@@ -351,10 +421,13 @@ class JobRepository:
             # _held compares retry_count with attempt - 1: hand it a marker + 1 so the marker is what is bound.
             holder = m.text("worker_id", Job.worker_id) if worker_id is not None else None
             held_at = m.integer("retry_count", Job.retry_count) + 1 if attempt is not None else None
-            changes = {"status": COMPLETED, "updated_at": m.time("now", Job.updated_at)}
+            now = POSTGRES_NOW if self.database_clock else m.time("now", Job.updated_at)
+            changes = {"status": COMPLETED, "updated_at": now}
             return Job.update(**changes).where(self._held(m.integer("job_id", Job.id), holder, held_at)).returning(Job)
 
-        values = {"job_id": job_id, "worker_id": worker_id, "now": self.now()}
+        values = {"job_id": job_id, "worker_id": worker_id}
+        if not self.database_clock:
+            values["now"] = self.now()
         if attempt is not None:
             values["retry_count"] = attempt - 1
         statement = self._prepared(("complete", worker_id is not None, attempt is not None), build)
@@ -368,8 +441,9 @@ class JobRepository:
             job = Job.select().where(self._held(job_id, worker_id, attempt)).for_update(self._for_update()).first()
             if job is None:
                 return None
-            now = self.now()
+            now = self._now_sql()
             self._record_error(job, error, now)
+            delay = None
             if job.retry_count < job.max_retries:
                 delay = backoff_delay(job.retry_count, job.retry_backoff, self.rng)
                 changes = self._requeue_changes(now, error, retry_count=job.retry_count + 1)
@@ -377,15 +451,23 @@ class JobRepository:
             else:
                 changes = {"status": FAILED, "error": error, "updated_at": now}
             query = Job.update(**changes).where(self._held(job_id, job.worker_id, job.attempt)).returning(Job)
-            return next(iter(query.execute()), None)
+            failed = next(iter(query.execute()), None)
+            if failed is not None and failed.status == PENDING and delay == 0:
+                self._announce_pending()
+            return failed
 
     def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
         """Give a running job back to the queue without counting a retry (a worker shutting down)."""
-        now = self.now()
-        changes = self._requeue_changes(now, None, retry_count=self.Job.retry_count)
+        changes = self._requeue_changes(self._now_sql(), None, retry_count=self.Job.retry_count)
         changes.pop("error")
         query = self.Job.update(**changes).where(self._held(job_id, worker_id, attempt)).returning(self.Job)
-        return next(iter(query.execute()), None)
+        return self._announced(next(iter(query.execute()), None))
+
+    def _announced(self, job: Job | None) -> Job | None:
+        """``job``, after waking listening workers if it is claimable again."""
+        if job is not None:
+            self._announce_pending()
+        return job
 
     @staticmethod
     def _requeue_changes(now: datetime, error: str | None, *, retry_count) -> dict:
@@ -434,6 +516,8 @@ class JobRepository:
                 else:
                     changes = {"status": FAILED, "error": error + "; no retries left", "updated_at": now}
                 Job.update(**changes).where(self._held(job.id, job.worker_id, job.attempt)).execute()
+            if stale:
+                self._announce_pending()
             return len(stale)
 
     def _stale(self, cutoff: datetime):
@@ -448,7 +532,7 @@ class JobRepository:
         None if the job is missing or not failed.
         """
         Job = self.Job
-        now = self.now()
+        now = self._now_sql()
         changes = {
             "status": PENDING,
             "retry_count": 0,
@@ -459,17 +543,36 @@ class JobRepository:
             "updated_at": now,
         }
         query = Job.update(**changes).where((Job.id == job_id) & (Job.status == FAILED)).returning(Job)
-        return next(iter(query.execute()), None)
+        return self._announced(next(iter(query.execute()), None))
 
-    def prune(self, older_than: timedelta) -> int:
-        """Delete completed and failed jobs (and their error history) finished more than ``older_than`` ago."""
+    def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH) -> int:
+        """Delete completed and failed jobs (and their error history) finished more than ``older_than`` ago.
+
+        In transactions of ``batch`` jobs, so that a large backlog never holds locks (SQLite: the write
+        lock every worker needs) for long, and PostgreSQL's autovacuum can reclaim space in between.
+        Returns how many jobs were deleted.
+        """
         if not isinstance(older_than, timedelta) or older_than.total_seconds() < 0:
             raise ValidationError("older_than", "must be a non-negative timedelta")
+        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
+            raise ValidationError("batch", "must be a positive integer")
         Job, JobError = self.Job, self.JobError
-        finished = (Job.status.in_([COMPLETED, FAILED])) & (Job.updated_at < cutoff_before(self.now(), older_than))
-        with self.db.atomic():
-            JobError.delete().where(JobError.job_id.in_(Job.select(Job.id).where(finished))).execute()
-            return Job.delete().where(finished).execute()
+        cutoff = cutoff_before(self.now(), older_than)
+        finished = Job.status.in_([COMPLETED, FAILED]) & (Job.updated_at < cutoff)
+        pruned = 0
+        while True:
+            with self.db.atomic():
+                # The ids first, then a delete by primary key: a DELETE ... WHERE id IN (subquery) can be
+                # planned as a scan of the whole table per batch on PostgreSQL.
+                found = [job_id for (job_id,) in Job.select(Job.id).where(finished).limit(batch).tuples()]
+                # The condition again: an operator may have retried one of them meanwhile.
+                doomed = Job.delete().where(Job.id.in_(found) & finished).returning(Job.id) if found else []
+                deleted = [row.id for row in doomed]
+                if deleted:
+                    JobError.delete().where(JobError.job_id.in_(deleted)).execute()
+            pruned += len(deleted)
+            if len(found) < batch:
+                return pruned
 
     # --- read model -------------------------------------------------------------------------------
 
@@ -566,7 +669,7 @@ class JobRepository:
     def throughput(self, period: timedelta = timedelta(minutes=5)) -> dict[str, float]:
         """Jobs completed and attempts failed per minute over the last ``period``."""
         Job, JobError = self.Job, self.JobError
-        since = self.now() - period
+        since = self._now_sql() - period
         completed = Job.select().where((Job.status == COMPLETED) & (Job.updated_at >= since)).count()
         failed = JobError.select().where(JobError.created_at >= since).count()
         minutes = period.total_seconds() / 60

@@ -38,6 +38,8 @@ MAX_HEARTBEAT_INTERVAL = 10.0
 ACK_FIRST_WAIT, ACK_MAX_WAIT = 0.1, 2.0
 # After a stop releases the unfinished jobs, how long threads that were writing an outcome get to finish.
 ACK_GRACE = 15.0
+# A worker with prune_after prunes at start and then this often; several workers doing it is harmless.
+PRUNE_INTERVAL = 3600.0
 
 
 @dataclass(frozen=True)
@@ -113,7 +115,8 @@ class Worker:
     Each thread claims one job at a time, only of types the registry has handlers for; idle threads poll
     with a back-off from ``poll_interval`` doubling to ``max_poll_interval`` (``wakeup()`` cuts it short).
     A heartbeat thread refreshes running jobs every ``min(stale_after / 3, 10)`` seconds and reaps other
-    workers' claims older than ``stale_after`` every ``stale_after / 2`` seconds.
+    workers' claims older than ``stale_after`` every ``stale_after / 2`` seconds. With ``prune_after``, the same
+    thread deletes finished jobs older than that many seconds at start and then hourly.
     """
 
     def __init__(
@@ -128,6 +131,7 @@ class Worker:
         stale_after: float = 300.0,
         shutdown_timeout: float = 30.0,
         on_event: Callable[[WorkerEvent], None] | None = None,
+        prune_after: float | None = None,
     ):
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or not 1 <= concurrency <= MAX_CONCURRENCY:
             raise ValidationError("concurrency", f"must be an integer from 1 to {MAX_CONCURRENCY}, got {concurrency!r}")
@@ -142,6 +146,7 @@ class Worker:
         self.shutdown_timeout = _positive_seconds("shutdown_timeout", shutdown_timeout, allow_zero=True)
         self.heartbeat_interval = min(self.stale_after / 3, MAX_HEARTBEAT_INTERVAL)
         self.reap_interval = self.stale_after / 2
+        self.prune_after = None if prune_after is None else _positive_seconds("prune_after", prune_after)
         self._lock = threading.RLock()  # re-entrant: stop() may run in a signal handler on a thread holding it
         self._subscribers: list[Callable[[WorkerEvent], None]] = []
         self._session: _Session | None = None
@@ -432,6 +437,7 @@ class Worker:
 
     def _heartbeat_loop(self, session: _Session) -> None:
         next_reap = time.monotonic() + (self.reap_interval if session.burst else 0.0)  # a burst reaped at start
+        next_prune = time.monotonic()
         try:
             while True:
                 if time.monotonic() >= next_reap and not session.stopping.is_set():
@@ -439,6 +445,9 @@ class Worker:
                     self._beat(session)
                     self._reap()
                     next_reap = time.monotonic() + self.reap_interval
+                if self.prune_after is not None and time.monotonic() >= next_prune:
+                    self._prune()
+                    next_prune = time.monotonic() + PRUNE_INTERVAL
                 if session.heartbeat_stop.wait(self.heartbeat_interval):
                     return
                 self._beat(session)
@@ -476,6 +485,15 @@ class Worker:
                 f"(no heartbeat for {self.stale_after:g}s): back to pending, or failed without retries left",
             )
             self.wakeup()
+
+    def _prune(self) -> None:
+        try:
+            pruned = self.queue.prune(timedelta(seconds=self.prune_after))
+        except Exception as exc:
+            self._emit_error("prune", exc)
+            return
+        if pruned:
+            logger.info("pruned %d finished job(s) older than %gs worker=%s", pruned, self.prune_after, self.worker_id)
 
     # --- helpers -----------------------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from .cli import CLIArgumentParser, fail, non_negative_seconds, positive_seconds
 from .db import open_database
 from .errors import QueueError
 from .handlers import registry
+from .notify import listen_for_jobs
 from .repository import JobRepository, validate_worker_id
 from .worker import MAX_CONCURRENCY, Worker, WorkerEvent, default_worker_id
 
@@ -66,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     add("--max-poll-interval", type=positive_seconds, default=5.0, metavar="S", help="longest wait when idle (5)")
     add("--stale-after", type=positive_seconds, default=300.0, metavar="S", help="reap claims this old (300)")
     add("--shutdown-timeout", type=non_negative_seconds, default=30.0, metavar="S", help="grace for jobs (30)")
+    add("--prune-after", type=positive_seconds, default=None, metavar="S", help="delete finished jobs older (hourly)")
     add("--burst", action="store_true", help="exit once nothing is claimable and nothing runs")
     add("--log-level", type=str.lower, choices=LOG_LEVELS, default="info")
     add("--log-format", choices=("text", "json"), default="text")
@@ -161,6 +163,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(problem)
     if args.api and args.db:
         return fail("give --db or --api, not both: --api runs over the HTTP API, which has its own database")
+    if args.prune_after is not None and args.api:
+        return fail("--prune-after needs --db: prune where the database is, not over the HTTP API")
     if args.token and not args.api:
         return fail("--token is for --api; a --db worker talks to the database directly")
     try:
@@ -178,13 +182,19 @@ def main(argv: list[str] | None = None) -> int:
             stale_after=args.stale_after,
             shutdown_timeout=args.shutdown_timeout,
             on_event=log_event,
+            prune_after=args.prune_after,
         )
+        # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once (None on SQLite: polling).
+        database = getattr(queue, "db", None)  # None over the HTTP API: that worker polls the server
+        listener = None if args.burst or database is None else listen_for_jobs(database, worker.wakeup)
         previous = install_signal_handlers(worker)
         try:
             worker.run(burst=args.burst)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
+            if listener is not None:
+                listener.stop()
     except QueueError as exc:
         return fail(str(exc))
     except Exception:

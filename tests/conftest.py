@@ -1,8 +1,16 @@
-"""Shared fixtures: a fresh database per test (never the user's queue.db) and a clock tests control."""
+"""Shared fixtures: a fresh database per test (never the user's queue.db) and a clock tests control.
+
+Every test that uses ``db_url`` (directly or through ``db`` / ``repo``) runs on both backends: SQLite in a
+temporary file, PostgreSQL in a schema of its own. ``@pytest.mark.backends("sqlite")`` limits a test to
+the backends named. PostgreSQL: ``$QUEUE_TEST_POSTGRES_URL`` or ``postgresql://postgres@127.0.0.1:5432/test``;
+unreachable, its tests skip and say how to enable them, unless ``$CI`` is set: then they fail.
+"""
 
 from __future__ import annotations
 
+import os
 import random
+import uuid
 
 import pytest
 from support import FakeClock
@@ -10,10 +18,70 @@ from support import FakeClock
 from queue_core.db import open_database
 from queue_core.repository import JobRepository
 
+BACKENDS = ("sqlite", "postgresql")
+DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "backends(*names): run only on these database backends (sqlite, postgresql)")
+
+
+def pytest_generate_tests(metafunc):
+    if "db_url" in metafunc.fixturenames:
+        marker = metafunc.definition.get_closest_marker("backends")
+        names = marker.args if marker else BACKENDS
+        unknown = set(names) - set(BACKENDS)
+        assert not unknown, f"unknown backends {unknown}; use {BACKENDS}"
+        if tuple(names) != ("sqlite",):  # SQLite alone is the default: its tests keep their plain names
+            metafunc.parametrize("db_url", names, indirect=True)
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> str:
+    """The test server's URL, once it answered; skip (or fail under CI) when it does not."""
+    url = os.environ.get("QUEUE_TEST_POSTGRES_URL") or DEFAULT_POSTGRES_URL
+    try:
+        import psycopg
+
+        psycopg.connect(url, connect_timeout=5).close()
+    except Exception as exc:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        message = (
+            f"PostgreSQL not reachable at {url} ({reason}); to run the PostgreSQL tests start a server there "
+            "(trust auth, database 'test') or set QUEUE_TEST_POSTGRES_URL=postgresql://user@host:port/dbname"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(f"{message}. CI is set, so the PostgreSQL tests must run, not skip.")
+        pytest.skip(message)
+    return url
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """``url`` confined to ``schema``: self-contained, so a subprocess given it sees the same tables."""
+    separator = "&" if "?" in url else "?"
+    return f"{url}{separator}options=-csearch_path%3D{schema}&application_name={schema}"
+
 
 @pytest.fixture
-def db_url(tmp_path) -> str:
-    return f"sqlite:///{tmp_path / 'queue.db'}"
+def db_url(request, tmp_path):
+    if getattr(request, "param", "sqlite") == "sqlite":
+        yield f"sqlite:///{tmp_path / 'queue.db'}"
+        return
+    import psycopg
+
+    base = request.getfixturevalue("postgres_url")
+    schema = f"queue_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(base, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    yield with_search_path(base, schema)
+    with psycopg.connect(base, autocommit=True) as admin:
+        # Connections a test left behind (a killed worker's, a subprocess still exiting) would hold the drop.
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE application_name = %s AND pid <> pg_backend_pid()",
+            (schema,),
+        )
+        admin.execute(f"DROP SCHEMA {schema} CASCADE")
 
 
 @pytest.fixture

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 
-def claim_until_empty(db_url: str, worker_id: str, start, results) -> None:
+def claim_until_empty(db_url: str, worker_id: str, start, results, complete: bool = False) -> None:
+    """Claim (and with ``complete``, complete) jobs until none is left; report the ids and any error."""
     from queue_core.db import open_database
     from queue_core.repository import JobRepository
 
@@ -13,6 +14,8 @@ def claim_until_empty(db_url: str, worker_id: str, start, results) -> None:
     while True:
         try:
             job = repo.claim(worker_id)
+            if job is not None and complete and repo.complete(job.id, worker_id=worker_id, attempt=job.attempt) is None:
+                errors.append(f"job {job.id}: lost its claim before completing")
         except Exception as exc:  # any error at all fails the test, "database is locked" included
             errors.append(repr(exc))
             continue
@@ -33,3 +36,7 @@ def create_with_key(db_url: str, key: str, start, results) -> None:
         results.put((job.id, created, None))
     except Exception as exc:
         results.put((None, None, repr(exc)))
+
+
+def run_until_empty(db_url: str, worker_id: str, start, results) -> None:
+    claim_until_empty(db_url, worker_id, start, results, complete=True)

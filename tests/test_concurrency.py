@@ -1,4 +1,4 @@
-"""Many processes against one SQLite file: no job claimed twice, one row per idempotency key."""
+"""Many processes against one database (each backend): no job claimed twice, one row per idempotency key."""
 
 from __future__ import annotations
 
@@ -42,6 +42,24 @@ def test_four_processes_never_claim_the_same_job(db_url):
     for worker_id, ids, _ in outcome:
         assert all(owners[job_id] == worker_id for job_id in ids)
     assert JobRepository(db).counts()["running"] == 2000
+
+
+def test_eight_processes_run_five_thousand_jobs_each_exactly_once(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    with db.atomic():
+        ids = {repo.create("t", {"i": i})[0].id for i in range(5000)}
+    db.close()
+
+    outcome = run_processes(procs.run_until_empty, 8, lambda i: (db_url, f"w{i}"))
+
+    assert [e for _, _, errs in outcome for e in errs] == []
+    done = [job_id for _, claimed, _ in outcome for job_id in claimed]
+    assert len(done) == 5000 and set(done) == ids
+    assert sum(1 for _, claimed, _ in outcome if claimed) > 1  # the work was shared, not one process's
+    db = open_database(db_url)
+    assert JobRepository(db).counts() == {"pending": 0, "running": 0, "completed": 5000, "failed": 0}
+    db.close()
 
 
 def test_same_idempotency_key_from_eight_processes_yields_one_row(db_url):

@@ -9,6 +9,7 @@ from queue_core.errors import DatabaseURLError
 from queue_core.repository import JobRepository
 
 
+@pytest.mark.backends("sqlite")
 def test_sqlite_settings(db):
     pragma = lambda name: db.execute_sql(f"PRAGMA {name}").fetchone()[0]  # noqa: E731
     assert pragma("journal_mode") == "wal"
@@ -36,11 +37,12 @@ def test_schema_created_once_and_reopen_keeps_jobs(db_url):
     db = open_database(db_url)
     assert schema_version(db) == SCHEMA_VERSION
     assert JobRepository(db).list()[0].payload == {"keep": True}
-    indexes = {row[0] for row in db.execute_sql("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    indexes = {index.name for index in db.get_indexes("jobs")}
     assert {"jobs_claim", "jobs_status_updated", "jobs_type_status"} <= indexes
     db.close()
 
 
+@pytest.mark.backends("sqlite")
 def test_claim_query_uses_the_claim_index(repo, db):
     plan = db.execute_sql(
         "EXPLAIN QUERY PLAN SELECT id FROM jobs WHERE status = 'pending' AND run_at <= ? "
@@ -84,13 +86,13 @@ def test_version_1_database_is_migrated_keeping_jobs(db_url):
     db.execute_sql("UPDATE queue_meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION == 2
-    indexes = {row[0] for row in db.execute_sql("SELECT name FROM sqlite_master WHERE type = 'index'")}
-    assert "job_errors_created" in indexes
+    assert schema_version(db) == SCHEMA_VERSION == 3
+    assert "job_errors_created" in {index.name for index in db.get_indexes("job_errors")}
     assert JobRepository(db).list()[0].payload == {"keep": True}
     db.close()
 
 
+@pytest.mark.backends("sqlite")
 def test_throughput_reads_job_errors_through_its_time_index(repo, db):
     plan = db.execute_sql(
         "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM job_errors WHERE created_at >= ?", ("2030-01-01",)

@@ -244,6 +244,28 @@ def test_prune_deletes_only_old_finished_jobs(repo, clock):
     assert repo.counts()["pending"] == 1
 
 
+def test_prune_works_in_batches_and_keeps_what_is_not_old_or_not_finished(repo, clock):
+    old = []
+    for _ in range(7):
+        job, _ = repo.create("t", max_retries=0)
+        repo.claim("w")
+        if job.id % 2:
+            repo.fail(job.id, "x")
+        else:
+            repo.complete(job.id)
+        old.append(job.id)
+    running, _ = repo.create("t")
+    repo.claim("w")
+    clock.advance(days=8)
+    recent, _ = repo.create("t")
+    repo.claim("w")
+    repo.complete(recent.id)
+    assert repo.prune(timedelta(days=7), batch=3) == 7
+    assert [j.id for j in repo.list()] == [running.id, recent.id]
+    assert all(repo.errors_for(job_id) == [] for job_id in old)
+    assert repo.prune(timedelta(days=7), batch=3) == 0
+
+
 def test_counts_with_a_cap_stop_counting_past_it(repo):
     for _ in range(5):
         repo.create("a")

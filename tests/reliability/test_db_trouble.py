@@ -74,9 +74,8 @@ def test_sqlite_lock_longer_than_busy_timeout(tmp_path):
     assert all("database is locked" in e for e in errors)
 
 
+@pytest.mark.backends("postgresql")  # pg_terminate_backend is PostgreSQL's; the SQLite variant is the lock test above
 def test_postgres_connection_killed_mid_job(db_url):
-    if not db_url.startswith("postgres"):
-        pytest.skip("pg_terminate_backend is PostgreSQL's; the SQLite variant is the lock test above")
     repo = JobRepository(open_database(db_url))
     job, _ = repo.create("gated")
     gate, errors = Gate(), []
@@ -86,7 +85,8 @@ def test_postgres_connection_killed_mid_job(db_url):
         killer = open_database(db_url)
         killed = killer.execute_sql(
             "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            # Only this test's connections (the fixture names them after its schema), not other tests' or users'.
+            "WHERE application_name = current_setting('application_name') AND pid <> pg_backend_pid()"
         ).fetchone()[0]
         killer.close()
         assert killed >= 1

@@ -1,0 +1,82 @@
+"""Wake-ups on PostgreSQL: ``JobRepository`` NOTIFYs when a job becomes claimable, idle workers LISTEN.
+
+Polling stays the fallback: a notification lost while the listener reconnects costs at most one poll
+interval, never a job. SQLite has no such channel; workers there poll.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+
+import peewee as pw
+
+# One channel per database; each notification's payload is the schema of the queue that has new work.
+JOBS_CHANNEL = "queue_core_jobs"
+RECONNECT_DELAY = 1.0  # seconds between attempts to re-open a lost listening connection
+CHECK_STOP_EVERY = 0.5  # seconds: how soon stop() takes effect
+
+log = logging.getLogger(__name__)
+
+
+class JobListener:
+    """A daemon thread that LISTENs on its own connection and calls ``on_job()`` for every notification.
+
+    ``on_job`` runs on the listener thread: keep it quick (``Worker.wakeup`` only sets an event).
+    """
+
+    def __init__(self, db: pw.PostgresqlDatabase, on_job: Callable[[], None]):
+        if not isinstance(db, pw.PostgresqlDatabase):
+            raise TypeError("JobListener needs a PostgreSQL database; SQLite workers poll")
+        # The same connection settings as the queue's own connections (conninfo URL, options).
+        self._conninfo = db.database
+        self._connect_params = dict(db.connect_params)
+        self._on_job = on_job
+        self._stopping = threading.Event()
+        self._listening = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="queue-listener", daemon=True)
+
+    def start(self) -> JobListener:
+        self._thread.start()
+        return self
+
+    def wait_listening(self, timeout: float | None = None) -> bool:
+        """True once LISTEN is in place (notifications sent from now on are seen)."""
+        return self._listening.wait(timeout)
+
+    def stop(self, timeout: float | None = None) -> None:
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _wake(self) -> None:
+        try:
+            self._on_job()
+        except Exception:  # a broken callback must not end the wake-ups; polling would hide it
+            log.exception("job listener callback failed")
+
+    def _run(self) -> None:
+        import psycopg
+
+        while not self._stopping.is_set():
+            try:
+                with psycopg.connect(self._conninfo, autocommit=True, **self._connect_params) as conn:
+                    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+                    conn.execute(f"LISTEN {JOBS_CHANNEL}")
+                    self._listening.set()
+                    while not self._stopping.is_set():
+                        for notification in conn.notifies(timeout=CHECK_STOP_EVERY):
+                            if notification.payload == schema:  # not another queue's, in another schema
+                                self._wake()
+            except psycopg.Error as exc:
+                self._listening.clear()
+                log.warning("job listener lost its connection (%s); polling covers until it is back", exc)
+                self._stopping.wait(RECONNECT_DELAY)
+
+
+def listen_for_jobs(db: pw.Database, on_job: Callable[[], None]) -> JobListener | None:
+    """Start a listener calling ``on_job`` on PostgreSQL; None on SQLite (polling only)."""
+    if not isinstance(db, pw.PostgresqlDatabase):
+        return None
+    return JobListener(db, on_job).start()

@@ -1,0 +1,270 @@
+"""What only PostgreSQL does: SKIP LOCKED claims, the server's clock, NOTIFY/LISTEN wake-ups, churn tuning."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import psycopg.sql
+import pytest
+
+from queue_core import repository as repository_module
+from queue_core.db import SCHEMA_VERSION, open_database, schema_version
+from queue_core.errors import DatabaseURLError
+from queue_core.notify import JOBS_CHANNEL, listen_for_jobs
+from queue_core.repository import JobRepository
+
+postgres_only = pytest.mark.backends("postgresql")
+
+
+def host_clock_must_not_be_used():
+    raise AssertionError("the host's clock was read; PostgreSQL without a test clock must use now()")
+
+
+def server_now(db) -> datetime:
+    return db.execute_sql("SELECT now()").fetchone()[0].astimezone(UTC)
+
+
+@postgres_only
+def test_without_a_test_clock_every_time_comes_from_the_server(db, monkeypatch):
+    monkeypatch.setattr(repository_module, "utc_now", host_clock_must_not_be_used)
+    repo = JobRepository(db)
+    before = server_now(db)
+    job, _ = repo.create("t", max_retries=1, retry_backoff=0)
+    claimed = repo.claim("w1")
+    assert claimed.id == job.id
+    assert repo.fail(job.id, "boom", worker_id="w1").status == "pending"
+    assert repo.claim("w2").id == job.id
+    assert repo.heartbeat([job.id], worker_id="w2") == [job.id]
+    assert repo.reap_stale(timedelta(hours=1)) == 0
+    assert repo.complete(job.id, worker_id="w2").status == "completed"
+    assert repo.prune(timedelta(hours=1)) == 0
+    assert repo.throughput()["completed"] > 0
+    after = server_now(db)
+    stored = repo.find_by_id(job.id)
+    for moment in (stored.created_at, stored.run_at, stored.claimed_at, stored.heartbeat_at, stored.updated_at):
+        assert before <= moment <= after
+    assert repo.errors_for(job.id)[0].created_at >= before
+
+
+@pytest.mark.backends("sqlite")
+def test_sqlite_uses_the_host_clock(db, monkeypatch):
+    fixed = datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+    monkeypatch.setattr(repository_module, "utc_now", lambda: fixed)
+    repo = JobRepository(db)
+    job, _ = repo.create("t")
+    assert job.created_at == job.run_at == fixed
+    assert repo.claim("w").claimed_at == fixed
+
+
+@postgres_only
+def test_a_host_clock_an_hour_ahead_cannot_reap_a_live_job(db, monkeypatch):
+    repo = JobRepository(db)
+    repo.create("t")
+    job = repo.claim("w-live")
+    repo.heartbeat([job.id], worker_id="w-live")
+    # Another host whose clock runs an hour fast reaps with a 5-minute threshold: the server decides.
+    monkeypatch.setattr(repository_module, "utc_now", lambda: datetime.now(UTC) + timedelta(hours=1))
+    assert JobRepository(db).reap_stale(timedelta(minutes=5)) == 0
+    assert repo.find_by_id(job.id).worker_id == "w-live"
+
+
+@postgres_only
+def test_claimers_skip_rows_another_claimer_has_locked(db, db_url, repo):
+    first, _ = repo.create("t", priority="high")
+    second, _ = repo.create("t")
+    with psycopg.connect(db_url) as other:  # a claimer caught mid-transaction, holding the best job
+        other.execute("SELECT id FROM jobs WHERE id = %s FOR UPDATE", (first.id,))
+        # A claim that waited for the lock would hit this timeout and raise instead of hanging the test.
+        db.execute_sql("SET statement_timeout = '5s'")
+        assert repo.claim("w").id == second.id
+        assert repo.claim("w") is None
+        other.rollback()
+    assert repo.claim("w").id == first.id
+
+
+@postgres_only
+def test_claim_plan_reads_the_partial_pending_index_even_as_a_generic_plan(db, repo):
+    db.execute_sql(
+        "INSERT INTO jobs (type, payload, priority, status, retry_count, max_retries, created_at, updated_at, run_at) "
+        "SELECT 't', '{}', 0, 'completed', 0, 3, now(), now(), now() FROM generate_series(1, 5000)"
+    )
+    repo.create("t")
+    db.execute_sql("ANALYZE jobs")
+    sql, params = repo._claim_statement("w", 1, None).sql()
+    assert "SKIP LOCKED" in sql
+    # psycopg prepares a statement run often; PostgreSQL may then plan it once for any parameters
+    # (a generic plan), which can use a partial index only if the predicate is in the SQL text.
+    for number in range(1, len(params) + 1):
+        sql = sql.replace("%s", f"${number}", 1)
+    db.execute_sql("SET plan_cache_mode = force_generic_plan")
+    db.execute_sql(f"PREPARE claim_plan AS {sql}")
+    arguments = psycopg.sql.SQL(", ").join(map(psycopg.sql.Literal, params)).as_string(db.connection())
+    plan = "\n".join(row[0] for row in db.execute_sql(f"EXPLAIN EXECUTE claim_plan({arguments})").fetchall())
+    assert "jobs_pending_claim" in plan and "LockRows" in plan, plan
+
+
+@postgres_only
+def test_jobs_table_is_tuned_for_churn(db):
+    options = db.execute_sql("SELECT reloptions FROM pg_class WHERE oid = 'jobs'::regclass").fetchone()[0]
+    assert "fillfactor=80" in options and "autovacuum_vacuum_scale_factor=0.01" in options
+    definition = {index.name: index.sql for index in db.get_indexes("jobs")}["jobs_pending_claim"]
+    assert "WHERE" in definition and "'pending'" in definition
+
+
+@postgres_only
+def test_a_version_2_database_gets_the_churn_settings_and_keeps_its_jobs(db_url):
+    db = open_database(db_url)
+    JobRepository(db).create("t", {"kept": True})
+    db.execute_sql("UPDATE queue_meta SET value = '2' WHERE key = 'schema_version'")
+    db.execute_sql("DROP INDEX jobs_pending_claim")
+    db.execute_sql("ALTER TABLE jobs RESET (fillfactor)")
+    db.close()
+
+    db = open_database(db_url)
+    assert schema_version(db) == SCHEMA_VERSION == 3
+    assert JobRepository(db).list()[0].payload == {"kept": True}
+    assert "jobs_pending_claim" in {index.name for index in db.get_indexes("jobs")}
+    options = db.execute_sql("SELECT reloptions FROM pg_class WHERE oid = 'jobs'::regclass").fetchone()[0]
+    assert "fillfactor=80" in options
+    db.close()
+
+
+@postgres_only
+@pytest.mark.parametrize(
+    ("path", "reason"),
+    [
+        ("/no_such_database_here", "no_such_database_here"),
+        ("/test?bogus=1", "bogus"),
+        ("/test?options=-csearch_path%3Dno_such_schema", "no schema"),
+    ],
+)
+def test_a_url_that_cannot_be_opened_is_one_clear_line(postgres_url, path, reason):
+    base = postgres_url.split("?")[0].rsplit("/", 1)[0]
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(base + path)
+    message = str(info.value)
+    assert message.startswith("cannot open") and reason in message and "\n" not in message
+
+
+def test_postgres_url_without_psycopg_says_what_to_install(monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "psycopg", None)
+    with pytest.raises(DatabaseURLError) as info:
+        open_database("postgresql://postgres@127.0.0.1:5432/test")
+    assert "queue-core[postgres]" in str(info.value)
+
+
+# --- NOTIFY / LISTEN --------------------------------------------------------------------------------
+
+
+class Wakeups:
+    """Counts wake-ups, and lets a test wait for the next one."""
+
+    def __init__(self):
+        self.count = 0
+        self.event = threading.Event()
+
+    def __call__(self):
+        self.count += 1
+        self.event.set()
+
+    def wait(self, timeout=10.0) -> bool:
+        woke = self.event.wait(timeout)
+        self.event.clear()
+        return woke
+
+
+@pytest.fixture
+def wakeups(db):
+    counter = Wakeups()
+    listener = listen_for_jobs(db, counter)
+    assert listener.wait_listening(10)
+    yield counter
+    listener.stop(timeout=5)
+
+
+@postgres_only
+def test_whatever_makes_a_job_claimable_now_wakes_listeners(repo, clock, wakeups):
+    job, _ = repo.create("t", max_retries=1, retry_backoff=0)
+    assert wakeups.wait()
+    repo.claim("w")
+    repo.release(job.id, worker_id="w")  # a stopping worker's job
+    assert wakeups.wait()
+    repo.claim("w")
+    repo.fail(job.id, "boom")  # retried at once (retry_backoff=0)
+    assert wakeups.wait()
+    repo.claim("w")
+    repo.fail(job.id, "boom again")  # no retries left: failed, nothing to claim
+    assert not wakeups.wait(0.3)
+    repo.retry(job.id)  # the operator's retry
+    assert wakeups.wait()
+    repo.claim("w")
+    clock.advance(600)
+    assert repo.reap_stale(timedelta(seconds=60)) == 1  # a dead worker's job
+    assert wakeups.wait()
+
+
+@postgres_only
+def test_a_queue_in_another_schema_does_not_wake_this_one(db, repo, wakeups):
+    db.execute_sql("SELECT pg_notify(%s, 'some_other_queue')", (JOBS_CHANNEL,))
+    assert not wakeups.wait(0.3)
+    repo.create("t")
+    assert wakeups.wait()
+
+
+@postgres_only
+def test_a_notification_is_sent_at_commit_not_before(db, repo, wakeups):
+    with db.atomic():
+        repo.create("t")
+        assert not wakeups.wait(0.3)  # not visible to claimers yet, so nobody is woken yet
+    assert wakeups.wait()
+
+
+@postgres_only
+def test_listener_reconnects_after_losing_its_connection(db, repo, wakeups):
+    def listening_pids():
+        rows = db.execute_sql("SELECT pid FROM pg_stat_activity WHERE query = %s", (f"LISTEN {JOBS_CHANNEL}",))
+        return {pid for (pid,) in rows.fetchall()}
+
+    old = listening_pids()
+    assert old
+    db.execute_sql("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (list(old),))
+    deadline = time.monotonic() + 15
+    while not (listening_pids() - old) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert listening_pids() - old, "the listener did not LISTEN again"
+    repo.create("t")
+    assert wakeups.wait()
+
+
+@pytest.mark.backends("sqlite")
+def test_no_listener_on_sqlite(db):
+    assert listen_for_jobs(db, lambda: None) is None
+
+
+@postgres_only
+def test_heartbeats_are_hot_updates_that_touch_no_index(db, repo, clock):
+    def hot_and_all_updates():
+        db.execute_sql("SELECT pg_stat_force_next_flush()")
+        row = db.execute_sql(
+            "SELECT n_tup_hot_upd, n_tup_upd FROM pg_stat_user_tables WHERE relid = 'jobs'::regclass"
+        ).fetchone()
+        return row[0] or 0, row[1] or 0
+
+    job, _ = repo.create("t")
+    repo.claim("w")
+    hot_before, updates_before = hot_and_all_updates()
+    for _ in range(20):
+        clock.advance(1)
+        repo.heartbeat([job.id], worker_id="w")
+    hot_after, updates_after = hot_and_all_updates()
+    assert updates_after - updates_before == 20
+    assert hot_after - hot_before == 20  # fillfactor leaves room, and heartbeat_at is in no index
+
+
+def test_errors_never_show_the_password():
+    with pytest.raises(DatabaseURLError) as info:
+        open_database("postgresql://queue:s3cret@127.0.0.1:1/queue")
+    assert "s3cret" not in str(info.value) and "queue:***@127.0.0.1:1/queue" in str(info.value)
