@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from queue_core.errors import IdempotencyConflict, ValidationError
-from queue_core.repository import CREATE_MANY_CHUNK
+from queue_core.repository import CREATE_MANY_CHUNK, JobRepository
 
 
 def stored(repo, job):
@@ -129,3 +129,14 @@ def test_run_at_in_another_timezone_is_stored_in_utc(repo):
     local = datetime(2026, 6, 1, 9, 30, tzinfo=ZoneInfo("Europe/Paris"))
     [job] = repo.create_many([{"type": "t", "run_at": local}])
     assert repo.find_by_id(job.id).run_at == datetime(2026, 6, 1, 7, 30, tzinfo=UTC)
+
+
+def test_without_an_injected_clock_the_stored_times_come_back(db):
+    # PostgreSQL then takes its own clock (now() in the statement): the jobs must carry what was stored.
+    repo = JobRepository(db)
+    before = datetime.now(UTC) - timedelta(minutes=1)
+    jobs = repo.create_many([{"type": "a"}, {"type": "b", "run_at": before}])
+    assert [job.type for job in jobs] == ["a", "b"] and jobs[0].id < jobs[1].id
+    for job in jobs:
+        assert job.to_dict() == stored(repo, job)
+    assert jobs[0].created_at > before and jobs[1].run_at == before
