@@ -31,14 +31,19 @@ def one_line(message: str) -> str:
 MAX_SECONDS = 100 * 365 * 24 * 3600  # a century: more than any delay or retention anyone means
 
 
-def non_negative_seconds(text: str) -> float:
+def bounded_number(text: str, parse, low, high, what: str, range_what: str = ""):
+    """``parse(text)`` if it lies in [low, high]; else an argparse error naming ``what`` was expected."""
     try:
-        value = float(text)
+        value = parse(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not 0 <= value <= MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds from 0 to {MAX_SECONDS}")
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{text!r} must be {range_what}from {low} to {high}")
     return value
+
+
+def non_negative_seconds(text: str) -> float:
+    return bounded_number(text, float, 0, MAX_SECONDS, "a number of seconds", "a number of seconds ")
 
 
 def positive_seconds(text: str) -> float:

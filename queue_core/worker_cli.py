@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from .cli import CLIArgumentParser, fail, non_negative_seconds, positive_seconds
+from .cli import CLIArgumentParser, bounded_number, fail, non_negative_seconds, positive_seconds
 from .db import open_database
 from .errors import QueueError
 from .handlers import registry
@@ -35,13 +35,7 @@ EXIT_OK, EXIT_CRASH = 0, 1
 
 
 def concurrency(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if not 1 <= value <= MAX_CONCURRENCY:
-        raise argparse.ArgumentTypeError(f"{text!r} must be from 1 to {MAX_CONCURRENCY}")
-    return value
+    return bounded_number(text, int, 1, MAX_CONCURRENCY, "a whole number")
 
 
 def worker_id(text: str) -> str:

@@ -22,6 +22,17 @@ BACKENDS = ("sqlite", "postgresql")
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--soak", action="store_true", help="reliability tests at soak size (many more jobs, workers and kills)"
+    )
+
+
+@pytest.fixture
+def soak(request) -> bool:
+    return request.config.getoption("--soak")
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "backends(*names): run only on these database backends (sqlite, postgresql)")
 
