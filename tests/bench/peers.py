@@ -98,7 +98,7 @@ class PeerDatabase:
         drop_database(self.name)
 
 
-def drain_with_children(ctx: Context, processes: int, args: list[str]) -> tuple[float, float]:
+def drain_with_children(processes: int, args: list[str]) -> tuple[float, float]:
     """Start ``processes`` children that each exit once the queue is empty: (seconds, peak RSS MB)."""
     with Stopwatch() as watch:
         children = [spawn(args) for _ in range(processes)]
@@ -138,7 +138,7 @@ def procrastinate_scenarios(ctx: Context, drain_processes: list[int]) -> list[Re
             with app.open():
                 noop.batch_defer(*[{}] * ctx.n)
             seconds, rss = drain_with_children(
-                ctx, processes, ["-m", "tests.bench.peer_workers", "procrastinate", database.url]
+                processes, ["-m", "tests.bench.peer_workers", "procrastinate", database.url]
             )
             done = database.count("SELECT count(*) FROM procrastinate_jobs WHERE status = 'succeeded'")
             assert done == ctx.n, f"procrastinate finished {done} of {ctx.n}"
@@ -175,9 +175,7 @@ def pgqueuer_scenarios(ctx: Context, drain_processes: list[int]) -> list[Result]
         def drain_round(processes: int) -> float:
             database.empty()
             pgqueuer_enqueue(database.url, ctx.n, batched=True)
-            seconds, rss = drain_with_children(
-                ctx, processes, ["-m", "tests.bench.peer_workers", "pgqueuer", database.url]
-            )
+            seconds, rss = drain_with_children(processes, ["-m", "tests.bench.peer_workers", "pgqueuer", database.url])
             left = database.count("SELECT count(*) FROM pgqueuer")
             assert left == 0, f"pgqueuer left {left} of {ctx.n} jobs"
             note_peak_rss(drains[processes], rss)
