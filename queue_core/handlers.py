@@ -17,7 +17,7 @@ from contextvars import ContextVar
 
 from .errors import NoCurrentJobError, ValidationError
 from .models import Job
-from .repository import validate_type
+from .validation import validate_type
 
 Handler = Callable[[dict], object]
 

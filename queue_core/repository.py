@@ -7,7 +7,6 @@ takes the write lock first, so two workers never both win the same job.
 from __future__ import annotations
 
 import json
-import math
 import random
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
@@ -19,6 +18,18 @@ from .errors import IdempotencyConflict, ValidationError
 from .models import Job, JobStatus, bind_models, parse_priority
 from .notify import JOBS_CHANNEL
 from .prepared import Markers, PreparedStatement, RowReader
+from .validation import (
+    encode_payload,
+    validate_aware,
+    validate_error,
+    validate_idempotency_key,
+    validate_limit,
+    validate_max_retries,
+    validate_retry_backoff,
+    validate_status,
+    validate_type,
+    validate_worker_id,
+)
 
 # Retry back-off: delay = min(CAP, base * 2**retry_count), then "equal jitter" (a random point in the
 # upper half) so that jobs failing together do not come back together. base is the job's
@@ -26,10 +37,6 @@ from .prepared import Markers, PreparedStatement, RowReader
 DEFAULT_BACKOFF_BASE = 2.0
 BACKOFF_CAP = 3600.0
 DEFAULT_MAX_RETRIES = 3
-MAX_RETRIES_LIMIT = 1000
-MAX_ERROR_CHARS = 10_000
-MAX_TEXT_CHARS = 255
-MAX_LIST_LIMIT = 1000
 # Rows per INSERT in create_many: 11 bound values a row stays far below SQLite's 32,766 and
 # PostgreSQL's 65,535 parameters per statement, while one statement per 1000 rows costs next to nothing.
 CREATE_MANY_CHUNK = 1000
@@ -676,9 +683,6 @@ class JobRepository:
         return {"completed": completed / minutes, "failed": failed / minutes}
 
 
-# --- validation: bad input raises ValidationError naming the field, before anything is written ------
-
-
 def _reject_repeated_keys(rows: list[dict]) -> None:
     first_use = {}
     for index, row in enumerate(rows):
@@ -690,86 +694,3 @@ def _reject_repeated_keys(rows: list[dict]) -> None:
                 f"specs[{index}].idempotency_key", f"repeats the key of specs[{first_use[key]}]; one job per key"
             )
         first_use[key] = index
-
-
-def validate_type(value) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError("type", "must be a non-empty string, e.g. 'send-invoice'")
-    if len(value) > MAX_TEXT_CHARS or not value.isprintable():
-        raise ValidationError("type", f"must be at most {MAX_TEXT_CHARS} printable characters")
-    return value
-
-
-def encode_payload(value) -> str:
-    if value is None:
-        value = {}
-    if not isinstance(value, dict):
-        raise ValidationError("payload", f"must be a JSON object, got {type(value).__name__}")
-    try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
-        raise ValidationError("payload", f"must be JSON-serialisable: {exc}") from None
-
-
-def validate_max_retries(value) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= MAX_RETRIES_LIMIT:
-        raise ValidationError("max_retries", f"must be an integer from 0 to {MAX_RETRIES_LIMIT}, got {value!r}")
-    return value
-
-
-def validate_idempotency_key(value) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS:
-        raise ValidationError("idempotency_key", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
-    return value
-
-
-def validate_retry_backoff(value) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValidationError("retry_backoff", "must be a non-negative number of seconds (0 retries at once)")
-    return float(value)
-
-
-def validate_aware(field: str, value) -> datetime:
-    if not isinstance(value, datetime):
-        raise ValidationError(field, "must be a datetime")
-    if value.tzinfo is None or value.utcoffset() is None:
-        raise ValidationError(field, "naive datetime; pass an aware one, e.g. datetime.now(UTC)")
-    try:
-        value = value.astimezone(UTC)
-    except OverflowError:
-        value = None
-    # Four-digit years only: SQLite compares times as fixed-width text, so year 5 would sort after 2026.
-    if value is None or value.year < 1000:
-        raise ValidationError(field, "must be between the years 1000 and 9999 in UTC")
-    return value
-
-
-def validate_worker_id(value) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS:
-        raise ValidationError("worker_id", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
-    return value
-
-
-def validate_error(value) -> str:
-    if not isinstance(value, str):
-        raise ValidationError("error", "must be a string")
-    if len(value) > MAX_ERROR_CHARS:
-        value = value[:MAX_ERROR_CHARS] + " ... (truncated)"
-    return value or "(no error message)"
-
-
-def validate_status(value) -> str:
-    try:
-        return JobStatus(value).value
-    except ValueError:
-        raise ValidationError("status", f"unknown status {value!r}; use one of {', '.join(JobStatus)}") from None
-
-
-def validate_limit(value) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= MAX_LIST_LIMIT:
-        raise ValidationError("limit", f"must be an integer from 1 to {MAX_LIST_LIMIT}")
-    return value

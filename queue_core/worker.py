@@ -22,7 +22,8 @@ from datetime import timedelta
 from .errors import QueueError, ValidationError
 from .handlers import HandlerRegistry, call_handler, default_registry
 from .models import Job
-from .repository import FAILED, validate_worker_id
+from .repository import FAILED
+from .validation import validate_worker_id
 
 logger = logging.getLogger(__name__)
 

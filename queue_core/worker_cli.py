@@ -23,7 +23,8 @@ from .db import open_database
 from .errors import QueueError
 from .handlers import registry
 from .notify import listen_for_jobs
-from .repository import JobRepository, validate_worker_id
+from .repository import JobRepository
+from .validation import validate_worker_id
 from .worker import MAX_CONCURRENCY, Worker, WorkerEvent, default_worker_id
 
 logger = logging.getLogger("queue_core.worker")
