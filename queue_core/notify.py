@@ -45,6 +45,9 @@ class JobListener:
         """True once LISTEN is in place (notifications sent from now on are seen)."""
         return self._listening.wait(timeout)
 
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
     def stop(self, timeout: float | None = None) -> None:
         self._stopping.set()
         if self._thread.is_alive():

@@ -89,3 +89,23 @@ async def test_a_second_q_releases_running_jobs_at_once(db):
         await pilot.press("q")
         await wait_for(pilot, lambda: not app.queue_worker.is_running, "the second q releases it", timeout=10)
     assert repo.find_by_id(job.id).status == "pending"
+
+
+async def test_on_postgresql_the_embedded_worker_listens_for_new_jobs(db, db_url):
+    repo = JobRepository(db)
+    app = console_on(repo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        listener = app.job_listener
+        if db_url.startswith("postgres"):
+            assert listener is not None and listener.wait_listening(10)
+            job, _ = repo.create("echo", {"message": "wake up"})  # NOTIFY, not the next poll, brings it
+            await wait_for(pilot, lambda: repo.find_by_id(job.id).status == "completed", "the woken worker")
+        else:
+            assert listener is None  # SQLite has no NOTIFY: the worker polls
+        await pilot.press("w")
+        await wait_for(pilot, lambda: app.worker_pane.state == "stopped", "w stops the worker")
+        assert app.job_listener is None
+        if listener is not None:
+            assert not listener.is_alive()
