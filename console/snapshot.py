@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from queue_core.repository import JobRepository
+from queue_core.repository import JobRepository, cutoff_before, last_sign_of_life
 
 SHOWN_STATUSES = ("pending", "running", "failed")
 WINDOW = 200
@@ -55,7 +55,7 @@ def load_snapshot(
     """Read everything one refresh of the console shows, at the repository clock's now."""
     now = repo.now()
     rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in SHOWN_STATUSES}
-    cutoff = now - stale_after
+    cutoff = cutoff_before(now, stale_after)
     stale_ids = frozenset(job.id for job in rows["running"] if last_sign_of_life(job) < cutoff)
     types_seen = tuple(sorted({job.type for jobs in rows.values() for job in jobs}))
     return Snapshot(
@@ -70,8 +70,3 @@ def load_snapshot(
         window=window,
         types_seen=types_seen,
     )
-
-
-def last_sign_of_life(job) -> datetime:
-    """When a running job last showed it is alive: its heartbeat, or its claim if it has none yet."""
-    return job.heartbeat_at or job.claimed_at

@@ -91,6 +91,14 @@ def cutoff_before(now: datetime, age: timedelta) -> datetime:
         return datetime.min.replace(tzinfo=UTC)
 
 
+def last_sign_of_life(job: Job) -> datetime:
+    """When a running job last showed it is alive: its heartbeat, or its claim if it has none yet.
+
+    A running job is stale when this is older than the threshold (``reap_stale``, and the console's marker).
+    """
+    return job.heartbeat_at or job.claimed_at
+
+
 def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> float:
     """Seconds to wait before retry number ``retry_count + 1``."""
     base = DEFAULT_BACKOFF_BASE if base is None else base
@@ -512,7 +520,7 @@ class JobRepository:
             cutoff = cutoff_before(now, older_than)
             stale = list(Job.select().where(self._stale(cutoff)).order_by(Job.id).for_update(self._for_update()))
             for job in stale:
-                seen = job.heartbeat_at or job.claimed_at
+                seen = last_sign_of_life(job)
                 error = (
                     f"worker {job.worker_id} lost its claim: no heartbeat for "
                     f"{(now - seen).total_seconds():.0f}s (stale after {older_than.total_seconds():.0f}s)"
