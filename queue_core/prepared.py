@@ -44,7 +44,9 @@ class Markers:
 class PreparedStatement:
     """``build(markers)`` returns a peewee query; ``execute(values)`` runs its SQL with ``values`` bound."""
 
-    def __init__(self, db: pw.Database, build: Callable[[Markers], pw.BaseQuery]):
+    def __init__(
+        self, db: pw.Database, build: Callable[[Markers], pw.BaseQuery], rows_as: type[pw.Model] | None = None
+    ):
         markers = Markers()
         self.query = build(markers)
         self.db = db
@@ -58,7 +60,9 @@ class PreparedStatement:
         if missing:
             # Peewee folded a marker into the SQL text: replaying would bind the wrong values.
             raise RuntimeError(f"markers {sorted(missing)} are not bound parameters of {self.sql!r}")
-        self.reader = RowReader(self.query.model) if getattr(self.query, "_returning", None) else None
+        # Rows come back as models for UPDATE/INSERT ... RETURNING, and for a SELECT whose rows are ``rows_as``.
+        model = rows_as or (self.query.model if getattr(self.query, "_returning", None) else None)
+        self.reader = RowReader(model) if model is not None else None
 
     def execute(self, values: dict) -> list:
         """Run the statement with ``values`` (by marker name): model objects if it returns rows, else rows."""

@@ -153,6 +153,9 @@ class Worker:
         self._session: _Session | None = None
         self._completed = 0
         self._failed = 0
+        # A repository completes a job and claims the next in one transaction; other queues (the HTTP
+        # client) take two calls.
+        self._chain = callable(getattr(queue, "complete_and_claim", None))
         if on_event is not None:
             self.subscribe(on_event)
 
@@ -302,13 +305,16 @@ class Worker:
     def _claim_loop(self, session: _Session, slot: int) -> None:
         wake = session.slot_wakes[slot]
         delay = self.poll_interval
+        entry = None  # a job claimed along with the previous one's completion, to run next
         try:
-            while not session.stopping.is_set():
+            while entry is not None or not session.stopping.is_set():
+                if entry is not None:
+                    entry = self._execute(session, entry)
+                    delay = self.poll_interval
+                    continue
                 wake.clear()
                 entry, nobody_busy, claim_ok = self._claim(session)
                 if entry is not None:
-                    self._execute(session, entry)
-                    delay = self.poll_interval
                     continue
                 if session.burst and nobody_busy and claim_ok:
                     self._request_stop(session, None)
@@ -328,10 +334,15 @@ class Worker:
         except Exception as exc:
             ok = False
             self._emit_error("claim", exc)
-        with self._lock:
-            if job is None:
+        if job is None:
+            with self._lock:
                 session.in_flight -= 1
                 return None, session.in_flight == 0, ok
+        return self._register(session, job), False, ok
+
+    def _register(self, session: _Session, job: Job) -> _Running | None:
+        """Track a job just claimed (``in_flight`` already counts it); one that raced a stop goes back."""
+        with self._lock:
             entry = _Running(job=job, started=time.monotonic(), thread=threading.current_thread())
             session.running[job.id] = entry
             claimed_while_stopping = session.stopping.is_set()
@@ -340,10 +351,11 @@ class Worker:
             entry.released = True
             self._release(session, entry, "claimed while the worker was stopping")
             self._done(session, entry)
-            return None, False, ok
-        return entry, False, ok
+            return None
+        return entry
 
-    def _execute(self, session: _Session, entry: _Running) -> None:
+    def _execute(self, session: _Session, entry: _Running) -> _Running | None:
+        """Run the job and record its outcome; returns the next job if one was claimed with the outcome."""
         job = entry.job
         self._emit("claimed", job)
         fn = self.registry.get(job.type)
@@ -352,7 +364,7 @@ class Worker:
             entry.released = True
             self._release(session, entry, "no handler registered for this type any more")
             self._done(session, entry)
-            return
+            return None
         started = time.monotonic()
         error = None
         try:
@@ -364,10 +376,10 @@ class Worker:
         with self._lock:
             if entry.released:
                 logger.debug("job %s finished after it was released; its outcome is discarded", job.id)
-                return
+                return None
             entry.acking = True
         try:
-            self._record_outcome(entry, duration, error)
+            return self._record_outcome(session, entry, duration, error)
         finally:
             self._done(session, entry)
 
@@ -377,17 +389,24 @@ class Worker:
         job = entry.job
         return self._retrying(action, lambda: method(job.id, *args, worker_id=self.worker_id, attempt=job.attempt))
 
-    def _record_outcome(self, entry: _Running, duration: float, error: str | None) -> None:
-        job = entry.job
-        result = self._ack("complete", entry) if error is None else self._ack("fail", entry, error)
+    def _record_outcome(
+        self, session: _Session, entry: _Running, duration: float, error: str | None
+    ) -> _Running | None:
+        job, next_entry = entry.job, None
+        if error is not None:
+            result = self._ack("fail", entry, error)
+        elif self._chain and not session.stopping.is_set():
+            result, next_entry = self._complete_and_claim(session, entry)
+        else:
+            result = self._ack("complete", entry)
         if result is _GAVE_UP:
-            return
+            return next_entry
         if result is None:
             if not entry.lost:  # the heartbeat has not said so already
                 outcome = "completed" if error is None else f"failed ({error})"
                 note = f"{outcome} but the claim was taken back (reaped, maybe claimed again); outcome discarded"
                 self._emit("lost", job, duration=duration, note=note)
-            return
+            return next_entry
         with self._lock:
             if error is None:
                 self._completed += 1
@@ -395,13 +414,26 @@ class Worker:
                 self._failed += 1
         if error is None:
             self._emit("completed", job, duration=duration)
-            return
+            return next_entry
         if result.status == FAILED:
             note = f"no retries left after {job.attempt} attempts"
         else:
             retry_at = result.run_at.isoformat(timespec="milliseconds")
             note = f"retry {result.retry_count}/{result.max_retries} at {retry_at}"
         self._emit("failed", job, duration=duration, error=error, note=note)
+        return None
+
+    def _complete_and_claim(self, session: _Session, entry: _Running) -> tuple[object, _Running | None]:
+        """Complete ``entry`` and claim the slot's next job in one transaction: (completed job, next entry)."""
+        with self._lock:
+            session.in_flight += 1  # the next job, counted before this one is done so a burst cannot end
+        outcome = self._ack("complete_and_claim", entry, self.registry.names())
+        if outcome is _GAVE_UP or outcome[1] is None:
+            with self._lock:
+                session.in_flight -= 1
+            return (outcome if outcome is _GAVE_UP else outcome[0]), None
+        done, next_job = outcome
+        return done, self._register(session, next_job)
 
     def _release(self, session: _Session, entry: _Running, reason: str) -> None:
         job = entry.job

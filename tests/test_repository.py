@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import peewee as pw
 import pytest
 
 from queue_core.errors import IdempotencyConflict, ValidationError
@@ -194,6 +195,71 @@ def test_zombie_worker_cannot_complete_or_fail_the_new_claim(repo, clock):
     assert repo.complete(job.id, worker_id="healthy", attempt=first.attempt) is None
     assert repo.find_by_id(job.id).status == "running"
     assert repo.complete(job.id, worker_id="healthy", attempt=second.attempt).status == "completed"
+
+
+def test_complete_and_claim_completes_the_held_job_and_claims_the_next_in_claim_order(repo, clock):
+    first, _ = repo.create("t")
+    low, _ = repo.create("t", priority=0)
+    high, _ = repo.create("t", priority=5)
+    other, _ = repo.create("other", priority=9)
+    claimed = repo.claim("w1", types=["t"])
+    assert claimed.id == high.id
+    clock.advance(1)
+
+    done, following = repo.complete_and_claim(high.id, ["t"], worker_id="w1", attempt=claimed.attempt)
+    assert (done.id, done.status, done.updated_at) == (high.id, "completed", clock.now)
+    assert (following.id, following.status, following.worker_id) == (first.id, "running", "w1")
+    assert following.claimed_at == clock.now
+    done, following = repo.complete_and_claim(first.id, ["t"], worker_id="w1", attempt=following.attempt)
+    assert done.id == first.id and following.id == low.id
+    done, following = repo.complete_and_claim(low.id, ["t"], worker_id="w1", attempt=1)
+    assert done.id == low.id and following is None  # "other" is not a type it asked for
+    assert repo.counts() == {"pending": 1, "running": 0, "completed": 3, "failed": 0}
+    assert repo.find_by_id(other.id).status == "pending"
+
+
+def test_complete_and_claim_by_a_zombie_completes_nothing_but_still_claims(repo, clock):
+    job, _ = repo.create("t")
+    zombie = repo.claim("w1")
+    clock.advance(600)
+    repo.reap_stale(timedelta(seconds=60))  # back to pending, retry_count 1: the zombie's attempt is fenced off
+    done, following = repo.complete_and_claim(job.id, worker_id="w1", attempt=zombie.attempt)
+    assert done is None
+    assert (following.id, following.attempt, following.status) == (job.id, 2, "running")
+
+
+def test_complete_and_claim_with_a_bad_worker_id_writes_nothing(repo):
+    job, _ = repo.create("t")
+    claimed = repo.claim("w1")
+    with pytest.raises(ValidationError) as info:
+        repo.complete_and_claim(job.id, worker_id="", attempt=claimed.attempt)
+    assert info.value.field == "worker_id"
+    assert repo.find_by_id(job.id).status == "running"
+
+
+@pytest.mark.backends("sqlite")  # on PostgreSQL both are one statement
+def test_complete_and_claim_writes_neither_when_the_claim_fails(repo, monkeypatch):
+    job, _ = repo.create("t")
+    repo.create("t")
+    claimed = repo.claim("w1")
+
+    def claim_fails(*args, **kwargs):
+        raise pw.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(repo, "claim_many", claim_fails)
+    with pytest.raises(pw.OperationalError):
+        repo.complete_and_claim(job.id, worker_id="w1", attempt=claimed.attempt)
+    assert repo.find_by_id(job.id).status == "running"  # the completion was rolled back with the claim
+    assert repo.counts() == {"pending": 1, "running": 1, "completed": 0, "failed": 0}
+
+
+def test_complete_and_claim_with_no_types_completes_and_claims_nothing_more(repo):
+    job, _ = repo.create("t")
+    repo.create("t")
+    claimed = repo.claim("w1")
+    done, following = repo.complete_and_claim(job.id, [], worker_id="w1", attempt=claimed.attempt)
+    assert done.status == "completed" and following is None
+    assert repo.counts()["pending"] == 1
 
 
 def test_release_returns_job_without_counting_a_retry(repo):

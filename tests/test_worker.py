@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections import Counter
 from datetime import timedelta
 
 import peewee as pw
@@ -349,18 +350,57 @@ def test_defaults(live_repo):
     assert "echo" in worker.registry
 
 
+class CountingQueue:
+    """The repository, counting calls per method."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.calls = Counter()
+
+    def __getattr__(self, name):
+        method = getattr(self.repo, name)
+
+        def counted(*args, **kwargs):
+            self.calls[name] += 1
+            return method(*args, **kwargs)
+
+        return counted
+
+
+def test_a_busy_worker_completes_each_job_and_claims_the_next_in_one_call(live_repo, handlers, events, make_worker):
+    ran = []
+    handlers.register("t", lambda payload: ran.append(payload["n"]))
+    live_repo.create_many([{"type": "t", "payload": {"n": n}} for n in range(30)])
+    queue = CountingQueue(live_repo)
+
+    make_worker(queue).run(burst=True)
+
+    assert ran == list(range(30))  # claim order kept, each once
+    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 30, "failed": 0}
+    assert queue.calls["complete_and_claim"] == 30 and queue.calls["complete"] == 0
+    assert queue.calls["claim"] == 2  # the first job, and the empty claim that ends the burst
+    assert events.kinds().count("completed") == 30 and events.kinds().count("claimed") == 30
+
+
 class FlakyAcks:
-    """A queue whose ``complete`` raises a database error the first ``failures`` times."""
+    """A queue whose ``complete`` (alone or with the next claim) fails the first ``failures`` times."""
 
     def __init__(self, repo, failures):
         self.repo = repo
         self.failures = failures
 
-    def complete(self, job_id, **held):
+    def _flaky(self):
         if self.failures:
             self.failures -= 1
             raise pw.OperationalError("database is locked")
+
+    def complete(self, job_id, **held):
+        self._flaky()
         return self.repo.complete(job_id, **held)
+
+    def complete_and_claim(self, job_id, types=None, **held):
+        self._flaky()
+        return self.repo.complete_and_claim(job_id, types, **held)
 
     def __getattr__(self, name):
         return getattr(self.repo, name)
