@@ -83,7 +83,8 @@ class UTCDateTimeField(pw.DateTimeField):
             raise ValidationError(self.name, "naive datetime; pass an aware datetime (e.g. in UTC)")
         naive = value.astimezone(UTC).replace(tzinfo=None)
         if isinstance(self.model._meta.database, pw.SqliteDatabase):
-            return naive.strftime(SQLITE_TIME_FORMAT)
+            # SQLITE_TIME_FORMAT, written by isoformat (several times faster than strftime on the hot path).
+            return naive.isoformat(" ", "microseconds")
         return naive
 
     def python_value(self, value):

@@ -71,14 +71,17 @@ class PreparedStatement:
 
     def params(self, values: dict) -> list:
         """The bound parameters for ``values``, each converted as peewee would (``field.db_value``)."""
-        params = []
+        params, converted = [], {}
         for name, field_or_constant in self.slots:
             if name is None:
                 params.append(field_or_constant)
             elif field_or_constant is None:
                 params.append(values[name])
             else:
-                params.append(field_or_constant.db_value(values[name]))
+                # A marker bound several times (a claim's "now") has one field: convert its value once.
+                if name not in converted:
+                    converted[name] = field_or_constant.db_value(values[name])
+                params.append(converted[name])
         return params
 
 
@@ -104,6 +107,7 @@ class RowReader:
     def __init__(self, model: type[pw.Model]):
         self.model = model
         self.direct = all(type(field) is not pw.ForeignKeyField for field in model._meta.sorted_fields)
+        self.nulls = dict.fromkeys(model._meta.fields)
         self.layout: tuple[tuple, list] = ((), [])  # (column names, (field name, converter, plain type))
 
     def models(self, cursor) -> list:
@@ -115,18 +119,31 @@ class RowReader:
                 (by_column[c].name, by_column[c].python_value, _PLAIN_TYPES.get(type(by_column[c]))) for c in columns
             ]
             self.layout = (columns, fields)  # one assignment: threads share a repository
-        model, jobs = self.model, []
+        jobs = []
         for row in cursor.fetchall():
             # Every field of ours reads NULL as None, so only other values go through a converter.
-            data = {
-                name: value if value is None or type(value) is plain else convert(value)
-                for (name, convert, plain), value in zip(fields, row, strict=True)
-            }
-            if self.direct:
-                job = model.__new__(model)
-                job.__data__, job._dirty, job.__rel__ = data, set(), {}
-            else:
-                job = model(__no_default__=1, **data)
-                job._dirty.clear()
-            jobs.append(job)
+            jobs.append(
+                self.build(
+                    {
+                        name: value if value is None or type(value) is plain else convert(value)
+                        for (name, convert, plain), value in zip(fields, row, strict=True)
+                    }
+                )
+            )
         return jobs
+
+    def build(self, data: dict) -> pw.Model:
+        """A model object holding ``data`` (field name -> Python value), as if read from the database.
+
+        Fields that ``data`` leaves out are None (a column written NULL).
+        """
+        model = self.model
+        if self.direct:
+            job = model.__new__(model)
+            if len(data) != len(self.nulls):
+                data = {**self.nulls, **data}
+            job.__data__, job._dirty, job.__rel__ = data, set(), {}
+        else:
+            job = model(__no_default__=1, **data)
+            job._dirty.clear()
+        return job

@@ -285,40 +285,49 @@ class JobRepository:
         Job = self.Job
         fields = [Job._meta.fields[name] for name in INSERT_COLUMNS]
         columns = ", ".join(f'"{field.column_name}"' for field in fields)
-        values_sql, params = [], []
+        table = f'INSERT INTO "{Job._meta.table_name}" ({columns}) VALUES '
+        if any(isinstance(value, pw.Node) for value in rows[0].values()):
+            # The database's clock (one "now" for the whole batch): written into the statement, and the
+            # stored rows read back for the times it computed.
+            values_sql, params = self._clocked_values(rows, fields)
+            cursor = self.db.execute_sql(f"{table}{values_sql} RETURNING *", params)
+            return sorted(self._row_reader.models(cursor), key=lambda job: job.id)
         stored = {}  # a batch shares one "now": convert each distinct time once
-        clocked = False
+        params = []
         for row in rows:
-            slots = []
             for field in fields:
                 value = row[field.name]
-                if isinstance(value, pw.Node):  # the database's clock: written into the statement
-                    sql, node_params = self.db.get_sql_context().sql(value).query()
-                    slots.append(sql)
-                    params.extend(node_params)
-                    clocked = True
-                    continue
                 if isinstance(value, datetime):
                     if value not in stored:
                         stored[value] = field.db_value(value)
                     value = stored[value]
-                slots.append(self.db.param)
                 params.append(value)
-            values_sql.append(f"({', '.join(slots)})")
-        returning = "*" if clocked else "id"
-        sql = f'INSERT INTO "{Job._meta.table_name}" ({columns}) VALUES {", ".join(values_sql)} RETURNING {returning}'
-        cursor = self.db.execute_sql(sql, params)
+        one_row = f"({', '.join([self.db.param] * len(fields))})"
+        cursor = self.db.execute_sql(f"{table}{', '.join([one_row] * len(rows))} RETURNING id", params)
         # One statement numbers its rows in the order given, while we hold the write lock (SQLite) or
         # draws them from the sequence row by row (PostgreSQL): ascending ids follow our order.
-        if clocked:  # times the database computed: read the stored rows back
-            return sorted(self._row_reader.models(cursor), key=lambda job: job.id)
-        jobs = []
-        for row, (job_id,) in zip(rows, sorted(cursor.fetchall()), strict=True):
-            job = Job(id=job_id, **row)
-            job.payload = json.loads(row["payload"])  # the stored form, decoded, as a read returns it
-            job._dirty.clear()
-            jobs.append(job)
-        return jobs
+        build = self._row_reader.build
+        return [
+            # The stored payload, decoded, as a read returns it.
+            build({**row, "id": job_id, "payload": json.loads(row["payload"])})
+            for row, (job_id,) in zip(rows, sorted(cursor.fetchall()), strict=True)
+        ]
+
+    def _clocked_values(self, rows: list[dict], fields: list) -> tuple[str, list]:
+        values_sql, params = [], []
+        for row in rows:
+            slots = []
+            for field in fields:
+                value = row[field.name]
+                if isinstance(value, pw.Node):
+                    sql, node_params = self.db.get_sql_context().sql(value).query()
+                    slots.append(sql)
+                    params.extend(node_params)
+                else:
+                    slots.append(self.db.param)
+                    params.append(field.db_value(value))
+            values_sql.append(f"({', '.join(slots)})")
+        return ", ".join(values_sql), params
 
     def _validated_fields(
         self, now, type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff

@@ -100,7 +100,7 @@ def reference_of(result: Result) -> str | None:
     backend, rest = result.key.split(".", 1)
     if rest.startswith("raw."):
         return None
-    if "drain" in rest:
+    if "drain" in rest or "steady" in rest:
         return f"{backend}.raw.drain"
     if "enqueue" in rest or "create" in rest:
         return f"{backend}.raw.insert"
@@ -144,6 +144,8 @@ TARGETS = [
     ("batch enqueue ≥ 50,000 jobs/s", "sqlite.ours.create_many", None, 50_000),
     ("SQLite: 2 worker processes never slower than 1", "sqlite.ours.drain_2p", "sqlite.ours.drain_1p", 1.0),
     ("SQLite: 4 worker processes never slower than 1", "sqlite.ours.drain_4p", "sqlite.ours.drain_1p", 1.0),
+    ("… without start-up: 2 processes never slower than 1", "sqlite.ours.steady_2p", "sqlite.ours.steady_1p", 1.0),
+    ("… without start-up: 4 processes never slower than 1", "sqlite.ours.steady_4p", "sqlite.ours.steady_1p", 1.0),
     (
         "PostgreSQL drain, 4 processes ≥ 3× procrastinate (4 processes)",
         "postgresql.ours.drain_4p",

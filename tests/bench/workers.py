@@ -33,6 +33,11 @@ def worker_args(url: str, worker_id: str, *extra: str) -> list[str]:
 def worker_drains(ctx: Context, process_counts: list[int]) -> list[Result]:
     """One Result per process count, plus the "database is locked" count over all of them and worker RSS."""
     drains = {p: ctx.result(f"ours.drain_{p}p", f"ours: drain, {p} worker process(es) --burst") for p in process_counts}
+    # The same drains without process start-up and exit: first claim to last completion, from the rows.
+    steady = {
+        p: ctx.result(f"ours.steady_{p}p", f"ours: drain, {p} worker process(es), first claim to last completion")
+        for p in process_counts
+    }
     locked = ctx.result("ours.locked_errors", "ours: 'database is locked' errors in all drains", unit="errors")
     rss = ctx.result("ours.worker_rss", "ours: worker peak RSS (any drain)", unit="MB")
     locked_total, rss_values = 0, []
@@ -51,7 +56,9 @@ def worker_drains(ctx: Context, process_counts: list[int]) -> list[Result]:
             rss_values.append(peak)
             note_peak_rss(drains[processes], peak)
         db = open_database(url)
-        completed = JobRepository(db).counts()["completed"]
+        repo = JobRepository(db)
+        completed = repo.counts()["completed"]
+        steady[processes].values.append(rate(ctx.n, drain_window(repo)))
         db.close()
         assert completed == ctx.n, f"{processes} workers completed {completed} of {ctx.n}"
         return rate(ctx.n, watch.seconds)
@@ -61,7 +68,16 @@ def worker_drains(ctx: Context, process_counts: list[int]) -> list[Result]:
     locked.values = [float(locked_total)]
     rss.values = rss_values
     # "database is locked" is SQLite's way to fail a writer; PostgreSQL's row locks have no such error.
-    return [*drains.values(), *([locked] if ctx.backend.name == "sqlite" else []), rss]
+    return [*drains.values(), *steady.values(), *([locked] if ctx.backend.name == "sqlite" else []), rss]
+
+
+def drain_window(repo: JobRepository) -> float:
+    """Seconds from the first claim to the last completion, as the rows record them."""
+    Job = repo.Job
+    first = Job.select(Job.claimed_at).order_by(Job.claimed_at).limit(1).scalar()
+    last = Job.select(Job.updated_at).order_by(Job.updated_at.desc()).limit(1).scalar()
+    first, last = Job.claimed_at.python_value(first), Job.updated_at.python_value(last)
+    return (last - first).total_seconds()
 
 
 def pickup_latency(ctx: Context, samples: int) -> Result:
