@@ -60,6 +60,12 @@ class PreparedStatement:
         if missing:
             # Peewee folded a marker into the SQL text: replaying would bind the wrong values.
             raise RuntimeError(f"markers {sorted(missing)} are not bound parameters of {self.sql!r}")
+        raw = {_key(value): name for name, (value, field) in markers.by_name.items() if field is not None}
+        unconverted = sorted({raw[_key(param)] for name, param in self.slots if name is None and _key(param) in raw})
+        if unconverted:
+            # A marker bound as it is, not through its field (e.g. inside a CASE): it would be replayed as
+            # a constant. Give the value its field's conversion (``field.to_value(marker)``).
+            raise RuntimeError(f"markers {unconverted} are bound without their field's conversion in {self.sql!r}")
         # Rows come back as models for UPDATE/INSERT ... RETURNING, and for a SELECT whose rows are ``rows_as``.
         model = rows_as or (self.query.model if getattr(self.query, "_returning", None) else None)
         self.reader = RowReader(model) if model is not None else None

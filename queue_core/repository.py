@@ -390,19 +390,23 @@ class JobRepository:
         return jobs
 
     def _claim_statement(self, worker_id: str, n: int, types: list[str] | None, now=None):
-        chosen, query = self._claim_parts(worker_id, n, types, now)
+        now = self._now_sql() if now is None else now
+        chosen, query = self._claim_parts(worker_id, self._due(n, types, now), now)
         return query if chosen is None else query.with_cte(chosen)
 
-    def _claim_parts(self, worker_id: str, n: int, types: list[str] | None, now=None):
-        """(the PostgreSQL CTE choosing the jobs or None, the UPDATE ... RETURNING that claims them)."""
+    def _due(self, n: int, types: list[str] | None, now):
+        """The ids of the next ``n`` due pending jobs: highest priority, then due first, then lowest id."""
         Job = self.Job
-        now = self._now_sql() if now is None else now
         # A literal on PostgreSQL, so that even a generic prepared plan matches jobs_pending_claim's predicate.
         pending = pw.SQL(f"'{PENDING}'") if self.postgres else PENDING
         due = Job.select(Job.id).where((Job.status == pending) & (Job.run_at <= now))
         if types is not None:
             due = due.where(Job.type.in_(types))
-        due = due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(n)
+        return due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(n)
+
+    def _claim_parts(self, worker_id: str, due, now):
+        """(the PostgreSQL CTE locking the ``due`` jobs or None, the UPDATE ... RETURNING that claims them)."""
+        Job = self.Job
         query = Job.update(status=RUNNING, worker_id=worker_id, claimed_at=now, heartbeat_at=None, updated_at=now)
         if not self.postgres:
             return None, query.where(Job.id.in_(due)).returning(Job)
@@ -463,19 +467,17 @@ class JobRepository:
     def complete_and_claim(
         self, job_id: int, types: Iterable[str] | None = None, *, worker_id: str, attempt: int
     ) -> tuple[Job | None, Job | None]:
-        """``complete`` a job this worker holds at ``attempt`` and ``claim`` its next one, atomically.
+        """``complete`` a job this worker holds at ``attempt`` and ``claim`` its next one, in one statement.
 
         Returns (the completed job or None, as ``complete``; the next job or None, as ``claim``). A busy
-        worker thus pays one commit per job instead of two. SQLite runs both statements in one
-        transaction; PostgreSQL runs one statement (two data-modifying CTEs), so also one round trip.
+        worker thus pays one commit and one statement per job instead of two of each. SQLite: one UPDATE
+        whose rows are the held job and the next due one, each getting its own new values; PostgreSQL:
+        two data-modifying CTEs, the claim choosing its job ``FOR UPDATE SKIP LOCKED`` as ``claim`` does.
         """
         worker_id = validate_worker_id(worker_id)
         types = None if types is None else list(types)
-        if not self.postgres or types == []:
-            with self.db.atomic():
-                done = self.complete(job_id, worker_id=worker_id, attempt=attempt)
-                jobs = self.claim_many(worker_id, 1, types=types)
-            return done, (jobs[0] if jobs else None)
+        if types == []:
+            return self.complete(job_id, worker_id=worker_id, attempt=attempt), None
         Job = self.Job
         values = {"job_id": job_id, "worker_id": worker_id, "retry_count": attempt - 1}
         values.update((f"type{i}", name) for i, name in enumerate(types or ()))
@@ -486,16 +488,28 @@ class JobRepository:
             now = POSTGRES_NOW if self.database_clock else m.time("now", Job.updated_at)
             holder = m.text("worker_id", Job.worker_id)
             held = self._held(m.integer("job_id", Job.id), holder, m.integer("retry_count", Job.retry_count) + 1)
-            done = Job.update(status=COMPLETED, updated_at=now).where(held).returning(Job).cte("done")
             shape = None if types is None else [m.text(f"type{i}", Job.type) for i in range(len(types))]
-            chosen, claim = self._claim_parts(holder, 1, shape, now=now)
+            due = self._due(1, shape, now)
+            if not self.postgres:
+                # Each row's old status says which it is (a reaped job of ours is pending again, so its
+                # id would not): the running one held is completed, the pending one is claimed.
+                ours = Job.status == RUNNING
+                changes = {
+                    "status": pw.Case(None, [(ours, COMPLETED)], RUNNING),
+                    "worker_id": holder,
+                    "claimed_at": pw.Case(None, [(ours, Job.claimed_at)], Job.claimed_at.to_value(now)),
+                    "heartbeat_at": pw.Case(None, [(ours, Job.heartbeat_at)], None),
+                    "updated_at": now,
+                }
+                return Job.update(**changes).where(held | Job.id.in_(due)).returning(Job)
+            done = Job.update(status=COMPLETED, updated_at=now).where(held).returning(Job).cte("done")
+            chosen, claim = self._claim_parts(holder, due, now)
             claimed = claim.cte("claimed")
             rows = pw.Select([done], [pw.SQL("*")]).union_all(pw.Select([claimed], [pw.SQL("*")]))
             return rows.with_cte(done, chosen, claimed).bind(self.db)
 
         key = ("complete_and_claim", None if types is None else len(types))
         jobs = self._prepared(key, build, rows_as=Job).execute(values)
-        # The completed job is no longer running and the claimed one is: the status tells them apart.
         done = next((job for job in jobs if job.status == COMPLETED), None)
         return done, next((job for job in jobs if job.status == RUNNING), None)
 

@@ -65,6 +65,21 @@ def test_a_marker_folded_into_the_sql_text_is_refused(repo):
         PreparedStatement(repo.db, build)
 
 
+def test_a_marker_bound_without_its_fields_conversion_is_refused(repo):
+    Job = repo.Job
+
+    def build(m, converted):
+        now = m.time("now", Job.updated_at)
+        later = Job.claimed_at.to_value(now) if converted else now  # a CASE value skips the field's db_value
+        claimed_at = pw.Case(None, [(Job.status == "running", Job.claimed_at)], later)
+        return Job.update(updated_at=now, claimed_at=claimed_at)
+
+    with pytest.raises(RuntimeError, match=r"\['now'\] are bound without their field's conversion"):
+        PreparedStatement(repo.db, lambda m: build(m, converted=False))
+    statement = PreparedStatement(repo.db, lambda m: build(m, converted=True))
+    assert [name for name, _ in statement.slots if name is not None] == ["now", "now"]
+
+
 def test_complete_with_and_without_fencing(repo):
     first, _ = repo.create("t")
     second, _ = repo.create("t")
