@@ -10,6 +10,7 @@ gives.
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
@@ -114,17 +115,10 @@ class RowReader:
         self.model = model
         self.direct = all(type(field) is not pw.ForeignKeyField for field in model._meta.sorted_fields)
         self.nulls = dict.fromkeys(model._meta.fields)
-        self.layout: tuple[tuple, list] = ((), [])  # (column names, (field name, converter, plain type))
+        self.layout: tuple[tuple, type | None, list] = ((), None, [])  # (column names, row type, per column)
 
     def models(self, cursor) -> list:
-        columns = tuple(column[0] for column in cursor.description)
-        known, fields = self.layout
-        if columns != known:
-            by_column = self.model._meta.columns
-            fields = [
-                (by_column[c].name, by_column[c].python_value, _PLAIN_TYPES.get(type(by_column[c]))) for c in columns
-            ]
-            self.layout = (columns, fields)  # one assignment: threads share a repository
+        fields = self._layout(cursor)[1]
         jobs = []
         for row in cursor.fetchall():
             # Every field of ours reads NULL as None, so only other values go through a converter.
@@ -137,6 +131,32 @@ class RowReader:
                 )
             )
         return jobs
+
+    def named(self, cursor) -> list:
+        """The rows as named tuples of Python values (what peewee's ``namedtuples()`` gives, ~5x faster)."""
+        row_type, fields = self._layout(cursor)
+        return [
+            row_type(
+                *[
+                    value if value is None or type(value) is plain else convert(value)
+                    for (_, convert, plain), value in zip(fields, row, strict=True)
+                ]
+            )
+            for row in cursor.fetchall()
+        ]
+
+    def _layout(self, cursor) -> tuple[type, list]:
+        """(a named tuple type, (field name, converter, plain type) per column) for the cursor's columns."""
+        columns = tuple(column[0] for column in cursor.description)
+        known, row_type, fields = self.layout
+        if columns != known:
+            by_column = self.model._meta.columns
+            fields = [
+                (by_column[c].name, by_column[c].python_value, _PLAIN_TYPES.get(type(by_column[c]))) for c in columns
+            ]
+            row_type = namedtuple("Row", [name for name, _, _ in fields])
+            self.layout = (columns, row_type, fields)  # one assignment: threads share a repository
+        return row_type, fields
 
     def build(self, data: dict) -> pw.Model:
         """A model object holding ``data`` (field name -> Python value), as if read from the database.

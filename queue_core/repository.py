@@ -127,6 +127,7 @@ class JobRepository:
         self.JobError = models.JobError
         self._statements: dict[tuple, PreparedStatement] = {}
         self._row_reader = RowReader(self.Job)
+        self._window_reader = RowReader(self.Job)  # its own: window rows have other columns than RETURNING *
 
     def now(self) -> datetime:
         """The queue's current time (aware UTC): the database's on PostgreSQL, unless a clock was injected.
@@ -730,7 +731,8 @@ class JobRepository:
         Job = self.Job
         columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
         error = pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")
-        return list(self._window_query(status, type, limit, *columns, error).namedtuples())
+        cursor = self.db.execute_sql(*self._window_query(status, type, limit, *columns, error).sql())
+        return self._window_reader.named(cursor)
 
     def _window_query(self, status: str, type: str | None, limit: int, *columns):
         Job = self.Job

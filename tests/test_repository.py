@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import peewee as pw
 import pytest
 
 from queue_core.errors import IdempotencyConflict, ValidationError
@@ -353,6 +354,23 @@ def test_window_rows_skip_the_payload_and_cut_long_errors(repo):
     assert not hasattr(row, "payload") and row.error == "E" * ROW_ERROR_CHARS
     assert row.updated_at == repo.find_by_id(job.id).updated_at  # times come back as aware UTC
     assert [r.id for r in repo.window_rows("running")] == [r.id for r in repo.window("running")]
+
+
+def test_window_rows_equal_what_peewees_namedtuples_give(repo, clock):
+    for n in range(5):
+        repo.create(f"t{n % 2}", {"n": n}, priority=n % 3, idempotency_key=f"k{n}", retry_backoff=n or None)
+        clock.advance(1)
+    for n in range(3):
+        repo.claim(f"worker {n}")
+    repo.heartbeat([job.id for job in repo.window("running")], worker_id="worker 1")
+    Job = repo.Job
+    columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
+    error = pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")
+    for status, type in [("pending", None), ("running", None), ("running", "t1"), ("failed", None)]:
+        expected = list(repo._window_query(status, type, 200, *columns, error).namedtuples())
+        rows = repo.window_rows(status, type=type)
+        assert [row._asdict() for row in rows] == [row._asdict() for row in expected]
+        assert len(rows) == repo.counts(type=type)[status]
 
 
 def test_huge_ages_mean_nothing_is_that_old(repo, clock):
