@@ -127,7 +127,8 @@ class Job(BaseModel):
     status = pw.CharField(max_length=16, default=JobStatus.PENDING.value)
     retry_count = pw.IntegerField(default=0)
     max_retries = pw.IntegerField(default=3)
-    idempotency_key = pw.CharField(max_length=255, null=True, unique=True)
+    # UNIQUE where set: schema v4's partial index (queue_core.db), so keyless jobs add no index entry.
+    idempotency_key = pw.CharField(max_length=255, null=True)
     claimed_at = UTCDateTimeField(null=True)
     worker_id = pw.CharField(max_length=255, null=True)
     error = pw.TextField(null=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import peewee as pw
 import pytest
 
 from queue_core.db import SCHEMA_VERSION, default_url, open_database, schema_version
@@ -86,10 +87,53 @@ def test_version_1_database_is_migrated_keeping_jobs(db_url):
     db.execute_sql("UPDATE queue_meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION == 3
+    assert schema_version(db) == SCHEMA_VERSION == 4
     assert "job_errors_created" in {index.name for index in db.get_indexes("job_errors")}
     assert JobRepository(db).list()[0].payload == {"keep": True}
     db.close()
+
+
+def test_version_3_database_gets_a_unique_index_on_set_keys_only(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    keyed, _ = repo.create("t", {"n": 1}, idempotency_key="invoice-7")
+    # Version 3's schema: the unique index held every row, NULL keys included.
+    db.execute_sql("DROP INDEX jobs_idempotency_key_set")
+    db.execute_sql("CREATE UNIQUE INDEX jobs_idempotency_key ON jobs (idempotency_key)")
+    db.execute_sql("UPDATE queue_meta SET value = '3' WHERE key = 'schema_version'")
+    db.close()
+
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    assert schema_version(db) == 4
+    indexes = {index.name: index for index in db.get_indexes("jobs")}
+    assert "jobs_idempotency_key" not in indexes and indexes["jobs_idempotency_key_set"].unique
+    again, created = repo.create("t", {"n": 1}, idempotency_key="invoice-7")
+    assert not created and again.id == keyed.id
+    with pytest.raises(pw.IntegrityError):  # the database itself still refuses a second row with the key
+        repo.Job.insert(
+            type="t",
+            payload="{}",
+            status="pending",
+            idempotency_key="invoice-7",
+            run_at=keyed.run_at,
+            created_at=keyed.run_at,
+            updated_at=keyed.run_at,
+        ).execute()
+    for _ in range(3):
+        assert repo.create("t")[1]  # keyless jobs: no entry, no conflict
+    assert repo.counts()["pending"] == 4
+    db.close()
+
+
+@pytest.mark.backends("sqlite")
+def test_idempotency_look_ups_use_the_partial_index(repo, db):
+    for sql, params in [
+        ("SELECT id FROM jobs WHERE idempotency_key = ?", ("k",)),
+        ("SELECT id FROM jobs WHERE idempotency_key IN (?, ?)", ("k", "l")),
+    ]:
+        plan = db.execute_sql("EXPLAIN QUERY PLAN " + sql, params).fetchall()
+        assert any("jobs_idempotency_key_set" in row[-1] for row in plan), plan
 
 
 @pytest.mark.backends("sqlite")
