@@ -176,12 +176,7 @@ class JobRepository:
             if existing is not None:
                 return self._same_job_or_conflict(existing, fields), False
         try:
-            if self.postgres:
-                with self.db.atomic():  # the NOTIFY is delivered with the commit that makes the job visible
-                    job = self._insert_job(fields)
-                    self._announce_pending()
-            else:
-                job = self._insert_job(fields)  # one INSERT: atomic by itself, no BEGIN/COMMIT round trips
+            job = self._insert_job(fields)  # one statement: atomic by itself, no BEGIN/COMMIT round trips
         except pw.IntegrityError:
             # Lost the race to a concurrent create: the UNIQUE constraint is the authority.
             existing = self.find_by_idempotency_key(idempotency_key) if idempotency_key is not None else None
@@ -207,10 +202,17 @@ class JobRepository:
             for name in ("run_at", "created_at", "updated_at"):
                 if name not in clocked:
                     marked[name] = m.time(name, Job._meta.fields[name])
-            return Job.insert(**{**fields, **marked}).returning(Job)
+            insert = Job.insert(**{**fields, **marked}).returning(Job)
+            if not self.postgres:
+                return insert
+            # The NOTIFY that wakes listening workers rides in the same statement: it is delivered with
+            # the commit that makes the job visible, in one round trip (BEGIN, INSERT, NOTIFY, COMMIT took four).
+            new = insert.cte("new")
+            notify = pw.fn.pg_notify(JOBS_CHANNEL, pw.fn.current_schema()).alias("notified")
+            return pw.Select([new, notify], [pw.SQL('"new".*')]).with_cte(new).bind(self.db)
 
         values = {name: value for name, value in fields.items() if name not in clocked}
-        return next(iter(self._prepared(("insert", clocked), build).execute(values)))
+        return next(iter(self._prepared(("insert", clocked), build, rows_as=Job).execute(values)))
 
     def create_many(self, specs: Iterable[Mapping]) -> list[Job]:
         """Enqueue many jobs in one transaction, all or nothing; the jobs come back in the order given.
