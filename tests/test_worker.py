@@ -382,6 +382,26 @@ def test_a_busy_worker_completes_each_job_and_claims_the_next_in_one_call(live_r
     assert events.kinds().count("completed") == 30 and events.kinds().count("claimed") == 30
 
 
+def test_a_stop_during_a_busy_drain_claims_nothing_more(live_repo, handlers, events, make_worker):
+    ran = []
+    live_repo.create_many([{"type": "t", "payload": {"n": n}} for n in range(5)])
+    queue = CountingQueue(live_repo)
+    worker = make_worker(queue)
+
+    def handler(payload):
+        ran.append(payload["n"])
+        if payload["n"] == 1:
+            worker.request_stop()  # as SIGTERM does
+
+    handlers.register("t", handler)
+    worker.run()
+
+    assert ran == [0, 1]  # the job that saw the stop finished; its completion claimed no next job
+    assert live_repo.counts() == {"pending": 3, "running": 0, "completed": 2, "failed": 0}
+    assert queue.calls["complete_and_claim"] == 1 and queue.calls["complete"] == 1
+    assert "released" not in events.kinds()
+
+
 class FlakyAcks:
     """A queue whose ``complete`` (alone or with the next claim) fails the first ``failures`` times."""
 
