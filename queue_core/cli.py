@@ -7,12 +7,13 @@ import json
 import sys
 from datetime import timedelta
 
-from .db import default_url, open_database
+from .db import DATABASE_ERRORS, default_url, open_database, without_password
 from .errors import QueueError
-from .models import JobStatus, priority_label
+from .models import JobStatus
 from .repository import DEFAULT_MAX_RETRIES, JobRepository
 
 EXIT_USAGE = 2
+EXIT_FAILURE = 1
 COMMANDS = ("enqueue", "list", "show", "stats", "retry", "reap", "prune")
 
 
@@ -112,13 +113,11 @@ def job_json(repo: JobRepository, job, *, with_errors: bool = False) -> str:
 
 
 def print_table(jobs) -> None:
-    rows = [("ID", "TYPE", "PRIORITY", "STATUS", "ATTEMPT", "WORKER", "ERROR")]
+    rows = [("ID", "TYPE", "PRIORITY", "STATUS", "RETRIES", "WORKER", "ERROR")]
     for job in jobs:
         error = (job.error or "").splitlines()[0][:50] if job.error else ""
-        attempt = f"{job.retry_count}/{job.max_retries}"
-        rows.append(
-            (str(job.id), job.type, priority_label(job.priority), job.status, attempt, job.worker_id or "", error)
-        )
+        retries = f"{job.retry_count}/{job.max_retries}"
+        rows.append((str(job.id), job.type, job.priority_label, job.status, retries, job.worker_id or "", error))
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
@@ -151,7 +150,11 @@ def run(args, repo: JobRepository) -> int:
             return fail(f"no job with id {args.id}")
         print(job_json(repo, job, with_errors=True))
     elif args.command == "stats":
-        stats = {"counts": repo.counts(), "per_minute_last_5m": repo.throughput(), "db": args.db or default_url()}
+        stats = {
+            "counts": repo.counts(),
+            "per_minute_last_5m": repo.throughput(),
+            "db": without_password(args.db or default_url()),
+        }
         print(json.dumps(stats, indent=2))
     elif args.command == "retry":
         job = repo.retry(args.id)
@@ -182,5 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         return run(args, JobRepository(db))
     except QueueError as exc:
         return fail(str(exc))
+    except DATABASE_ERRORS as exc:  # e.g. locked past busy_timeout, or the server went away: nothing was changed
+        print(f"error: database error: {one_line(str(exc) or type(exc).__name__)}", file=sys.stderr)
+        return EXIT_FAILURE
     finally:
         db.close()

@@ -116,6 +116,8 @@ def is_postgres(db: pw.Database) -> bool:
 # --- schema -------------------------------------------------------------------------------------
 
 SCHEMA_VERSION_KEY = "schema_version"
+# What a database call can raise beyond our own errors: what the database reports, and a lost connection.
+DATABASE_ERRORS = (pw.DatabaseError, pw.InterfaceError)
 
 # Indexes the queue's own queries need; partial ones stay small under churn (finished jobs are not in them).
 INDEXES_V1 = (

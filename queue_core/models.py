@@ -64,12 +64,6 @@ def parse_priority(value) -> int:
     raise ValidationError("priority", f"unknown priority {value!r}; use one of {labels} or an integer")
 
 
-def to_utc(value: datetime | None) -> datetime | None:
-    if value is None:
-        return None
-    return value.astimezone(UTC)
-
-
 class UTCDateTimeField(pw.DateTimeField):
     """Aware UTC datetimes in Python; naive UTC in the database.
 

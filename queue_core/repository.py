@@ -21,11 +21,13 @@ from .notify import JOBS_CHANNEL
 from .prepared import Markers, PreparedStatement, RowReader
 from .validation import (
     encode_payload,
+    validate_age,
     validate_aware,
     validate_error,
     validate_idempotency_key,
     validate_limit,
     validate_max_retries,
+    validate_positive_int,
     validate_retry_backoff,
     validate_status,
     validate_type,
@@ -58,6 +60,7 @@ INSERT_COLUMNS = (
 CREATE_FIELDS = ("type", "payload", "priority", "max_retries", "idempotency_key", "run_at", "retry_backoff")
 _CREATE_FIELD_SET = frozenset(CREATE_FIELDS)
 ROW_ERROR_CHARS = 300
+_KEEP = object()  # _requeue_changes: leave the latest error as it is
 PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum keeps up in between
 
 Clock = Callable[[], datetime]
@@ -94,11 +97,19 @@ def cutoff_before(now: datetime, age: timedelta) -> datetime:
 
 
 def last_sign_of_life(job: Job) -> datetime:
-    """When a running job last showed it is alive: its heartbeat, or its claim if it has none yet.
-
-    A running job is stale when this is older than the threshold (``reap_stale``, and the console's marker).
-    """
+    """When a running job last showed it is alive: its heartbeat, or its claim if it has none yet."""
     return job.heartbeat_at or job.claimed_at
+
+
+def is_stale(job: Job, now: datetime, older_than: timedelta) -> bool:
+    """Whether ``reap_stale(older_than)`` at ``now`` would take this running job back (the rule its query
+    applies in SQL), for rows already read, e.g. the console's stale marker."""
+    return last_sign_of_life(job) < cutoff_before(now, older_than)
+
+
+def has_retries_left(job: Job) -> bool:
+    """Whether a failed attempt of this job sends it back to pending (else it fails for good)."""
+    return job.retry_count < job.max_retries
 
 
 def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> float:
@@ -151,8 +162,7 @@ class JobRepository:
     def _announce_pending(self) -> None:
         """Wake idle workers listening on PostgreSQL (queue_core.notify); delivered when the transaction commits."""
         if self.postgres:
-            # The payload names the schema: queues in other schemas of the database ignore it.
-            self.db.execute_sql("SELECT pg_notify(%s, current_schema())", (JOBS_CHANNEL,))
+            self.db.execute(pw.Select(columns=[_pending_notification()]))
 
     # --- create -----------------------------------------------------------------------------------
 
@@ -208,7 +218,7 @@ class JobRepository:
             # The NOTIFY that wakes listening workers rides in the same statement: it is delivered with
             # the commit that makes the job visible, in one round trip (BEGIN, INSERT, NOTIFY, COMMIT took four).
             new = insert.cte("new")
-            notify = pw.fn.pg_notify(JOBS_CHANNEL, pw.fn.current_schema()).alias("notified")
+            notify = _pending_notification().alias("notified")
             return pw.Select([new, notify], [pw.SQL('"new".*')]).with_cte(new).bind(self.db)
 
         values = {name: value for name, value in fields.items() if name not in clocked}
@@ -376,8 +386,7 @@ class JobRepository:
         them, and a row another claimer took meanwhile fails the re-checked ``status = 'pending'``.
         """
         worker_id = validate_worker_id(worker_id)
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise ValidationError("n", "must be a positive integer")
+        validate_positive_int("n", n)
         if types is not None:
             types = list(types)
             if not types:
@@ -532,9 +541,9 @@ class JobRepository:
             now = self._now_sql()
             self._record_error(job, error, now)
             delay = None
-            if job.retry_count < job.max_retries:
+            if has_retries_left(job):
                 delay = backoff_delay(job.retry_count, job.retry_backoff, self.rng)
-                changes = self._requeue_changes(now, error, retry_count=job.retry_count + 1)
+                changes = self._requeue_changes(now, retry_count=job.retry_count + 1, error=error)
                 changes["run_at"] = now + timedelta(seconds=delay)
             else:
                 changes = {"status": FAILED, "error": error, "updated_at": now}
@@ -546,8 +555,7 @@ class JobRepository:
 
     def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
         """Give a running job back to the queue without counting a retry (a worker shutting down)."""
-        changes = self._requeue_changes(self._now_sql(), None, retry_count=self.Job.retry_count)
-        changes.pop("error")
+        changes = self._requeue_changes(self._now_sql(), retry_count=self.Job.retry_count)
         query = self.Job.update(**changes).where(self._held(job_id, worker_id, attempt)).returning(self.Job)
         return self._announced(next(iter(query.execute()), None))
 
@@ -558,24 +566,27 @@ class JobRepository:
         return job
 
     @staticmethod
-    def _requeue_changes(now: datetime, error: str | None, *, retry_count) -> dict:
-        return {
+    def _requeue_changes(now, *, retry_count, error=_KEEP) -> dict:
+        """Back to pending, claimable at ``now``, the claim cleared; ``error`` replaces the latest one if given."""
+        changes = {
             "status": PENDING,
             "retry_count": retry_count,
-            "error": error,
             "worker_id": None,
             "claimed_at": None,
             "heartbeat_at": None,
             "run_at": now,
             "updated_at": now,
         }
+        if error is not _KEEP:
+            changes["error"] = error
+        return changes
 
     def _record_error(self, job: Job, error: str, now: datetime) -> None:
         self.JobError.create(job_id=job.id, attempt=job.attempt, worker_id=job.worker_id, error=error, created_at=now)
 
     def _for_update(self) -> str | None:
         # SQLite has no row locks; its BEGIN IMMEDIATE already holds the write lock.
-        return None if isinstance(self.db, pw.SqliteDatabase) else "FOR UPDATE"
+        return "FOR UPDATE" if self.postgres else None
 
     # --- operator actions -------------------------------------------------------------------------
 
@@ -585,8 +596,7 @@ class JobRepository:
         A job with retries left goes back to pending at once with retry_count + 1; one without becomes
         failed, with an error naming the worker that lost it. Returns how many jobs were reaped.
         """
-        if not isinstance(older_than, timedelta) or older_than.total_seconds() < 0:
-            raise ValidationError("older_than", "must be a non-negative timedelta")
+        validate_age("older_than", older_than)
         Job = self.Job
         with self.db.atomic():
             now = self.now()
@@ -599,8 +609,8 @@ class JobRepository:
                     f"{(now - seen).total_seconds():.0f}s (stale after {older_than.total_seconds():.0f}s)"
                 )
                 self._record_error(job, error, now)
-                if job.retry_count < job.max_retries:
-                    changes = self._requeue_changes(now, error, retry_count=job.retry_count + 1)
+                if has_retries_left(job):
+                    changes = self._requeue_changes(now, retry_count=job.retry_count + 1, error=error)
                 else:
                     changes = {"status": FAILED, "error": error + "; no retries left", "updated_at": now}
                 Job.update(**changes).where(self._held(job.id, job.worker_id, job.attempt)).execute()
@@ -611,7 +621,10 @@ class JobRepository:
     def _stale(self, cutoff: datetime):
         """The condition that a job is running and its heartbeat (or claim, if none) is older than ``cutoff``."""
         Job = self.Job
-        return (Job.status == RUNNING) & (pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at) < cutoff)
+        # A function on the left: peewee would bind the cutoff as it is (an aware datetime, which PostgreSQL
+        # compares in the session's time zone), so convert it as the columns are stored.
+        last_seen = pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at)
+        return (Job.status == RUNNING) & (last_seen < Job.claimed_at.to_value(cutoff))
 
     def retry(self, job_id: int) -> Job | None:
         """Operator retry of a failed job: back to pending now, retry_count reset to 0, claim cleared.
@@ -620,16 +633,7 @@ class JobRepository:
         None if the job is missing or not failed.
         """
         Job = self.Job
-        now = self._now_sql()
-        changes = {
-            "status": PENDING,
-            "retry_count": 0,
-            "worker_id": None,
-            "claimed_at": None,
-            "heartbeat_at": None,
-            "run_at": now,
-            "updated_at": now,
-        }
+        changes = self._requeue_changes(self._now_sql(), retry_count=0)
         query = Job.update(**changes).where((Job.id == job_id) & (Job.status == FAILED)).returning(Job)
         return self._announced(next(iter(query.execute()), None))
 
@@ -640,10 +644,8 @@ class JobRepository:
         lock every worker needs) for long, and PostgreSQL's autovacuum can reclaim space in between.
         Returns how many jobs were deleted.
         """
-        if not isinstance(older_than, timedelta) or older_than.total_seconds() < 0:
-            raise ValidationError("older_than", "must be a non-negative timedelta")
-        if not isinstance(batch, int) or isinstance(batch, bool) or batch < 1:
-            raise ValidationError("batch", "must be a positive integer")
+        validate_age("older_than", older_than)
+        validate_positive_int("batch", batch)
         Job, JobError = self.Job, self.JobError
         cutoff = cutoff_before(self.now(), older_than)
         finished = Job.status.in_([COMPLETED, FAILED]) & (Job.updated_at < cutoff)
@@ -685,8 +687,7 @@ class JobRepository:
         Job = self.Job
         counts = {status.value: 0 for status in JobStatus}
         if cap is not None:
-            if not isinstance(cap, int) or isinstance(cap, bool) or cap < 1:
-                raise ValidationError("cap", "must be a positive integer")
+            validate_positive_int("cap", cap)
             for status in counts:
                 rows = Job.select(pw.SQL("1")).where(Job.status == status)
                 if type is not None:
@@ -700,9 +701,11 @@ class JobRepository:
             counts[status] = n
         return counts
 
-    def count_stale(self, older_than: timedelta, *, type: str | None = None) -> int:
-        """How many running jobs ``reap_stale(older_than)`` would take back now."""
-        query = self.Job.select().where(self._stale(cutoff_before(self.now(), older_than)))
+    def count_stale(self, older_than: timedelta, *, type: str | None = None, now: datetime | None = None) -> int:
+        """How many running jobs ``reap_stale(older_than)`` would take back now (or at ``now``)."""
+        validate_age("older_than", older_than)
+        now = self.now() if now is None else now
+        query = self.Job.select().where(self._stale(cutoff_before(now, older_than)))
         if type is not None:
             query = query.where(self.Job.type == type)
         return query.count()
@@ -763,6 +766,11 @@ class JobRepository:
         failed = JobError.select().where(JobError.created_at >= since).count()
         minutes = period.total_seconds() / 60
         return {"completed": completed / minutes, "failed": failed / minutes}
+
+
+def _pending_notification():
+    # The payload names the schema: queues in other schemas of the database ignore it.
+    return pw.fn.pg_notify(JOBS_CHANNEL, pw.fn.current_schema())
 
 
 def _decoded(payload: str) -> dict:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import math
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from .errors import ValidationError
 from .models import JobStatus
@@ -16,6 +16,15 @@ MAX_RETRIES_LIMIT = 1000
 MAX_ERROR_CHARS = 10_000
 MAX_TEXT_CHARS = 255
 MAX_LIST_LIMIT = 1000
+
+
+def is_text(value: str) -> bool:
+    """Whether ``value`` can be stored and sent as UTF-8 (no lone surrogates, e.g. from os.fsdecode)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def validate_type(value) -> str:
@@ -46,7 +55,7 @@ def validate_max_retries(value) -> int:
 def validate_idempotency_key(value) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS:
+    if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS or not is_text(value):
         raise ValidationError("idempotency_key", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
     return value
 
@@ -75,7 +84,7 @@ def validate_aware(field: str, value) -> datetime:
 
 
 def validate_worker_id(value) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS:
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS or not is_text(value):
         raise ValidationError("worker_id", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
     return value
 
@@ -85,6 +94,9 @@ def validate_error(value) -> str:
         raise ValidationError("error", "must be a string")
     if len(value) > MAX_ERROR_CHARS:
         value = value[:MAX_ERROR_CHARS] + " ... (truncated)"
+    if not is_text(value):
+        # A handler's message may hold undecodable bytes (os.fsdecode): keep them, readable, rather than fail.
+        value = value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value or "(no error message)"
 
 
@@ -93,6 +105,18 @@ def validate_status(value) -> str:
         return JobStatus(value).value
     except ValueError:
         raise ValidationError("status", f"unknown status {value!r}; use one of {', '.join(JobStatus)}") from None
+
+
+def validate_positive_int(field: str, value) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise ValidationError(field, "must be a positive integer")
+    return value
+
+
+def validate_age(field: str, value) -> timedelta:
+    if not isinstance(value, timedelta) or value.total_seconds() < 0:
+        raise ValidationError(field, "must be a non-negative timedelta")
+    return value
 
 
 def validate_limit(value) -> int:

@@ -90,3 +90,25 @@ def test_bad_input_is_one_clear_line_and_exit_2(cli, args, message):
     assert len(lines) == 1 and message in lines[0], out.stderr
     assert "Traceback" not in out.stderr
     assert cli("list", "--json").stdout == ""  # nothing written
+
+
+def test_a_database_error_mid_command_is_one_line_and_exit_1(db_url, monkeypatch, capsys):
+    import peewee as pw
+
+    from queue_core import cli
+
+    def locked(*args, **kwargs):
+        raise pw.OperationalError("database is locked")
+
+    monkeypatch.setattr(cli.JobRepository, "counts", locked)
+    assert cli.main(["--db", db_url, "stats"]) == 1
+    err = capsys.readouterr().err
+    assert err == "error: database error: database is locked\n"
+
+
+@pytest.mark.backends("postgresql")
+def test_stats_never_prints_the_password(cli, db_url):
+    assert "@" in db_url
+    with_password = db_url.replace("@", ":s3cret@", 1)  # trust auth on the test server ignores it
+    out = cli("--db", with_password, "stats")
+    assert "s3cret" not in out.stdout and json.loads(out.stdout)["db"]

@@ -343,6 +343,24 @@ def test_count_stale_matches_what_reap_stale_takes(repo, clock):
     assert repo.find_by_id(a.id).status == "pending"
 
 
+def test_stale_claims_are_judged_in_utc_whatever_the_sessions_time_zone(repo, db, clock):
+    if repo.postgres:
+        # The columns hold UTC without a zone; a cutoff sent with one would be read in this zone instead.
+        db.execute_sql("SET TIME ZONE 'Asia/Tokyo'")
+    repo.create("t")
+    repo.claim("w")
+    clock.advance(30)
+    assert repo.count_stale(timedelta(seconds=60)) == 0 and repo.reap_stale(timedelta(seconds=60)) == 0
+    clock.advance(60)
+    assert repo.count_stale(timedelta(seconds=60)) == 1 and repo.reap_stale(timedelta(seconds=60)) == 1
+
+
+def test_count_stale_with_a_bad_age_names_it(repo):
+    with pytest.raises(ValidationError) as info:
+        repo.count_stale(60)
+    assert info.value.field == "older_than"
+
+
 def test_window_rows_skip_the_payload_and_cut_long_errors(repo):
     job, _ = repo.create("t", {"big": "x" * 1000}, max_retries=0)
     repo.create("t", priority="high")

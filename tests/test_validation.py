@@ -93,3 +93,17 @@ def test_parse_priority(value, expected):
 )
 def test_priority_label_for_any_int(value, label):
     assert priority_label(value) == label
+
+
+def test_lone_surrogates_are_refused_in_text_columns_and_kept_readable_in_errors(repo):
+    with pytest.raises(ValidationError) as info:  # a column of text, unlike a payload's escaped JSON
+        repo.create("t", idempotency_key="k\ud800")
+    assert info.value.field == "idempotency_key"
+    with pytest.raises(ValidationError):
+        repo.claim("w\udcff")
+    job, _ = repo.create("t", {"emoji": "\U0001f600"})  # a surrogate pair in JSON's escapes: fine
+    assert repo.find_by_id(job.id).payload == {"emoji": "\U0001f600"}
+    repo.claim("w")
+    failed = repo.fail(job.id, "cannot open b\udcff.txt")  # os.fsdecode of an undecodable file name
+    assert failed.error == "cannot open b\\udcff.txt"
+    assert repo.counts()["pending"] + repo.counts()["failed"] == 1
