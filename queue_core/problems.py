@@ -74,7 +74,7 @@ def problem_response(
         body["errors"] = errors
     if job_id is not None:
         body["job_id"] = job_id
-    content = json.dumps(body, ensure_ascii=False).encode()
+    content = json.dumps(body).encode("ascii")  # escaped: the detail may quote text UTF-8 cannot encode
     return Response(content, status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
@@ -168,6 +168,8 @@ EXCEPTION_HANDLERS = {
     IdempotencyConflict: on_idempotency_conflict,
     HTTPException: on_http_error,
     pw.DataError: on_data_error,
-    pw.OperationalError: on_database_unavailable,
+    # Any other database error (PostgreSQL's InternalError, say) is trouble on the database's side too;
+    # the most specific handler wins, so DataError keeps its 422.
+    pw.DatabaseError: on_database_unavailable,
     pw.InterfaceError: on_database_unavailable,
 }

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import math
 import os
 import sys
@@ -65,8 +66,16 @@ NOT_FOUND = {404: problem_doc("no job with this id")}
 NOT_HELD = {409: problem_doc("the job is not running, or is held by another worker or attempt")}
 
 
+class JobsJSONResponse(JSONResponse):
+    """JSON with non-ASCII escaped: a payload may hold any string JSON can escape, a lone surrogate included,
+    which UTF-8 cannot encode (Starlette's JSONResponse would fail with a 500)."""
+
+    def render(self, content) -> bytes:
+        return json.dumps(content, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
 def job_response(job, status: int = 200) -> JSONResponse:
-    return JSONResponse(job.to_dict(), status_code=status)
+    return JobsJSONResponse(job.to_dict(), status_code=status)
 
 
 def not_found(job_id: int) -> Response:
@@ -169,7 +178,7 @@ def create_app(
     @app.post("/jobs/claim-many", response_model=JobBatch, summary="Claim up to n due jobs at once")
     def claim_many(body: ClaimMany) -> JSONResponse:
         jobs = repo.claim_many(body.worker_id, body.n, types=body.types)
-        return JSONResponse({"jobs": [job.to_dict() for job in jobs]})
+        return JobsJSONResponse({"jobs": [job.to_dict() for job in jobs]})
 
     @app.post("/jobs/heartbeat", response_model=HeartbeatResult, summary="Keep running jobs' claims fresh")
     def heartbeat(body: Heartbeat) -> dict:
@@ -239,7 +248,7 @@ def create_app(
     ) -> JSONResponse:
         jobs = repo.list(status, type, limit=limit, after=after)
         next_after = jobs[-1].id if len(jobs) == limit else None
-        return JSONResponse({"jobs": [job.to_dict() for job in jobs], "next_after": next_after})
+        return JobsJSONResponse({"jobs": [job.to_dict() for job in jobs], "next_after": next_after})
 
     @app.get(
         "/jobs/{job_id:int}",
@@ -253,7 +262,7 @@ def create_app(
             return not_found(job_id)
         data = job.to_dict()
         data["errors"] = [error.to_dict() for error in repo.errors_for(job_id)]
-        return JSONResponse(data)
+        return JobsJSONResponse(data)
 
     @app.get("/stats", response_model=Stats, summary="Jobs per status and throughput")
     def stats() -> dict:

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from queue_core.server import create_app
 
 PROBLEM = "application/problem+json"
+JSON_BODY = {"content-type": "application/json"}
 
 
 @pytest.fixture
@@ -367,6 +368,30 @@ def test_database_errors_are_503_with_retry_after(tmp_path):
         assert_problem(response, 503)
         assert response.headers["retry-after"] == "1"
         assert_problem(http.post("/jobs", json={"type": "t"}), 503)
+
+
+def test_any_other_database_error_is_503_too(http, repo, monkeypatch):
+    def aborted(*args, **kwargs):
+        raise pw.InternalError("current transaction is aborted, commands ignored until end of transaction block")
+
+    monkeypatch.setattr(repo, "create", aborted)
+    assert_problem(http.post("/jobs", json={"type": "t"}), 503)
+
+
+def test_a_lone_surrogate_is_stored_and_sent_back_in_a_payload_and_refused_in_text_fields(http, repo):
+    lone_surrogate = b"\\ud800"  # a valid JSON escape, but no character: UTF-8 cannot encode it
+    created = http.post(
+        "/jobs", content=b'{"type": "t", "payload": {"k": "' + lone_surrogate + b'"}}', headers=JSON_BODY
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["payload"] == {"k": "\ud800"}
+    assert http.get(f"/jobs/{created.json()['id']}").json()["payload"] == {"k": "\ud800"}
+    for path, body in [
+        ("/jobs", b'{"type": "t", "idempotency_key": "k' + lone_surrogate + b'"}'),
+        ("/jobs/claim", b'{"worker_id": "w' + lone_surrogate + b'"}'),
+    ]:
+        assert_problem(http.post(path, content=body, headers=JSON_BODY), 422)
+    assert repo.counts()["pending"] == 1
 
 
 # --- routing errors and the OpenAPI document -----------------------------------------------------
