@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from functools import partial
 
 from .errors import QueueError, ValidationError
 from .handlers import HandlerRegistry, call_handler, default_registry
@@ -345,10 +346,10 @@ class Worker:
         with self._lock:
             entry = _Running(job=job, started=time.monotonic(), thread=threading.current_thread())
             session.running[job.id] = entry
-            claimed_while_stopping = session.stopping.is_set()
-        if claimed_while_stopping:
+            # Marked under the lock, so a stop's release of leftovers never takes this one too.
+            entry.released = session.stopping.is_set()
+        if entry.released:
             # The claim raced a stop: give the job straight back rather than start it.
-            entry.released = True
             self._release(session, entry, "claimed while the worker was stopping")
             self._done(session, entry)
             return None
@@ -361,7 +362,8 @@ class Worker:
         fn = self.registry.get(job.type)
         if fn is None:
             # Unregistered since the claim: leave the job for a worker that has its handler.
-            entry.released = True
+            with self._lock:
+                entry.released = True
             self._release(session, entry, "no handler registered for this type any more")
             self._done(session, entry)
             return None
@@ -383,30 +385,37 @@ class Worker:
         finally:
             self._done(session, entry)
 
-    def _ack(self, action: str, entry: _Running, *args):
-        """``queue.complete/fail/release`` for the claim this worker holds, retried on database errors."""
+    def _ack(self, action: str, entry: _Running, *args, once: bool = False):
+        """``queue.complete/fail/release`` for the claim this worker holds, retried on database errors
+        (``once``: a single try, then ``_GAVE_UP``)."""
         method = getattr(self.queue, action)
         job = entry.job
-        return self._retrying(action, lambda: method(job.id, *args, worker_id=self.worker_id, attempt=job.attempt))
+        call = partial(method, job.id, *args, worker_id=self.worker_id, attempt=job.attempt)
+        return self._retrying(action, call, patience=0.0 if once else self.stale_after)
 
     def _record_outcome(
         self, session: _Session, entry: _Running, duration: float, error: str | None
     ) -> _Running | None:
-        job, next_entry = entry.job, None
+        """Write the outcome (claiming the slot's next job with a success, if it can); returns that job."""
+        next_entry = None
         if error is not None:
             result = self._ack("fail", entry, error)
         elif self._chain and not session.stopping.is_set():
             result, next_entry = self._complete_and_claim(session, entry)
         else:
             result = self._ack("complete", entry)
-        if result is _GAVE_UP:
-            return next_entry
+        if result is not _GAVE_UP:
+            self._report_outcome(entry, result, duration, error)
+        return next_entry
+
+    def _report_outcome(self, entry: _Running, result: Job | None, duration: float, error: str | None) -> None:
+        job = entry.job
         if result is None:
             if not entry.lost:  # the heartbeat has not said so already
                 outcome = "completed" if error is None else f"failed ({error})"
                 note = f"{outcome} but the claim was taken back (reaped, maybe claimed again); outcome discarded"
                 self._emit("lost", job, duration=duration, note=note)
-            return next_entry
+            return
         with self._lock:
             if error is None:
                 self._completed += 1
@@ -414,30 +423,39 @@ class Worker:
                 self._failed += 1
         if error is None:
             self._emit("completed", job, duration=duration)
-            return next_entry
+            return
         if result.status == FAILED:
             note = f"no retries left after {job.attempt} attempts"
         else:
             retry_at = result.run_at.isoformat(timespec="milliseconds")
             note = f"retry {result.retry_count}/{result.max_retries} at {retry_at}"
         self._emit("failed", job, duration=duration, error=error, note=note)
-        return None
 
     def _complete_and_claim(self, session: _Session, entry: _Running) -> tuple[object, _Running | None]:
-        """Complete ``entry`` and claim the slot's next job in one transaction: (completed job, next entry)."""
+        """Complete ``entry`` and claim the slot's next job in one statement: (completed job, next entry)."""
         with self._lock:
             session.in_flight += 1  # the next job, counted before this one is done so a burst cannot end
-        outcome = self._ack("complete_and_claim", entry, self.registry.names())
-        if outcome is _GAVE_UP or outcome[1] is None:
+        job = entry.job
+        try:
+            done, next_job = self.queue.complete_and_claim(
+                job.id, self.registry.names(), worker_id=self.worker_id, attempt=job.attempt
+            )
+        except Exception as exc:
+            # Not again: had that try committed unseen, another would claim a second job and orphan the
+            # first. A plain completion is safe to repeat (a done job is simply no longer held).
+            self._emit_error("complete_and_claim", exc, retrying=True)
+            done, next_job = self._ack("complete", entry), None
+        if next_job is None:
             with self._lock:
                 session.in_flight -= 1
-            return (outcome if outcome is _GAVE_UP else outcome[0]), None
-        done, next_job = outcome
+            return done, None
         return done, self._register(session, next_job)
 
     def _release(self, session: _Session, entry: _Running, reason: str) -> None:
         job = entry.job
-        result = self._ack("release", entry)
+        # Stopping: one try (the reaper takes back what a database outage keeps us from releasing), so
+        # that a stop never waits stale_after per job on a dead database.
+        result = self._ack("release", entry, once=session.stopping.is_set())
         if result is _GAVE_UP:
             return
         if result is None:
@@ -452,8 +470,9 @@ class Worker:
             session.running.pop(entry.job.id, None)
             session.in_flight -= 1
 
-    def _retrying(self, action: str, call: Callable[[], object]):
-        give_up_at = time.monotonic() + self.stale_after
+    def _retrying(self, action: str, call: Callable[[], object], *, patience: float):
+        """``call()``, tried again after database errors for up to ``patience`` seconds."""
+        give_up_at = time.monotonic() + patience
         wait = ACK_FIRST_WAIT
         while True:
             try:
@@ -506,11 +525,7 @@ class Worker:
             self._emit("lost", entry.job, note="claim taken back while running (reaped); its outcome will be discarded")
 
     def _reap(self) -> None:
-        try:
-            reaped = self.queue.reap_stale(timedelta(seconds=self.stale_after))
-        except Exception as exc:
-            self._emit_error("reap", exc)
-            return
+        reaped = self._housekeeping("reap", lambda: self.queue.reap_stale(timedelta(seconds=self.stale_after)))
         if reaped:
             self._emit(
                 "reaped",
@@ -520,13 +535,17 @@ class Worker:
             self.wakeup()
 
     def _prune(self) -> None:
-        try:
-            pruned = self.queue.prune(timedelta(seconds=self.prune_after))
-        except Exception as exc:
-            self._emit_error("prune", exc)
-            return
+        pruned = self._housekeeping("prune", lambda: self.queue.prune(timedelta(seconds=self.prune_after)))
         if pruned:
             logger.info("pruned %d finished job(s) older than %gs worker=%s", pruned, self.prune_after, self.worker_id)
+
+    def _housekeeping(self, action: str, call: Callable[[], int]) -> int:
+        """A periodic repository call: how many jobs it took; a database error is an event, and 0."""
+        try:
+            return call()
+        except Exception as exc:
+            self._emit_error(action, exc)
+            return 0
 
     # --- helpers -----------------------------------------------------------------------------------
 

@@ -402,6 +402,30 @@ def test_a_stop_during_a_busy_drain_claims_nothing_more(live_repo, handlers, eve
     assert "released" not in events.kinds()
 
 
+class DeadReleases(CountingQueue):
+    """The repository, except that ``release`` always meets a database error."""
+
+    def release(self, *args, **kwargs):
+        self.calls["release"] += 1
+        raise pw.OperationalError("server closed the connection unexpectedly")
+
+
+def test_a_stop_tries_each_release_once_and_leaves_the_rest_to_the_reaper(live_repo, handlers, events, make_worker):
+    started, let_go = threading.Event(), threading.Event()
+    handlers.register("t", lambda payload: (started.set(), let_go.wait(WAIT)))
+    job, _ = live_repo.create("t")
+    queue = DeadReleases(live_repo)
+    worker = make_worker(queue, stale_after=600)  # retrying for stale_after would hold the stop for minutes
+    worker.start()
+    assert started.wait(WAIT)
+    worker.stop(timeout=0)
+    let_go.set()
+    assert queue.calls["release"] == 1
+    errors = events.of("error")
+    assert [e.message.endswith("; retrying") for e in errors] == [False] and "during=release" in errors[0].message
+    assert live_repo.find_by_id(job.id).status == "running"  # the reaper's to take back
+
+
 class FlakyAcks:
     """A queue whose ``complete`` (alone or with the next claim) fails the first ``failures`` times."""
 
