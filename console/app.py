@@ -6,10 +6,9 @@ renders, so a slow refresh against a big database never blocks a key press.
 
 from __future__ import annotations
 
-import copy
 import sys
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import partial
 from typing import ClassVar
 
@@ -23,10 +22,10 @@ from textual.message import Message
 from textual.widgets import Footer, Header
 
 from queue_core.cli import fail
-from queue_core.db import default_url, open_database
+from queue_core.db import DATABASE_ERRORS, default_url, open_database
 from queue_core.errors import QueueError
 from queue_core.handlers import registry as handler_registry
-from queue_core.repository import JobRepository
+from queue_core.repository import JobRepository, has_retries_left
 from queue_core.worker_cli import import_handler_modules
 
 from .demo import seed_demo
@@ -89,7 +88,6 @@ class QueueConsole(EmbeddedWorkerControls, App):
         self,
         repo: JobRepository,
         *,
-        clock: Callable[[], datetime] | None = None,
         stale_after: timedelta = timedelta(seconds=DEFAULT_STALE_AFTER),
         refresh_interval: float | None = DEFAULT_REFRESH,
         start_worker: bool = False,
@@ -100,11 +98,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
         window: int = WINDOW,
     ) -> None:
         super().__init__()
-        if clock is not None:
-            # A fixed clock (tests, screenshots) must drive what the console shows and what it writes.
-            repo = copy.copy(repo)
-            repo.clock = clock
-        self.repo = repo
+        self.repo = repo  # its clock drives what the console shows and writes (a fixed one in tests)
         self.stale_after = stale_after
         self.refresh_interval = refresh_interval
         self.start_worker_at_launch = start_worker
@@ -188,7 +182,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
                 snapshot = load_snapshot(
                     self.repo, type_filter=type_filter, window=self.window, stale_after=self.stale_after
                 )
-        except (pw.DatabaseError, QueueError) as exc:
+        except Exception as exc:  # whatever it is, say so and keep refreshing (a silent death stops the tables)
             self.post_message(RefreshFailed(f"{type(exc).__name__}: {exc}"))
         else:
             self.post_message(SnapshotLoaded(snapshot))
@@ -253,19 +247,23 @@ class QueueConsole(EmbeddedWorkerControls, App):
         return job_id
 
     def write(self, what: str, operation: Callable):
-        """Run one repository call; a database error becomes a notification (and WRITE_FAILED), not a traceback."""
+        """``guarded``, for a call that changes the queue: the tables refresh after it."""
         try:
-            return operation()
-        except (pw.DatabaseError, QueueError) as exc:
-            self.notify(f"Could not {what}: {exc}", title="Database error", severity="error")
-            return WRITE_FAILED
+            return self.guarded(what, operation)
         finally:
             self.request_refresh()
 
+    def guarded(self, what: str, operation: Callable):
+        """Run one repository call; a database error becomes a notification (and WRITE_FAILED), not a traceback."""
+        try:
+            return operation()
+        except (QueueError, *DATABASE_ERRORS) as exc:
+            self.notify(f"Could not {what}: {exc}", title="Database error", severity="error")
+            return WRITE_FAILED
+
     def action_enqueue(self) -> None:
         self._on_main_screen()
-        known = sorted(set(self.handler_names()) | set(self.snapshot.types_seen if self.snapshot else ()))
-        self.push_screen(EnqueueScreen(self.repo, known), self._enqueued)
+        self.push_screen(EnqueueScreen(self.repo, self.known_types()), self._enqueued)
 
     def _enqueued(self, result) -> None:
         if result is None:
@@ -315,7 +313,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
         if job is None:
             return "A failed attempt, as if its worker had failed it."
         head = f"{job.type}, retries {job.retry_count}/{job.max_retries}: a failed attempt, as if its worker failed it"
-        if job.retry_count < job.max_retries:
+        if has_retries_left(job):
             return f"{head}; retries are left, so it goes back to pending."
         return f"{head}; no retries are left, so it fails for good."
 
@@ -330,7 +328,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
         elif job.status == "failed":
             self.notify(f"Job {job_id} failed for good: no retries left ({job.retry_count}/{job.max_retries}).")
         else:
-            wait = max(0.0, (job.run_at - self.repo.now()).total_seconds())
+            wait = max(0.0, (job.run_at - job.updated_at).total_seconds())  # fail wrote both at one "now"
             self.notify(
                 f"Job {job_id} failed attempt {job.retry_count}; re-enqueued, "
                 f"retry {job.retry_count} of {job.max_retries} in {wait:.0f}s."
@@ -357,7 +355,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
         if job_id is None:
             self.notify("No job selected.", severity="warning")
             return
-        found = self.write("read the job", lambda: (self.repo.find_by_id(job_id), self.repo.errors_for(job_id)))
+        found = self.guarded("read the job", lambda: (self.repo.find_by_id(job_id), self.repo.errors_for(job_id)))
         if found is WRITE_FAILED:
             return
         job, errors = found
@@ -373,7 +371,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
             "Show only jobs of this type; empty shows every type.",
             value=self.type_filter or "",
             placeholder="job type, e.g. send-invoice",
-            suggestions=sorted(set(self.handler_names()) | set(self.snapshot.types_seen if self.snapshot else ())),
+            suggestions=self.known_types(),
             id="filter-prompt",
         )
         self.push_screen(prompt, self._set_filter)
@@ -394,9 +392,10 @@ class QueueConsole(EmbeddedWorkerControls, App):
         self._on_main_screen()
         self.push_screen(HelpScreen(self.BINDINGS, self.stale_after.total_seconds()))
 
-    @staticmethod
-    def handler_names() -> list[str]:
-        return handler_registry.names()
+    def known_types(self) -> list[str]:
+        """Types an operator may mean: those with a handler here, and those in the tables now."""
+        shown = {job.type for jobs in self.snapshot.rows.values() for job in jobs} if self.snapshot else set()
+        return sorted(set(handler_registry.names()) | shown)
 
 
 def database_label(db: pw.Database) -> str:
@@ -413,7 +412,7 @@ def main(argv: list[str] | None = None) -> None:
         repo = JobRepository(open_database(url))
         if args.demo:
             seed_demo(repo)
-    except (QueueError, pw.DatabaseError) as exc:
+    except (QueueError, *DATABASE_ERRORS) as exc:
         sys.exit(fail(str(exc)))
     app = QueueConsole(
         repo,

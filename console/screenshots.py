@@ -34,7 +34,7 @@ def scene_app(directory: Path) -> QueueConsole:
     clock = ManualClock(SCENE_END)
     repo = JobRepository(open_database(f"sqlite:///{directory / 'demo.db'}"), clock=clock, rng=random.Random(7))
     build_scene(repo, clock)
-    return QueueConsole(repo, clock=clock, refresh_interval=None, db_label="demo.db", worker_id="console-demo:1")
+    return QueueConsole(repo, refresh_interval=None, db_label="demo.db", worker_id="console-demo:1")
 
 
 async def settle(pilot) -> None:

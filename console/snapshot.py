@@ -6,10 +6,10 @@ stop at ``COUNT_CAP``), so a refresh costs the same with a hundred jobs or a mil
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from queue_core.repository import JobRepository, cutoff_before, last_sign_of_life
+from queue_core.repository import JobRepository, is_stale
 
 SHOWN_STATUSES = ("pending", "running", "failed")
 WINDOW = 200
@@ -26,11 +26,8 @@ class Snapshot:
     stale_ids: frozenset[int]  # stale running jobs among the rows shown
     stale_count: int  # stale running jobs in the whole database
     throughput: dict[str, float]  # completed / failed attempts per minute over THROUGHPUT_PERIOD
-    stale_after: timedelta
     type_filter: str | None = None
-    window: int = WINDOW
     throughput_period: timedelta = THROUGHPUT_PERIOD
-    types_seen: tuple[str, ...] = field(default=())
 
     def count_text(self, status: str) -> str:
         return format_count(self.counts[status])
@@ -55,18 +52,12 @@ def load_snapshot(
     """Read everything one refresh of the console shows, at the repository clock's now."""
     now = repo.now()
     rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in SHOWN_STATUSES}
-    cutoff = cutoff_before(now, stale_after)
-    stale_ids = frozenset(job.id for job in rows["running"] if last_sign_of_life(job) < cutoff)
-    types_seen = tuple(sorted({job.type for jobs in rows.values() for job in jobs}))
     return Snapshot(
         now=now,
         counts=repo.counts(type=type_filter, cap=COUNT_CAP),
         rows=rows,
-        stale_ids=stale_ids,
-        stale_count=repo.count_stale(stale_after, type=type_filter),
+        stale_ids=frozenset(job.id for job in rows["running"] if is_stale(job, now, stale_after)),
+        stale_count=repo.count_stale(stale_after, type=type_filter, now=now),
         throughput=repo.throughput(THROUGHPUT_PERIOD),
-        stale_after=stale_after,
         type_filter=type_filter,
-        window=window,
-        types_seen=types_seen,
     )

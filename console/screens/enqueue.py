@@ -16,6 +16,7 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Select, Static
 
+from queue_core.db import DATABASE_ERRORS
 from queue_core.errors import IdempotencyConflict, ValidationError
 from queue_core.models import Priority
 from queue_core.repository import DEFAULT_MAX_RETRIES
@@ -76,6 +77,8 @@ class EnqueueScreen(ModalScreen):
             self.show_error(str(exc), exc.field)
         except IdempotencyConflict as exc:
             self.show_error(str(exc), "idempotency_key")
+        except DATABASE_ERRORS as exc:  # nothing was written; the form stays, so the operator can try again
+            self.show_error(f"database error: {exc}", "type")
         else:
             self.dismiss((job, created))
 
@@ -92,8 +95,10 @@ class EnqueueScreen(ModalScreen):
 
     def max_retries(self):
         text = self.query_one("#max_retries", Input).value.strip()
-        # Not a number: hand the text to the repository, whose error says what it accepts.
-        return int(text) if text.lstrip("-").isdigit() else text
+        try:
+            return int(text)
+        except ValueError:  # not a number ("--1", "²", "three"): the repository's error says what it accepts
+            return text
 
     def show_error(self, message: str, field: str) -> None:
         self.query_one("#form-error", Static).update(f"[b]✗[/] {message}")

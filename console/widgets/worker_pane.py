@@ -78,7 +78,7 @@ class WorkerPane(Vertical):
         )
 
     def on_worker_pane_event_received(self, message: EventReceived) -> None:
-        message.stop()
+        # Not stopped: it bubbles on to the app, which refreshes the tables soon after a worker event.
         self.log_event(message.event)
         self.show_state()
 

@@ -31,7 +31,7 @@ def make_app(scene, scene_clock):
     def make(**options) -> QueueConsole:
         options.setdefault("refresh_interval", None)  # tests refresh on purpose, not on a timer
         options.setdefault("db_label", "demo.db")
-        return QueueConsole(scene, clock=scene_clock, **options)
+        return QueueConsole(scene, **options)
 
     return make
 

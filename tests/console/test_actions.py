@@ -59,6 +59,9 @@ async def test_invalid_form_input_writes_nothing_and_says_why(pilot, scene):
 
     await pilot.press("home", "shift+end", *"{}", "tab", "tab", *"lots", "enter")
     assert "max_retries" in str(app.screen.query_one("#form-error").render())
+    for text in ("--1", "²"):  # look like digits to str.isdigit, are not ints
+        await pilot.press("home", "shift+end", *text, "enter")
+        assert "max_retries" in str(app.screen.query_one("#form-error").render())
 
     await pilot.press("escape")
     assert not isinstance(app.screen, EnqueueScreen)
@@ -222,3 +225,40 @@ async def test_clicking_the_highlighted_row_opens_its_detail(pilot):
     await pilot.click("#pending", offset=(3, 2))  # border, header, then the first row: under the cursor
     await pilot.pause()
     assert isinstance(app.screen, JobDetailScreen) and app.screen.job.id == table.selected_job_id
+
+
+async def test_a_database_error_while_enqueueing_keeps_the_form_and_says_why(pilot, scene, monkeypatch):
+    app = pilot.app
+    before = scene.counts()
+
+    def gone(*args, **kwargs):
+        raise pw.InterfaceError("connection already closed")
+
+    monkeypatch.setattr(app.repo, "create", gone)
+    await pilot.press("n", *"echo", "enter")
+    assert isinstance(app.screen, EnqueueScreen) and app.is_running
+    assert "database error: connection already closed" in str(app.screen.query_one("#form-error").render())
+    assert scene.counts() == before
+
+
+async def test_any_error_in_a_refresh_is_reported_and_refreshing_goes_on(pilot, scene, monkeypatch):
+    app = pilot.app
+    real = console.app.load_snapshot
+    calls = []
+
+    def lost_connection(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise pw.InterfaceError("connection already closed")  # not a pw.DatabaseError
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(console.app, "load_snapshot", lost_connection)
+    app.request_refresh()
+    await settle(pilot)
+    assert any("Cannot read the queue: InterfaceError" in m for m in notifications(app)), notifications(app)
+    job, _ = scene.create("echo")
+    app.request_refresh()  # the next refresh runs: the first failure did not leave it "loading" forever
+    await settle(pilot)
+    assert len(calls) == 2 and str(job.id) in [
+        row.key.value for row in app.query_one("#pending", JobTable).ordered_rows
+    ]

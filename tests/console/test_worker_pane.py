@@ -42,6 +42,21 @@ async def test_w_starts_the_worker_and_it_runs_the_pending_jobs(db):
         assert "stopped" in str(app.query_one("#worker-state").render())
 
 
+async def test_the_tables_follow_the_worker_without_a_refresh_timer(db):
+    repo = JobRepository(db)
+    for i in range(3):
+        repo.create("echo", {"message": f"hi {i}"})
+    app = console_on(repo)  # refresh_interval=None: only worker events can bring the tables up to date
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert app.query_one("#pending").row_count == 3
+        await pilot.press("w")
+        await wait_for(pilot, lambda: app.query_one("#pending").row_count == 0, "the pending table empties by itself")
+        assert app.snapshot.counts["completed"] == 3
+        await pilot.press("w")
+        await wait_for(pilot, lambda: app.worker_pane.state == "stopped", "w stops the worker")
+
+
 async def test_failures_show_in_the_log_and_the_failed_table(db):
     repo = JobRepository(db)
     job, _ = repo.create("fail", {"error": "card declined"}, max_retries=0)
