@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from queue_core.repository import JobRepository, ManualClock
+from queue_core.store.repository import JobRepository, ManualClock
 
 SCENE_END = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # "now" in every screenshot
 

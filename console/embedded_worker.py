@@ -11,7 +11,7 @@ from functools import partial
 from textual import work
 from textual.message import Message
 
-from queue_core.notify import JobListener, listen_for_jobs
+from queue_core.store.notify import JobListener, listen_for_jobs
 from queue_core.worker import Worker
 
 from .widgets.worker_pane import WorkerPane

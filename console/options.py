@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import inspect
 
-from queue_core.cli import CLIArgumentParser, non_negative_seconds, positive_seconds
+from queue_core.cli.admin import CLIArgumentParser, non_negative_seconds, positive_seconds
 from queue_core.worker import Worker
-from queue_core.worker_cli import concurrency, worker_id
+from queue_core.worker.cli import concurrency, worker_id
 
 # The headless worker's default, so the console and the workers agree on what "stale" means.
 DEFAULT_STALE_AFTER: float = inspect.signature(Worker).parameters["stale_after"].default

@@ -12,8 +12,8 @@ import random
 import tempfile
 from pathlib import Path
 
-from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 from .app import QueueConsole
 from .demo import SCENE_END, ManualClock, build_scene

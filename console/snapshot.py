@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from queue_core.repository import JobRepository, is_stale
+from queue_core.store.repository import JobRepository, is_stale
 
 SHOWN_STATUSES = ("pending", "running", "failed")
 WINDOW = 200

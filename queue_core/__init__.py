@@ -1,9 +1,9 @@
 """A persistent background job queue on peewee: SQLite by default, PostgreSQL to scale out."""
 
-from .db import open_database
 from .errors import DatabaseURLError, IdempotencyConflict, QueueError, ValidationError
-from .models import Job, JobStatus, Priority, parse_priority, priority_label
-from .repository import JobRepository
+from .store.database import open_database
+from .store.models import Job, JobStatus, Priority, parse_priority, priority_label
+from .store.repository import JobRepository
 
 __all__ = [
     "DatabaseURLError",

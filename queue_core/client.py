@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 
 from .errors import IdempotencyConflict, QueueError, ValidationError
-from .models import priority_label
-from .problems import IDEMPOTENCY_CONFLICT
+from .server.problems import IDEMPOTENCY_CONFLICT
+from .store.models import priority_label
 
 DEFAULT_TIMEOUT = 30.0
 TIME_FIELDS = ("claimed_at", "created_at", "updated_at", "run_at", "heartbeat_at")

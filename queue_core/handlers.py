@@ -16,7 +16,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 
 from .errors import NoCurrentJobError, ValidationError
-from .models import Job
+from .store.models import Job
 from .validation import validate_type
 
 Handler = Callable[[dict], object]

@@ -10,7 +10,7 @@ import math
 from datetime import UTC, datetime, timedelta
 
 from .errors import ValidationError
-from .models import JobStatus
+from .store.models import JobStatus
 
 MAX_RETRIES_LIMIT = 1000
 MAX_ERROR_CHARS = 10_000

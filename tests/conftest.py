@@ -15,8 +15,8 @@ import uuid
 import pytest
 from support import FakeClock
 
-from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 BACKENDS = ("sqlite", "postgresql")
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 def claim_until_empty(db_url: str, worker_id: str, start, results, complete: bool = False) -> None:
     """Claim (and with ``complete``, complete) jobs until none is left; report the ids and any error."""
-    from queue_core.db import open_database
-    from queue_core.repository import JobRepository
+    from queue_core.store.database import open_database
+    from queue_core.store.repository import JobRepository
 
     repo = JobRepository(open_database(db_url))
     start.wait()
@@ -26,8 +26,8 @@ def claim_until_empty(db_url: str, worker_id: str, start, results, complete: boo
 
 
 def create_with_key(db_url: str, key: str, start, results) -> None:
-    from queue_core.db import open_database
-    from queue_core.repository import JobRepository
+    from queue_core.store.database import open_database
+    from queue_core.store.repository import JobRepository
 
     repo = JobRepository(open_database(db_url))
     start.wait()

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from queue_core.db import open_database
-from queue_core.models import bind_models
-from queue_core.repository import JobRepository, ManualClock
+from queue_core.store.database import open_database
+from queue_core.store.models import bind_models
+from queue_core.store.repository import JobRepository, ManualClock
 
 START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

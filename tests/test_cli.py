@@ -51,8 +51,8 @@ def test_idempotent_enqueue_says_nothing_new(cli):
 
 
 def test_retry_and_reap(cli, db_url):
-    from queue_core.db import open_database
-    from queue_core.repository import JobRepository
+    from queue_core.store.database import open_database
+    from queue_core.store.repository import JobRepository
 
     repo = JobRepository(open_database(db_url))
     job, _ = repo.create("t", max_retries=0)
@@ -95,7 +95,7 @@ def test_bad_input_is_one_clear_line_and_exit_2(cli, args, message):
 def test_a_database_error_mid_command_is_one_line_and_exit_1(db_url, monkeypatch, capsys):
     import peewee as pw
 
-    from queue_core import cli
+    from queue_core.cli import admin as cli
 
     def locked(*args, **kwargs):
         raise pw.OperationalError("database is locked")

@@ -9,7 +9,7 @@ from fastapi.testclient import TestClient
 
 from queue_core.client import HttpQueue, RemoteJob, RemoteQueueError
 from queue_core.errors import IdempotencyConflict, ValidationError
-from queue_core.server import create_app
+from queue_core.server.app import create_app
 
 
 @pytest.fixture

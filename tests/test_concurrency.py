@@ -6,8 +6,8 @@ import multiprocessing
 
 import procs
 
-from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 
 def run_processes(target, n, make_args):

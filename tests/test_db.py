@@ -5,9 +5,9 @@ from __future__ import annotations
 import peewee as pw
 import pytest
 
-from queue_core.db import SCHEMA_VERSION, default_url, open_database, schema_version
 from queue_core.errors import DatabaseURLError
-from queue_core.repository import JobRepository
+from queue_core.store.database import SCHEMA_VERSION, default_url, open_database, schema_version
+from queue_core.store.repository import JobRepository
 
 
 @pytest.mark.backends("sqlite")

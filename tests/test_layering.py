@@ -10,9 +10,14 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_queue_core_never_imports_textual():
-    modules = sorted(p.stem for p in (ROOT / "queue_core").glob("*.py") if p.stem != "__main__")
-    assert "repository" in modules
-    imports = "; ".join(f"import queue_core.{name}" for name in modules)
+    package = ROOT / "queue_core"
+    modules = sorted(
+        ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        for p in package.rglob("*.py")
+        if p.stem not in ("__main__", "__init__")
+    )
+    assert "queue_core.store.repository" in modules
+    imports = "; ".join(f"import {name}" for name in modules)
     check = f"import sys; {imports}; bad = sorted(m for m in sys.modules if m.split('.')[0] == 'textual'); print(bad)"
     out = subprocess.run([sys.executable, "-c", check], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout

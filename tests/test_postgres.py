@@ -10,11 +10,11 @@ import psycopg
 import psycopg.sql
 import pytest
 
-from queue_core import repository as repository_module
-from queue_core.db import SCHEMA_VERSION, open_database, schema_version
 from queue_core.errors import DatabaseURLError
-from queue_core.notify import JOBS_CHANNEL, listen_for_jobs
-from queue_core.repository import JobRepository
+from queue_core.store import repository as repository_module
+from queue_core.store.database import SCHEMA_VERSION, open_database, schema_version
+from queue_core.store.notify import JOBS_CHANNEL, listen_for_jobs
+from queue_core.store.repository import JobRepository
 
 postgres_only = pytest.mark.backends("postgresql")
 

@@ -1,4 +1,4 @@
-"""queue_core.prepared: a replayed statement is the SQL peewee builds, and its rows are peewee's objects."""
+"""queue_core.store.compiled: a replayed statement is the SQL peewee builds, and its rows are peewee's objects."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import timedelta
 import peewee as pw
 import pytest
 
-from queue_core.prepared import PreparedStatement, RowReader
+from queue_core.store.compiled import PreparedStatement, RowReader
 
 
 def claim_query(repo, worker_id, n, types, now):

@@ -29,7 +29,7 @@ def walkthrough() -> str:
 def walkthrough_blocks() -> tuple[dict[str, str], list[str]]:
     files, commands = {}, []
     for language, body in FENCE.findall(walkthrough()):
-        first, _, rest = body.partition("\n")
+        first = body.partition("\n")[0]
         if language == "python" and first.startswith("# ") and first.endswith(".py"):
             files[first[2:].strip()] = body
         elif language == "sh":

@@ -8,7 +8,7 @@ import peewee as pw
 import pytest
 
 from queue_core.errors import IdempotencyConflict, ValidationError
-from queue_core.repository import BACKOFF_CAP, DEFAULT_BACKOFF_BASE, ROW_ERROR_CHARS
+from queue_core.store.repository import BACKOFF_CAP, DEFAULT_BACKOFF_BASE, ROW_ERROR_CHARS
 
 
 def test_lifecycle_pending_running_completed(repo, clock):

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from queue_core.errors import IdempotencyConflict, ValidationError
-from queue_core.repository import CREATE_MANY_CHUNK, JobRepository
+from queue_core.store.repository import CREATE_MANY_CHUNK, JobRepository
 
 
 def stored(repo, job):

@@ -9,7 +9,7 @@ import peewee as pw
 import pytest
 from fastapi.testclient import TestClient
 
-from queue_core.server import create_app
+from queue_core.server.app import create_app
 
 PROBLEM = "application/problem+json"
 JSON_BODY = {"content-type": "application/json"}

@@ -11,7 +11,7 @@ import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
 
-from queue_core.server import create_app
+from queue_core.server.app import create_app
 
 # Enough to reach every branch of the small schemas; the whole module stays well under a minute.
 FUZZ_SETTINGS = settings(

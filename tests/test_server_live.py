@@ -9,9 +9,9 @@ import pytest
 from live_server import LiveServer, free_port, run_module
 
 from queue_core.client import HttpQueue, RemoteQueueError
-from queue_core.db import open_database
 from queue_core.errors import ValidationError
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 
 @pytest.fixture

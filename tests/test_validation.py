@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from queue_core.errors import QueueError, ValidationError
-from queue_core.models import parse_priority, priority_label
+from queue_core.store.models import parse_priority, priority_label
 
 BAD_CREATES = [
     ({"type": ""}, "type"),

@@ -454,8 +454,8 @@ class FlakyAcks:
 def test_a_database_error_while_recording_an_outcome_is_retried_then_left_to_the_reaper(
     live_repo, handlers, events, make_worker, monkeypatch, failures
 ):
-    monkeypatch.setattr("queue_core.worker.ACK_FIRST_WAIT", 0.01)
-    monkeypatch.setattr("queue_core.worker.ACK_MAX_WAIT", 0.02)
+    monkeypatch.setattr("queue_core.worker.loop.ACK_FIRST_WAIT", 0.01)
+    monkeypatch.setattr("queue_core.worker.loop.ACK_MAX_WAIT", 0.02)
     handlers.register("t", lambda payload: None)
     job, _ = live_repo.create("t")
 

@@ -6,8 +6,8 @@ import pytest
 from live_server import LiveServer, free_port, run_module
 
 from queue_core.client import HttpQueue
-from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 FAST = ["--poll-interval", "0.02", "--max-poll-interval", "0.1"]
 

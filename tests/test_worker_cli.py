@@ -326,9 +326,9 @@ def test_handler_module_from_the_current_directory_and_unknown_types_stay_pendin
 
 
 def test_the_entry_point_function_is_the_cli(live_repo, worker_env, tmp_path):
-    # pyproject's script `queue-worker = "queue_core.worker:main"` calls this function.
+    # pyproject's script `queue-worker = "queue_core.worker.cli:main"` calls this function.
     job, _ = live_repo.create("echo")
-    code = "import sys; from queue_core.worker import main; sys.exit(main(['--burst', '--worker-id', 'script']))"
+    code = "import sys; from queue_core.worker.cli import main; sys.exit(main(['--burst', '--worker-id', 'script']))"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=worker_env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert live_repo.find_by_id(job.id).worker_id == "script"

@@ -14,8 +14,8 @@ import pytest
 from support import FakeClock
 
 from queue_core.handlers import HandlerRegistry
-from queue_core.notify import listen_for_jobs
-from queue_core.repository import JobRepository
+from queue_core.store.notify import listen_for_jobs
+from queue_core.store.repository import JobRepository
 from queue_core.worker import Worker
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,8 +11,8 @@ import time
 
 import peewee as pw
 
-from queue_core.db import open_database
 from queue_core.handlers import current_job, handler
+from queue_core.store.database import open_database
 
 
 class Execution(pw.Model):

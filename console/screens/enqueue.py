@@ -16,10 +16,10 @@ from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Select, Static
 
-from queue_core.db import DATABASE_ERRORS
 from queue_core.errors import IdempotencyConflict, ValidationError
-from queue_core.models import Priority
-from queue_core.repository import DEFAULT_MAX_RETRIES
+from queue_core.store.database import DATABASE_ERRORS
+from queue_core.store.models import Priority
+from queue_core.store.repository import DEFAULT_MAX_RETRIES
 
 PRIORITY_OPTIONS = [(p.name.lower(), p.name.lower()) for p in Priority]
 

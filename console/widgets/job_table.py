@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from queue_core.models import priority_label
+from queue_core.store.models import priority_label
 
 from ..formatting import one_line, short_duration, since
 from ..snapshot import Snapshot

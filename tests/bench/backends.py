@@ -6,7 +6,7 @@ import itertools
 import os
 from pathlib import Path
 
-from queue_core.db import open_database
+from queue_core.store.database import open_database
 
 from .raw import RawQueue, sqlite_connection
 

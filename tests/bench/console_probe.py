@@ -12,8 +12,8 @@ import sys
 import time
 from datetime import timedelta
 
-from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 REFRESHES = 8
 REFRESH_INTERVAL = 0.25

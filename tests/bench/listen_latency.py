@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 import psycopg
 
-from queue_core.db import open_database
-from queue_core.notify import listen_for_jobs
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.notify import listen_for_jobs
+from queue_core.store.repository import JobRepository
 
 DEFAULT_URL = "postgresql://postgres@127.0.0.1:5432/test"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from queue_core.models import SQLITE_TIME_FORMAT
+from queue_core.store.models import SQLITE_TIME_FORMAT
 
 INSERT = (
     "INSERT INTO jobs (type, payload, priority, status, retry_count, max_retries, run_at, created_at, updated_at)"

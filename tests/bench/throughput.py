@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import peewee as pw  # noqa: E402
 from listen_latency import DEFAULT_URL, scratch_schema  # noqa: E402
 
-from queue_core.db import open_database  # noqa: E402
-from queue_core.repository import JobRepository  # noqa: E402
+from queue_core.store.database import open_database  # noqa: E402
+from queue_core.store.repository import JobRepository  # noqa: E402
 
 
 def run_once(url: str, jobs: int, processes: int, concurrency: int) -> tuple[float, float]:

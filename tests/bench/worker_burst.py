@@ -18,8 +18,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from queue_core.db import open_database  # noqa: E402
-from queue_core.repository import JobRepository  # noqa: E402
+from queue_core.store.database import open_database  # noqa: E402
+from queue_core.store.repository import JobRepository  # noqa: E402
 
 
 def main() -> None:

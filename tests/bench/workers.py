@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 import time
 
-from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 from .measure import Result, Stopwatch, note_peak_rss, rate, reap, repeat, spawn
 from .scenarios import NOOP, Context

@@ -10,7 +10,7 @@ from console_helpers import settle
 
 from console.app import QueueConsole
 from console.demo import SCENE_END, ManualClock, build_scene
-from queue_core.repository import JobRepository
+from queue_core.store.repository import JobRepository
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""The console reads and writes jobs only through queue_core.repository: no SQL, no queries of its own."""
+"""The console reads and writes jobs only through queue_core.store.repository: no SQL, no queries of its own."""
 
 from __future__ import annotations
 

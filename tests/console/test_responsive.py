@@ -13,7 +13,7 @@ from console.app import QueueConsole
 from console.screens.enqueue import EnqueueScreen
 from console.screens.help import HelpScreen
 from console.widgets.job_table import JobTable
-from queue_core.repository import JobRepository
+from queue_core.store.repository import JobRepository
 
 pytestmark = pytest.mark.asyncio
 JOBS = 50_000

@@ -6,7 +6,7 @@ import pytest
 from console_helpers import log_text, settle, wait_for
 
 from console.app import QueueConsole
-from queue_core.repository import JobRepository
+from queue_core.store.repository import JobRepository
 
 pytestmark = pytest.mark.asyncio
 SIZE = (120, 40)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from queue_core import cli
+from queue_core.cli import admin as cli
 from queue_core.errors import ValidationError
 
 json_values = st.recursive(

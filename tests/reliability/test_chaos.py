@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 ROOT = Path(__file__).resolve().parents[2]
 STALE_AFTER = 3.0  # heartbeats every 1 s: a loaded 2-core machine cannot starve a live worker that long

@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 ROOT = Path(__file__).resolve().parents[2]
 
 CREATE_THEN_DIE = """
 import os, signal, sys
-from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 repo = JobRepository(open_database(sys.argv[1]))
 for i in range(int(sys.argv[2])):
     job, _ = repo.create("durable", {"i": i})

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
-from queue_core.db import open_database
-from queue_core.repository import JobRepository
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 
 def test_complete_waits_for_a_reap_in_progress_then_loses(db_url, clock):

@@ -22,8 +22,13 @@ from fastapi import FastAPI, Header, Path, Query
 from fastapi.openapi.utils import get_openapi
 from starlette.responses import JSONResponse, Response
 
+from ..errors import QueueError, ValidationError
+from ..store.database import default_url, open_database
+from ..store.repository import JobRepository
 from . import problems
-from .api_models import (
+from .guard import RequestGuard
+from .problems import EXCEPTION_HANDLERS, problem_doc, problem_response
+from .schemas import (
     INT64_MAX,
     LIST_LIMIT_DOC,
     Ack,
@@ -42,11 +47,6 @@ from .api_models import (
     ReapResult,
     Stats,
 )
-from .db import default_url, open_database
-from .errors import QueueError, ValidationError
-from .guard import RequestGuard
-from .problems import EXCEPTION_HANDLERS, problem_doc, problem_response
-from .repository import JobRepository
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 EXIT_USAGE = 2
@@ -318,7 +318,7 @@ def positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    from .cli import CLIArgumentParser
+    from ..cli.admin import CLIArgumentParser
 
     parser = CLIArgumentParser(prog="python -m queue_core.server", description="HTTP API of the job queue.")
     parser.add_argument("--db", default=None, help="database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)")
@@ -355,7 +355,3 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         db.close()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

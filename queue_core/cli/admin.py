@@ -7,10 +7,10 @@ import json
 import sys
 from datetime import timedelta
 
-from .db import DATABASE_ERRORS, default_url, open_database, without_password
-from .errors import QueueError
-from .models import JobStatus
-from .repository import DEFAULT_MAX_RETRIES, JobRepository
+from ..errors import QueueError
+from ..store.database import DATABASE_ERRORS, default_url, open_database, without_password
+from ..store.models import JobStatus
+from ..store.repository import DEFAULT_MAX_RETRIES, JobRepository
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1

@@ -18,14 +18,14 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from .cli import CLIArgumentParser, bounded_number, fail, non_negative_seconds, positive_seconds
-from .db import open_database
-from .errors import QueueError
-from .handlers import registry
-from .notify import listen_for_jobs
-from .repository import JobRepository
-from .validation import validate_worker_id
-from .worker import MAX_CONCURRENCY, Worker, WorkerEvent, default_worker_id
+from ..cli.admin import CLIArgumentParser, bounded_number, fail, non_negative_seconds, positive_seconds
+from ..errors import QueueError
+from ..handlers import registry
+from ..store.database import open_database
+from ..store.notify import listen_for_jobs
+from ..store.repository import JobRepository
+from ..validation import validate_worker_id
+from .loop import MAX_CONCURRENCY, Worker, WorkerEvent, default_worker_id
 
 logger = logging.getLogger("queue_core.worker")
 
@@ -205,7 +205,7 @@ def open_queue(args) -> tuple[object, Callable[[], None]]:
     if args.api:
         # Imported here: the HTTP client pulls in httpx and FastAPI's models, ~0.4 s of start-up that a
         # worker on the database never needs (measured by python -m tests.bench, burst drains).
-        from .client import HttpQueue
+        from ..client import HttpQueue
 
         queue = HttpQueue(args.api, token=args.token or os.environ.get("QUEUE_API_TOKEN") or None)
         try:

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import peewee as pw
 
-from .errors import ValidationError
+from ..errors import ValidationError
 
 SQLITE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 

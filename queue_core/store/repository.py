@@ -14,12 +14,8 @@ from datetime import UTC, datetime, timedelta
 
 import peewee as pw
 
-from .db import is_postgres
-from .errors import IdempotencyConflict, ValidationError
-from .models import Job, JobStatus, bind_models, parse_priority
-from .notify import JOBS_CHANNEL
-from .prepared import Markers, PreparedStatement, RowReader
-from .validation import (
+from ..errors import IdempotencyConflict, ValidationError
+from ..validation import (
     encode_payload,
     validate_age,
     validate_aware,
@@ -33,6 +29,10 @@ from .validation import (
     validate_type,
     validate_worker_id,
 )
+from .compiled import Markers, PreparedStatement, RowReader
+from .database import is_postgres
+from .models import Job, JobStatus, bind_models, parse_priority
+from .notify import JOBS_CHANNEL
 
 # Retry back-off: delay = min(CAP, base * 2**retry_count), then "equal jitter" (a random point in the
 # upper half) so that jobs failing together do not come back together. base is the job's

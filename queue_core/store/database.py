@@ -7,7 +7,7 @@ from urllib.parse import parse_qsl, urlparse
 
 import peewee as pw
 
-from .errors import DatabaseURLError
+from ..errors import DatabaseURLError
 from .models import bind_models
 
 DEFAULT_URL = "sqlite:///queue.db"

@@ -19,7 +19,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.routing import Match
 
-from .errors import IdempotencyConflict, ValidationError
+from ..errors import IdempotencyConflict, ValidationError
 
 logger = logging.getLogger("queue_core.server")
 

@@ -12,7 +12,6 @@ import logging
 import math
 import os
 import socket
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -20,11 +19,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from functools import partial
 
-from .errors import QueueError, ValidationError
-from .handlers import HandlerRegistry, call_handler, default_registry
-from .models import Job
-from .repository import FAILED
-from .validation import validate_worker_id
+from ..errors import QueueError, ValidationError
+from ..handlers import HandlerRegistry, call_handler, default_registry
+from ..store.models import Job
+from ..store.repository import FAILED
+from ..validation import validate_worker_id
 
 logger = logging.getLogger(__name__)
 
@@ -617,14 +616,3 @@ def describe(kind: str, worker_id: str, job: Job | None, duration: float | None,
         parts.append(f"error={json.dumps(error, ensure_ascii=False)}")
     line = " ".join(parts)
     return f"{line}: {note}" if note else line
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m queue_core.worker`` / ``queue-worker``: see ``queue_core.worker_cli``."""
-    from .worker_cli import main as cli_main  # late: the CLI imports this module
-
-    return cli_main(argv)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -13,9 +13,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
 
-from .models import JobStatus, Priority
-from .repository import DEFAULT_MAX_RETRIES
-from .validation import MAX_LIST_LIMIT, MAX_RETRIES_LIMIT, MAX_TEXT_CHARS
+from ..store.models import JobStatus, Priority
+from ..store.repository import DEFAULT_MAX_RETRIES
+from ..validation import MAX_LIST_LIMIT, MAX_RETRIES_LIMIT, MAX_TEXT_CHARS
 
 # Ids, attempts and counts must fit the database's 64-bit integers; larger ones would not even reach a query.
 INT64_MAX = 2**63 - 1

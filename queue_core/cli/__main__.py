@@ -1,0 +1,5 @@
+import sys
+
+from .admin import main
+
+sys.exit(main())
