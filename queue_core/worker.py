@@ -83,6 +83,12 @@ class _Running:
     acking: bool = False  # its outcome is being written; a stop leaves it alone
     lost: bool = False  # the heartbeat found the claim taken back
 
+    @property
+    def key(self) -> tuple[int, int]:
+        # A reaped job may be claimed again by this same worker while the stale run still executes: keyed
+        # by (id, attempt), the stale run's clean-up can never drop the newer attempt (and its heartbeat).
+        return (self.job.id, self.job.attempt)
+
 
 class _Session:
     """The state of one start() .. stop(): threads left behind by an old session never touch a new one."""
@@ -96,7 +102,7 @@ class _Session:
         self.slot_wakes = [threading.Event() for _ in range(concurrency)]
         self.threads: list[threading.Thread] = []
         self.heartbeat_thread: threading.Thread | None = None
-        self.running: dict[int, _Running] = {}
+        self.running: dict[tuple[int, int], _Running] = {}  # by _Running.key: (job id, attempt)
         self.abandoned: set[threading.Thread] = set()  # slots stuck in a handler whose job a stop released
         self.in_flight = 0  # slots claiming or running a job (burst ends when none is)
         self.deadline: float | None = None  # monotonic time by which running jobs must be done
@@ -345,7 +351,7 @@ class Worker:
         """Track a job just claimed (``in_flight`` already counts it); one that raced a stop goes back."""
         with self._lock:
             entry = _Running(job=job, started=time.monotonic(), thread=threading.current_thread())
-            session.running[job.id] = entry
+            session.running[entry.key] = entry
             # Marked under the lock, so a stop's release of leftovers never takes this one too.
             entry.released = session.stopping.is_set()
         if entry.released:
@@ -463,11 +469,11 @@ class Worker:
         else:
             self._emit("released", job, note=f"back to pending, no retry counted: {reason}")
         with self._lock:
-            session.running.pop(job.id, None)
+            session.running.pop(entry.key, None)
 
     def _done(self, session: _Session, entry: _Running) -> None:
         with self._lock:
-            session.running.pop(entry.job.id, None)
+            session.running.pop(entry.key, None)
             session.in_flight -= 1
 
     def _retrying(self, action: str, call: Callable[[], object], *, patience: float):
@@ -512,14 +518,17 @@ class Worker:
         if not entries:
             return
         try:
-            held = set(self.queue.heartbeat([r.job.id for r in entries], worker_id=self.worker_id))
+            # Ids only, once each: a stale attempt and the newer one of the same job share the row, and both
+            # count as held while this worker holds the newer one (the stale run's ack is refused anyway).
+            job_ids = sorted({r.job.id for r in entries})
+            held = set(self.queue.heartbeat(job_ids, worker_id=self.worker_id))
         except Exception as exc:
             self._emit_error("heartbeat", exc)
             return
         for entry in entries:
             with self._lock:
                 # Finished since the snapshot: a completed job is not held any more, and not lost either.
-                if entry.job.id in held or entry.acking or entry.job.id not in session.running:
+                if entry.job.id in held or entry.acking or session.running.get(entry.key) is not entry:
                     continue
                 entry.lost = True
             self._emit("lost", entry.job, note="claim taken back while running (reaped); its outcome will be discarded")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -473,3 +474,77 @@ def test_a_database_error_while_recording_an_outcome_is_retried_then_left_to_the
         assert all(e.message.endswith("; retrying") for e in errors[:-1])
         assert live_repo.find_by_id(job.id).status == "running"
         assert "completed" not in events.kinds()
+
+
+class HeartbeatSpy:
+    """The repository, with a condition a test can wait on for heartbeats that include a job."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.beats = threading.Condition()
+        self.sent: list[list[int]] = []  # the job ids of each heartbeat call
+
+    def heartbeat(self, job_ids, *, worker_id):
+        job_ids = list(job_ids)
+        held = self.repo.heartbeat(job_ids, worker_id=worker_id)
+        with self.beats:
+            self.sent.append(job_ids)
+            self.beats.notify_all()
+        return held
+
+    def beats_with(self, job_id: int) -> int:
+        return sum(job_id in ids for ids in self.sent)
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+
+def test_a_stale_runs_clean_up_leaves_the_newer_attempt_heartbeated(live_repo, handlers, events, make_worker):
+    # Issue 19, defect 1: the worker keyed its running jobs by id, so attempt 1 finishing removed attempt
+    # 2's entry; attempt 2 was no longer heartbeated, the worker reaped it itself and ran it a third time.
+    first_may_return, second_started, second_may_return = threading.Event(), threading.Event(), threading.Event()
+    third_started = threading.Event()
+    attempts = []
+
+    def once_reclaimed(payload):
+        attempt = current_job().attempt
+        attempts.append(attempt)
+        if attempt == 1:
+            first_may_return.wait(WAIT)
+        elif attempt == 2:
+            second_started.set()
+            second_may_return.wait(WAIT)
+        else:
+            with queue.beats:  # wakes the test's wait below at once
+                third_started.set()
+                queue.beats.notify_all()
+
+    queue = HeartbeatSpy(live_repo)
+    handlers.register("t", once_reclaimed)
+    job, _ = live_repo.create("t", max_retries=5)
+    stale_after = 1.5  # beats every 0.5 s, reaps every 0.75 s
+    worker = make_worker(queue, concurrency=2, stale_after=stale_after)
+    worker.start()
+    events.wait_for("claimed")
+    # As if slot 0 had hung: its claim is reaped, and slot 1 of the same worker claims attempt 2.
+    assert live_repo.reap_stale(timedelta(0)) == 1
+    worker.wakeup()
+    assert second_started.wait(WAIT)
+    first_may_return.set()
+    assert events.wait_for("lost")[0].attempt == 1  # attempt 1's completion was refused
+
+    # Attempt 2 stays heartbeated well past stale_after (beats >= 2 * stale_after / interval), unless a
+    # third attempt starts: the failure this test guards against.
+    with queue.beats:
+        beats = queue.beats_with(job.id)
+        enough = beats + math.ceil(2 * stale_after / worker.heartbeat_interval)
+        queue.beats.wait_for(lambda: queue.beats_with(job.id) >= enough or third_started.is_set(), WAIT)
+    assert not third_started.is_set(), attempts
+    assert worker.stats.running == 1
+    second_may_return.set()
+    worker.stop(timeout=WAIT)
+
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.attempt) == ("completed", 2)
+    assert attempts == [1, 2]
+    assert "reaped" not in events.kinds()
