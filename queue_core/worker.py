@@ -378,7 +378,7 @@ class Worker:
         try:
             call_handler(fn, job)
         except BaseException as exc:  # a handler must never take its worker thread down
-            error = str(exc) or type(exc).__name__
+            error = exception_message(exc)
             logger.debug("job %s (%s) raised", job.id, job.type, exc_info=True)
         duration = time.monotonic() - started
         with self._lock:
@@ -573,7 +573,7 @@ class Worker:
         # so that its next query reconnects instead of failing on a dead socket forever.
         self._close_thread_connection()
         then = "; retrying" if retrying else ""
-        error = f"{type(exc).__name__}: {exc}"
+        error = f"{type(exc).__name__}: {exception_message(exc)}"
         self._emit(
             "error",
             error=error,
@@ -612,6 +612,19 @@ class Worker:
 
 
 _GAVE_UP = object()
+
+
+def exception_message(exc: BaseException) -> str:
+    """``str(exc)``, or the exception's type name when that is empty, not a string, or raises.
+
+    A handler's exception is arbitrary code: its ``__str__`` raising (or returning a non-string, which makes
+    ``str()`` raise) must still end as a failed attempt, never take the worker thread down.
+    """
+    try:
+        message = str(exc)
+    except Exception:
+        message = ""
+    return message or type(exc).__name__
 
 
 def describe(kind: str, worker_id: str, job: Job | None, duration: float | None, error: str | None, note: str) -> str:

@@ -548,3 +548,38 @@ def test_a_stale_runs_clean_up_leaves_the_newer_attempt_heartbeated(live_repo, h
     assert (after.status, after.attempt) == ("completed", 2)
     assert attempts == [1, 2]
     assert "reaped" not in events.kinds()
+
+
+class StrRaises(Exception):
+    def __str__(self):
+        raise RuntimeError("__str__ is broken too")
+
+
+class StrNotText(Exception):
+    def __str__(self):
+        return 42
+
+
+@pytest.mark.parametrize("exception", [StrRaises, StrNotText])
+def test_an_exception_without_a_readable_message_fails_the_attempt_with_its_type_name(
+    live_repo, handlers, events, make_worker, exception
+):
+    # Issue 19, defect 3: str(exc) raising killed the worker thread and left the job running forever.
+    def broken(payload):
+        raise exception()
+
+    handlers.register("broken", broken)
+    handlers.register("t", lambda payload: None)
+    job, _ = live_repo.create("broken", max_retries=0)
+    worker = make_worker()
+    worker.start()  # not run(burst=True): with the defect a burst never ends
+
+    failed = events.wait_for("failed")[0]
+    assert (failed.job_id, failed.error) == (job.id, exception.__name__)
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.error) == ("failed", exception.__name__)
+    # The slot survived: it runs the next job.
+    other, _ = live_repo.create("t")
+    worker.wakeup()
+    assert events.wait_for("completed")[0].job_id == other.id
+    worker.stop(timeout=WAIT)
