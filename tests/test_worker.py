@@ -583,3 +583,18 @@ def test_an_exception_without_a_readable_message_fails_the_attempt_with_its_type
     worker.wakeup()
     assert events.wait_for("completed")[0].job_id == other.id
     worker.stop(timeout=WAIT)
+
+
+def test_a_job_whose_handler_returns_an_unawaited_coroutine_fails_instead_of_completing(
+    live_repo, handlers, events, make_worker
+):
+    # Issue 19, defect 4: the coroutine was never awaited and the job marked completed, its work undone.
+    async def send(payload):
+        pass
+
+    handlers.register("send", lambda payload: send(payload))
+    job, _ = live_repo.create("send", max_retries=0)
+    make_worker().run(burst=True)
+    after = live_repo.find_by_id(job.id)
+    assert after.status == "failed" and "returned a coroutine" in after.error
+    assert "completed" not in events.kinds()
