@@ -598,3 +598,19 @@ def test_a_job_whose_handler_returns_an_unawaited_coroutine_fails_instead_of_com
     after = live_repo.find_by_id(job.id)
     assert after.status == "failed" and "returned a coroutine" in after.error
     assert "completed" not in events.kinds()
+
+
+def test_a_nul_in_a_handlers_error_is_stored_visibly_and_the_attempt_fails(live_repo, handlers, events, make_worker):
+    # Issue 19, defect 5: PostgreSQL refuses NUL in text, so fail() raised DataError until stale_after ran
+    # out and the job was left running with nothing recorded.
+    def nul(payload):
+        raise ValueError("bad byte \x00 here")
+
+    handlers.register("nul", nul)
+    job, _ = live_repo.create("nul", max_retries=0)
+    make_worker(stale_after=1).run(burst=True)  # short: with the defect the worker retries fail() this long
+
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.error) == ("failed", "bad byte \\x00 here")
+    assert [e.error for e in live_repo.errors_for(job.id)] == ["bad byte \\x00 here"]
+    assert "error" not in events.kinds()
