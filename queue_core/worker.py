@@ -106,6 +106,9 @@ class _Session:
         self.abandoned: set[threading.Thread] = set()  # slots stuck in a handler whose job a stop released
         self.in_flight = 0  # slots claiming or running a job (burst ends when none is)
         self.deadline: float | None = None  # monotonic time by which running jobs must be done
+        self.stop_requested: float | None = None  # monotonic time of the first stop request
+        self.timeout: float | None = None  # the grace the first stop request gave running jobs
+        self.hurried = False  # a later request (a second signal) moved the deadline closer
         self.stopper: int | None = None  # thread running stop()
 
 
@@ -262,9 +265,12 @@ class Worker:
     def _request_stop(self, session: _Session, timeout: float | None) -> None:
         # No lock here: this runs in signal handlers; a float assignment is atomic under the GIL.
         timeout = self.shutdown_timeout if timeout is None else max(0.0, timeout)
-        deadline = time.monotonic() + timeout
-        if session.deadline is None or deadline < session.deadline:
-            session.deadline = deadline
+        now = time.monotonic()
+        if session.deadline is None:
+            session.stop_requested, session.timeout, session.deadline = now, timeout, now + timeout
+        elif now + timeout < session.deadline:
+            session.deadline = now + timeout
+            session.hurried = True
         session.stopping.set()
         session.wake_main.set()
         for wake in session.slot_wakes:
@@ -279,10 +285,9 @@ class Worker:
             for entry in leftovers:
                 entry.released = True
                 session.abandoned.add(entry.thread)
+        reason = self._release_reason(session)
         for entry in leftovers:
-            self._release(
-                session, entry, f"still running after the shutdown timeout ({time.monotonic() - entry.started:.1f}s)"
-            )
+            self._release(session, entry, reason)
         # 3. Threads that were writing an outcome finish it; those stuck in a released handler are abandoned.
         grace_deadline = time.monotonic() + ACK_GRACE
         self._join_slots(session, lambda: grace_deadline)
@@ -296,6 +301,14 @@ class Worker:
         )
         session.stopped.set()
         session.wake_main.set()
+
+    @staticmethod
+    def _release_reason(session: _Session) -> str:
+        """Why a stop released the jobs still running: the timeout ran out, or a second request cut it short."""
+        if session.hurried:
+            waited = time.monotonic() - session.stop_requested
+            return f"released by a second stop request {waited:.1f}s into the {session.timeout:g}s shutdown timeout"
+        return f"still running after the shutdown timeout ({session.timeout:g}s)"
 
     def _join_slots(self, session: _Session, deadline: Callable[[], float]) -> None:
         current = threading.current_thread()

@@ -614,3 +614,28 @@ def test_a_nul_in_a_handlers_error_is_stored_visibly_and_the_attempt_fails(live_
     assert (after.status, after.error) == ("failed", "bad byte \\x00 here")
     assert [e.error for e in live_repo.errors_for(job.id)] == ["bad byte \\x00 here"]
     assert "error" not in events.kinds()
+
+
+@pytest.mark.parametrize("how", ["second request", "shutdown timeout"])
+def test_a_release_at_stop_says_truly_why(live_repo, handlers, events, make_worker, how):
+    # Issue 19, "also seen": a second SIGTERM one second in was logged as "still running after the shutdown
+    # timeout (3.1s)" with a 30 s timeout: the time the job had run, not the timeout, and not the reason.
+    go = threading.Event()
+    handlers.register("t", lambda payload: go.wait(WAIT))
+    job, _ = live_repo.create("t")
+    worker = make_worker(shutdown_timeout=120 if how == "second request" else 0.25)
+    worker.start()
+    events.wait_for("claimed")
+    worker.request_stop()  # the first SIGTERM
+    if how == "second request":
+        worker.request_stop(0)  # the second one
+    worker.stop()
+    go.set()
+
+    note = events.wait_for("released")[0].message.split(": ", 1)[1]
+    if how == "second request":
+        assert note.startswith("back to pending, no retry counted: released by a second stop request ")
+        assert note.endswith("s into the 120s shutdown timeout")
+    else:
+        assert note == "back to pending, no retry counted: still running after the shutdown timeout (0.25s)"
+    assert live_repo.find_by_id(job.id).status == "pending"
