@@ -6,6 +6,7 @@ imported or executed because a payload or a job type says so.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
@@ -43,6 +44,15 @@ class HandlerRegistry:
         name = validate_type(name)
         if not callable(fn):
             raise ValidationError("handler", f"must be callable, got {type(fn).__name__}")
+        refused = _unsupported_kind(fn)
+        if refused is not None:
+            # Calling it would only create a coroutine or generator, never do the work: refuse it now rather
+            # than have every job of this type end without running.
+            raise ValidationError(
+                "handler",
+                f"{_qualified_name(fn)} is {refused}: not supported yet (workers call handlers and do not "
+                "await or iterate what they return); make it a plain function",
+            )
         with self._lock:
             existing = self._handlers.get(name)
             # The same function registered again (a module imported twice, e.g. as __main__) is harmless.
@@ -74,6 +84,22 @@ class HandlerRegistry:
         return len(self._handlers)
 
 
+def _unsupported_kind(fn) -> str | None:
+    """What kind of function ``fn`` is if calling it would not run its body (async, generator), else None."""
+    candidates = [fn]
+    if not isinstance(fn, type):  # calling a class constructs it, whatever its instances' __call__ is
+        # An instance with an async __call__ is not itself a coroutine function; its bound __call__ is.
+        candidates.append(getattr(fn, "__call__", None))  # noqa: B004 (inspected, not a callable() test)
+    for candidate in candidates:
+        if inspect.isasyncgenfunction(candidate):
+            return "an async generator function"
+        if inspect.iscoroutinefunction(candidate):
+            return "an async function (async def)"
+        if inspect.isgeneratorfunction(candidate):
+            return "a generator function"
+    return None
+
+
 def _qualified_name(fn) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
@@ -103,9 +129,35 @@ def call_handler(fn: Handler, job: Job) -> None:
     """Run ``fn(job.payload)`` with ``current_job()`` returning ``job`` for its duration."""
     token = _current_job.set(job)
     try:
-        fn(job.payload)
+        returned = fn(job.payload)
     finally:
         _current_job.reset(token)
+    _refuse_unrun_work(returned)
+
+
+def _refuse_unrun_work(returned: object) -> None:
+    """Raise if a handler returned work it did not do (a coroutine, a generator), after closing it.
+
+    Registration refuses async and generator functions, but a plain function can still return one (a
+    lambda around an ``async def``): completing that job would mark undone work as done.
+    """
+    if inspect.iscoroutine(returned):
+        kind = "coroutine"
+    elif inspect.isgenerator(returned):
+        kind = "generator"
+    elif inspect.isasyncgen(returned):
+        kind = "async generator"
+    elif inspect.isawaitable(returned):
+        kind = "awaitable"
+    else:
+        return
+    close = getattr(returned, "close", None)
+    if callable(close):
+        close()  # no "coroutine was never awaited" warning, and a generator's finally blocks run now
+    raise TypeError(
+        f"the handler returned a {kind}, so its work was not run: async handlers are not supported yet; "
+        "make the handler a plain function that does the work itself"
+    )
 
 
 # --- built-in demo handlers: for operators and developers testing by hand -------------------------

@@ -92,11 +92,14 @@ def validate_worker_id(value) -> str:
 def validate_error(value) -> str:
     if not isinstance(value, str):
         raise ValidationError("error", "must be a string")
-    if len(value) > MAX_ERROR_CHARS:
-        value = value[:MAX_ERROR_CHARS] + " ... (truncated)"
     if not is_text(value):
         # A handler's message may hold undecodable bytes (os.fsdecode): keep them, readable, rather than fail.
         value = value.encode("utf-8", "backslashreplace").decode("utf-8")
+    # PostgreSQL text cannot hold NUL (fail() would raise DataError and leave the job running): show it
+    # escaped, on both backends alike. Escaped before truncating, so the length bound holds.
+    value = value.replace("\x00", "\\x00")
+    if len(value) > MAX_ERROR_CHARS:
+        value = value[:MAX_ERROR_CHARS] + " ... (truncated)"
     return value or "(no error message)"
 
 

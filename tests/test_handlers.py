@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 
 import pytest
@@ -129,3 +130,53 @@ def test_sleep_sleeps(monkeypatch):
     BUILTINS["sleep"]({"seconds": 0.25})
     BUILTINS["sleep"]({})
     assert slept == [0.25, 1.0]
+
+
+# Issue 19, defect 4: these were accepted, never run, and their jobs marked completed.
+async def async_handler(payload):
+    pass
+
+
+def generator_handler(payload):
+    yield payload
+
+
+async def async_generator_handler(payload):
+    yield payload
+
+
+class AsyncCallable:
+    async def __call__(self, payload):
+        pass
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [async_handler, generator_handler, async_generator_handler, functools.partial(async_handler), AsyncCallable()],
+    ids=["async def", "generator", "async generator", "partial of async def", "async __call__"],
+)
+def test_handlers_that_would_not_run_are_refused_at_registration(fn):
+    own = HandlerRegistry(with_builtins=False)
+    with pytest.raises(ValidationError, match="not supported yet") as info:
+        own.register("t", fn)
+    assert info.value.field == "handler"
+    with pytest.raises(ValidationError, match="not supported yet"):
+        handler("t", registry=own)(fn)
+    assert own.names() == []
+
+
+@pytest.mark.parametrize("kind", ["coroutine", "generator"])
+def test_a_handler_returning_an_unawaited_coroutine_or_generator_raises_and_closes_it(repo, kind):
+    # The second guard: a plain function that returns a coroutine (or generator) passes registration.
+    job, _ = repo.create("t")
+    returned = []
+
+    def sneaky(payload):
+        work = async_handler(payload) if kind == "coroutine" else generator_handler(payload)
+        returned.append(work)
+        return work
+
+    with pytest.raises(TypeError, match=f"returned a {kind}.*not run"):
+        call_handler(sneaky, job)
+    frame = returned[0].cr_frame if kind == "coroutine" else returned[0].gi_frame
+    assert frame is None  # closed: no "never awaited" warning, no half-run generator

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -473,3 +474,168 @@ def test_a_database_error_while_recording_an_outcome_is_retried_then_left_to_the
         assert all(e.message.endswith("; retrying") for e in errors[:-1])
         assert live_repo.find_by_id(job.id).status == "running"
         assert "completed" not in events.kinds()
+
+
+class HeartbeatSpy:
+    """The repository, with a condition a test can wait on for heartbeats that include a job."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.beats = threading.Condition()
+        self.sent: list[list[int]] = []  # the job ids of each heartbeat call
+
+    def heartbeat(self, job_ids, *, worker_id):
+        job_ids = list(job_ids)
+        held = self.repo.heartbeat(job_ids, worker_id=worker_id)
+        with self.beats:
+            self.sent.append(job_ids)
+            self.beats.notify_all()
+        return held
+
+    def beats_with(self, job_id: int) -> int:
+        return sum(job_id in ids for ids in self.sent)
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+
+def test_a_stale_runs_clean_up_leaves_the_newer_attempt_heartbeated(live_repo, handlers, events, make_worker):
+    # Issue 19, defect 1: the worker keyed its running jobs by id, so attempt 1 finishing removed attempt
+    # 2's entry; attempt 2 was no longer heartbeated, the worker reaped it itself and ran it a third time.
+    first_may_return, second_started, second_may_return = threading.Event(), threading.Event(), threading.Event()
+    third_started = threading.Event()
+    attempts = []
+
+    def once_reclaimed(payload):
+        attempt = current_job().attempt
+        attempts.append(attempt)
+        if attempt == 1:
+            first_may_return.wait(WAIT)
+        elif attempt == 2:
+            second_started.set()
+            second_may_return.wait(WAIT)
+        else:
+            with queue.beats:  # wakes the test's wait below at once
+                third_started.set()
+                queue.beats.notify_all()
+
+    queue = HeartbeatSpy(live_repo)
+    handlers.register("t", once_reclaimed)
+    job, _ = live_repo.create("t", max_retries=5)
+    stale_after = 1.5  # beats every 0.5 s, reaps every 0.75 s
+    worker = make_worker(queue, concurrency=2, stale_after=stale_after)
+    worker.start()
+    events.wait_for("claimed")
+    # As if slot 0 had hung: its claim is reaped, and slot 1 of the same worker claims attempt 2.
+    assert live_repo.reap_stale(timedelta(0)) == 1
+    worker.wakeup()
+    assert second_started.wait(WAIT)
+    first_may_return.set()
+    assert events.wait_for("lost")[0].attempt == 1  # attempt 1's completion was refused
+
+    # Attempt 2 stays heartbeated well past stale_after (beats >= 2 * stale_after / interval), unless a
+    # third attempt starts: the failure this test guards against.
+    with queue.beats:
+        beats = queue.beats_with(job.id)
+        enough = beats + math.ceil(2 * stale_after / worker.heartbeat_interval)
+        queue.beats.wait_for(lambda: queue.beats_with(job.id) >= enough or third_started.is_set(), WAIT)
+    assert not third_started.is_set(), attempts
+    assert worker.stats.running == 1
+    second_may_return.set()
+    worker.stop(timeout=WAIT)
+
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.attempt) == ("completed", 2)
+    assert attempts == [1, 2]
+    assert "reaped" not in events.kinds()
+
+
+class StrRaises(Exception):
+    def __str__(self):
+        raise RuntimeError("__str__ is broken too")
+
+
+class StrNotText(Exception):
+    def __str__(self):
+        return 42
+
+
+@pytest.mark.parametrize("exception", [StrRaises, StrNotText])
+def test_an_exception_without_a_readable_message_fails_the_attempt_with_its_type_name(
+    live_repo, handlers, events, make_worker, exception
+):
+    # Issue 19, defect 3: str(exc) raising killed the worker thread and left the job running forever.
+    def broken(payload):
+        raise exception()
+
+    handlers.register("broken", broken)
+    handlers.register("t", lambda payload: None)
+    job, _ = live_repo.create("broken", max_retries=0)
+    worker = make_worker()
+    worker.start()  # not run(burst=True): with the defect a burst never ends
+
+    failed = events.wait_for("failed")[0]
+    assert (failed.job_id, failed.error) == (job.id, exception.__name__)
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.error) == ("failed", exception.__name__)
+    # The slot survived: it runs the next job.
+    other, _ = live_repo.create("t")
+    worker.wakeup()
+    assert events.wait_for("completed")[0].job_id == other.id
+    worker.stop(timeout=WAIT)
+
+
+def test_a_job_whose_handler_returns_an_unawaited_coroutine_fails_instead_of_completing(
+    live_repo, handlers, events, make_worker
+):
+    # Issue 19, defect 4: the coroutine was never awaited and the job marked completed, its work undone.
+    async def send(payload):
+        pass
+
+    handlers.register("send", lambda payload: send(payload))
+    job, _ = live_repo.create("send", max_retries=0)
+    make_worker().run(burst=True)
+    after = live_repo.find_by_id(job.id)
+    assert after.status == "failed" and "returned a coroutine" in after.error
+    assert "completed" not in events.kinds()
+
+
+def test_a_nul_in_a_handlers_error_is_stored_visibly_and_the_attempt_fails(live_repo, handlers, events, make_worker):
+    # Issue 19, defect 5: PostgreSQL refuses NUL in text, so fail() raised DataError until stale_after ran
+    # out and the job was left running with nothing recorded.
+    def nul(payload):
+        raise ValueError("bad byte \x00 here")
+
+    handlers.register("nul", nul)
+    job, _ = live_repo.create("nul", max_retries=0)
+    make_worker(stale_after=1).run(burst=True)  # short: with the defect the worker retries fail() this long
+
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.error) == ("failed", "bad byte \\x00 here")
+    assert [e.error for e in live_repo.errors_for(job.id)] == ["bad byte \\x00 here"]
+    assert "error" not in events.kinds()
+
+
+@pytest.mark.parametrize("how", ["second request", "shutdown timeout"])
+def test_a_release_at_stop_says_truly_why(live_repo, handlers, events, make_worker, how):
+    # Issue 19, "also seen": a second SIGTERM one second in was logged as "still running after the shutdown
+    # timeout (3.1s)" with a 30 s timeout: the time the job had run, not the timeout, and not the reason.
+    go = threading.Event()
+    handlers.register("t", lambda payload: go.wait(WAIT))
+    job, _ = live_repo.create("t")
+    worker = make_worker(shutdown_timeout=120 if how == "second request" else 0.25)
+    worker.start()
+    events.wait_for("claimed")
+    worker.request_stop()  # the first SIGTERM
+    if how == "second request":
+        worker.request_stop(0)  # the second one
+    worker.stop()
+    go.set()
+
+    note = events.wait_for("released")[0].message.split(": ", 1)[1]
+    if how == "second request":
+        assert note.startswith("back to pending, no retry counted: released by a second stop request ")
+        assert note.endswith("s into the 120s shutdown timeout")
+    else:
+        assert note == "back to pending, no retry counted: still running after the shutdown timeout (0.25s)"
+    assert live_repo.find_by_id(job.id).status == "pending"

@@ -167,6 +167,10 @@ def test_jobs_still_running_at_shutdown_are_released_without_a_retry(live_repo, 
     after = live_repo.find_by_id(job.id)
     assert (after.status, after.retry_count, after.worker_id) == ("pending", 0, None)
     assert f"released job={job.id} type=sleep attempt=1 worker=w1" in worker.log()
+    if how == "second signal":
+        assert "released by a second stop request" in worker.log() and "(120s)" not in worker.log()
+    else:
+        assert "still running after the shutdown timeout (0.2s)" in worker.log()
 
 
 @pytest.mark.parametrize("zombie_outcome", ["complete", "fail"])

@@ -82,6 +82,12 @@ class _Running:
     acking: bool = False  # its outcome is being written; a stop leaves it alone
     lost: bool = False  # the heartbeat found the claim taken back
 
+    @property
+    def key(self) -> tuple[int, int]:
+        # A reaped job may be claimed again by this same worker while the stale run still executes: keyed
+        # by (id, attempt), the stale run's clean-up can never drop the newer attempt (and its heartbeat).
+        return (self.job.id, self.job.attempt)
+
 
 class _Session:
     """The state of one start() .. stop(): threads left behind by an old session never touch a new one."""
@@ -95,10 +101,13 @@ class _Session:
         self.slot_wakes = [threading.Event() for _ in range(concurrency)]
         self.threads: list[threading.Thread] = []
         self.heartbeat_thread: threading.Thread | None = None
-        self.running: dict[int, _Running] = {}
+        self.running: dict[tuple[int, int], _Running] = {}  # by _Running.key: (job id, attempt)
         self.abandoned: set[threading.Thread] = set()  # slots stuck in a handler whose job a stop released
         self.in_flight = 0  # slots claiming or running a job (burst ends when none is)
         self.deadline: float | None = None  # monotonic time by which running jobs must be done
+        self.stop_requested: float | None = None  # monotonic time of the first stop request
+        self.timeout: float | None = None  # the grace the first stop request gave running jobs
+        self.hurried = False  # a later request (a second signal) moved the deadline closer
         self.stopper: int | None = None  # thread running stop()
 
 
@@ -255,9 +264,12 @@ class Worker:
     def _request_stop(self, session: _Session, timeout: float | None) -> None:
         # No lock here: this runs in signal handlers; a float assignment is atomic under the GIL.
         timeout = self.shutdown_timeout if timeout is None else max(0.0, timeout)
-        deadline = time.monotonic() + timeout
-        if session.deadline is None or deadline < session.deadline:
-            session.deadline = deadline
+        now = time.monotonic()
+        if session.deadline is None:
+            session.stop_requested, session.timeout, session.deadline = now, timeout, now + timeout
+        elif now + timeout < session.deadline:
+            session.deadline = now + timeout
+            session.hurried = True
         session.stopping.set()
         session.wake_main.set()
         for wake in session.slot_wakes:
@@ -272,10 +284,9 @@ class Worker:
             for entry in leftovers:
                 entry.released = True
                 session.abandoned.add(entry.thread)
+        reason = self._release_reason(session)
         for entry in leftovers:
-            self._release(
-                session, entry, f"still running after the shutdown timeout ({time.monotonic() - entry.started:.1f}s)"
-            )
+            self._release(session, entry, reason)
         # 3. Threads that were writing an outcome finish it; those stuck in a released handler are abandoned.
         grace_deadline = time.monotonic() + ACK_GRACE
         self._join_slots(session, lambda: grace_deadline)
@@ -289,6 +300,14 @@ class Worker:
         )
         session.stopped.set()
         session.wake_main.set()
+
+    @staticmethod
+    def _release_reason(session: _Session) -> str:
+        """Why a stop released the jobs still running: the timeout ran out, or a second request cut it short."""
+        if session.hurried:
+            waited = time.monotonic() - session.stop_requested
+            return f"released by a second stop request {waited:.1f}s into the {session.timeout:g}s shutdown timeout"
+        return f"still running after the shutdown timeout ({session.timeout:g}s)"
 
     def _join_slots(self, session: _Session, deadline: Callable[[], float]) -> None:
         current = threading.current_thread()
@@ -344,7 +363,7 @@ class Worker:
         """Track a job just claimed (``in_flight`` already counts it); one that raced a stop goes back."""
         with self._lock:
             entry = _Running(job=job, started=time.monotonic(), thread=threading.current_thread())
-            session.running[job.id] = entry
+            session.running[entry.key] = entry
             # Marked under the lock, so a stop's release of leftovers never takes this one too.
             entry.released = session.stopping.is_set()
         if entry.released:
@@ -371,7 +390,7 @@ class Worker:
         try:
             call_handler(fn, job)
         except BaseException as exc:  # a handler must never take its worker thread down
-            error = str(exc) or type(exc).__name__
+            error = exception_message(exc)
             logger.debug("job %s (%s) raised", job.id, job.type, exc_info=True)
         duration = time.monotonic() - started
         with self._lock:
@@ -462,11 +481,11 @@ class Worker:
         else:
             self._emit("released", job, note=f"back to pending, no retry counted: {reason}")
         with self._lock:
-            session.running.pop(job.id, None)
+            session.running.pop(entry.key, None)
 
     def _done(self, session: _Session, entry: _Running) -> None:
         with self._lock:
-            session.running.pop(entry.job.id, None)
+            session.running.pop(entry.key, None)
             session.in_flight -= 1
 
     def _retrying(self, action: str, call: Callable[[], object], *, patience: float):
@@ -511,14 +530,17 @@ class Worker:
         if not entries:
             return
         try:
-            held = set(self.queue.heartbeat([r.job.id for r in entries], worker_id=self.worker_id))
+            # Ids only, once each: a stale attempt and the newer one of the same job share the row, and both
+            # count as held while this worker holds the newer one (the stale run's ack is refused anyway).
+            job_ids = sorted({r.job.id for r in entries})
+            held = set(self.queue.heartbeat(job_ids, worker_id=self.worker_id))
         except Exception as exc:
             self._emit_error("heartbeat", exc)
             return
         for entry in entries:
             with self._lock:
                 # Finished since the snapshot: a completed job is not held any more, and not lost either.
-                if entry.job.id in held or entry.acking or entry.job.id not in session.running:
+                if entry.job.id in held or entry.acking or session.running.get(entry.key) is not entry:
                     continue
                 entry.lost = True
             self._emit("lost", entry.job, note="claim taken back while running (reaped); its outcome will be discarded")
@@ -563,7 +585,7 @@ class Worker:
         # so that its next query reconnects instead of failing on a dead socket forever.
         self._close_thread_connection()
         then = "; retrying" if retrying else ""
-        error = f"{type(exc).__name__}: {exc}"
+        error = f"{type(exc).__name__}: {exception_message(exc)}"
         self._emit(
             "error",
             error=error,
@@ -602,6 +624,19 @@ class Worker:
 
 
 _GAVE_UP = object()
+
+
+def exception_message(exc: BaseException) -> str:
+    """``str(exc)``, or the exception's type name when that is empty, not a string, or raises.
+
+    A handler's exception is arbitrary code: its ``__str__`` raising (or returning a non-string, which makes
+    ``str()`` raise) must still end as a failed attempt, never take the worker thread down.
+    """
+    try:
+        message = str(exc)
+    except Exception:
+        message = ""
+    return message or type(exc).__name__
 
 
 def describe(kind: str, worker_id: str, job: Job | None, duration: float | None, error: str | None, note: str) -> str:
