@@ -234,7 +234,7 @@ def create_app(
         return problem_response(
             409,
             f"cannot retry job {job_id}: it is {found.status}; only failed jobs can be retried",
-            type=problems.NOT_HELD,
+            type=problems.NOT_FAILED,
             title="Job not failed",
             job_id=job_id,
         )
