@@ -250,5 +250,8 @@ def main(argv: list[str] | None = None) -> int:
     except DATABASE_ERRORS as exc:  # e.g. locked past busy_timeout, or the server went away: nothing was changed
         print(f"error: database error: {one_line(str(exc) or type(exc).__name__)}", file=sys.stderr)
         return EXIT_FAILURE
+    except RecursionError:  # a payload stored before depth was limited: the JSON decoder cannot read it back
+        print("error: cannot read a job: its stored payload is nested too deeply to decode", file=sys.stderr)
+        return EXIT_FAILURE
     finally:
         db.close()

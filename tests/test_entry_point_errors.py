@@ -144,6 +144,20 @@ def test_a_payload_nested_64_deep_is_accepted(db_url):
     assert json.loads(out)["payload"] == json.loads(nested(64))
 
 
+@pytest.mark.parametrize("command", [["list"], ["list", "--json"], ["show", "1"]])
+def test_a_stored_poison_payload_is_one_error_line_not_a_traceback(db_url, command):
+    # A row written before payload depth was limited (or by hand): reading it back overflows the JSON decoder.
+    from queue_core.models import bind_models
+
+    db = open_database(db_url)
+    JobRepository(db).create("echo")
+    bind_models(db).Job.update(payload='{"a": ' + "[" * 5000 + "]" * 5000 + "}").execute()
+    db.close()
+    code, _, err = run_cli(*command, "--db", db_url)
+    assert code == 1
+    assert_one_error_line(err, "nested too deeply")
+
+
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [
