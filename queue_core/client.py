@@ -17,6 +17,7 @@ import httpx
 from .errors import IdempotencyConflict, QueueError, ValidationError
 from .server.problems import IDEMPOTENCY_CONFLICT
 from .store.models import priority_label
+from .validation import validate_api_url, validate_token
 
 DEFAULT_TIMEOUT = 30.0
 TIME_FIELDS = ("claimed_at", "created_at", "updated_at", "run_at", "heartbeat_at")
@@ -91,10 +92,15 @@ class HttpQueue:
         timeout: float = DEFAULT_TIMEOUT,
         client: httpx.Client | None = None,
     ):
-        headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self.base_url = base_url.rstrip("/")
-        # ``client`` lets tests pass an in-process one (FastAPI's TestClient) instead of a socket.
-        self.http = client or httpx.Client(base_url=self.base_url, timeout=timeout)
+        # Checked now, as a ValidationError: else a bad URL or a token no header can carry (non-ASCII) would
+        # surface from httpx on the first request as an InvalidURL or a UnicodeEncodeError.
+        headers = {"Authorization": f"Bearer {validate_token('token', token)}"} if token else {}
+        self.base_url = validate_api_url("base_url", base_url).rstrip("/")
+        try:
+            # ``client`` lets tests pass an in-process one (FastAPI's TestClient) instead of a socket.
+            self.http = client or httpx.Client(base_url=self.base_url, timeout=timeout)
+        except httpx.InvalidURL as exc:
+            raise ValidationError("base_url", f"{base_url!r} is not a valid URL ({exc})") from None
         self.http.headers.update(headers)
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
 
 from .errors import ValidationError
 from .store.models import JobStatus
@@ -86,6 +87,25 @@ def validate_aware(field: str, value) -> datetime:
 def validate_worker_id(value) -> str:
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS or not is_text(value):
         raise ValidationError("worker_id", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
+    return value
+
+
+def validate_token(field: str, value) -> str:
+    """A bearer token: printable ASCII without spaces, which every HTTP client can send as a header as is."""
+    if not isinstance(value, str) or not value or not all("!" <= c <= "~" for c in value):
+        raise ValidationError(field, "must be printable ASCII characters without spaces (a bearer token)")
+    return value
+
+
+def validate_api_url(field: str, value) -> str:
+    """The base URL of the HTTP API: http(s), a host, and a port in range if one is given."""
+    try:
+        parts = urlsplit(value) if isinstance(value, str) else None
+        port_ok = parts is not None and (parts.port is None or parts.port > 0)  # .port raises past 65535
+    except ValueError as exc:
+        raise ValidationError(field, f"{value!r} is not a valid URL ({exc})") from None
+    if not port_ok or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError(field, f"{value!r} is not an http:// or https:// URL, e.g. http://127.0.0.1:8000")
     return value
 
 

@@ -74,7 +74,7 @@ def test_retry_and_reap(cli, db_url):
         (["enqueue", "echo", "--max-retries", "-1"], "max_retries"),
         (["enqueue", ""], "type"),
         (["show", "999"], "no job with id 999"),
-        (["show", "abc"], "invalid int value"),
+        (["show", "abc"], "not a job id"),
         (["reap", "--older-than", "-5"], "seconds"),
         (["enqueue", "echo", "--delay", "1e300"], "seconds"),
         (["reap", "--older-than", "1e12"], "seconds"),

@@ -102,3 +102,18 @@ def test_a_500_is_a_remote_queue_error_not_a_crash(repo, monkeypatch):
     with HttpQueue("http://testserver", client=client) as queue, pytest.raises(RemoteQueueError) as info:
         queue.claim("w")
     assert info.value.status == 500
+
+
+@pytest.mark.parametrize("token", ["sécret", "two words", "line\nbreak"])
+def test_a_token_no_http_header_can_carry_is_a_validation_error_at_construction(token):
+    # Before: a UnicodeEncodeError from httpx on the first request (and "" silently meant no token).
+    with pytest.raises(ValidationError) as info:
+        HttpQueue("http://127.0.0.1:9", token=token)
+    assert info.value.field == "token"
+
+
+@pytest.mark.parametrize("url", ["http://[::1", "http://127.0.0.1:99999", "ftp://127.0.0.1/", "127.0.0.1:8000"])
+def test_an_invalid_base_url_is_a_validation_error_at_construction(url):
+    with pytest.raises(ValidationError) as info:
+        HttpQueue(url)
+    assert info.value.field == "base_url" and url in info.value.message

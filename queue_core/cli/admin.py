@@ -7,21 +7,32 @@ import json
 import sys
 from datetime import timedelta
 
-from ..errors import QueueError
+import peewee as pw
+
+from ..errors import DatabaseURLError, QueueError
 from ..store.database import DATABASE_ERRORS, default_url, open_database, without_password
 from ..store.models import JobStatus
 from ..store.repository import DEFAULT_MAX_RETRIES, JobRepository
+from ..validation import MAX_LIST_LIMIT, validate_token
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 COMMANDS = ("enqueue", "list", "show", "stats", "retry", "reap", "prune")
+INT64_MAX = 2**63 - 1  # ids are the database's 64-bit signed integers
+# How deeply a --payload may nest objects and lists (the object itself is level 1). Deeper JSON would be
+# a poison job: stored, then unreadable (RecursionError) by every reader.
+MAX_PAYLOAD_DEPTH = 64
 
 
 class CLIArgumentParser(argparse.ArgumentParser):
-    """argparse that reports bad arguments as one line and exit code 2 (its default), without usage spam."""
+    """argparse whose usage errors look like every other error of ours: one line, ``error: ...``, exit 2.
+
+    (argparse's own starts with the program name and prints the whole usage first.) The program, a
+    sub-command's included, is named at the end with where to read its usage.
+    """
 
     def error(self, message):
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {one_line(message)}\n")
+        self.exit(EXIT_USAGE, f"error: {one_line(message)} (see {self.prog} --help)\n")
 
 
 def one_line(message: str) -> str:
@@ -54,14 +65,64 @@ def positive_seconds(text: str) -> float:
     return value
 
 
+def job_id(text: str) -> int:
+    return bounded_number(text, int, 1, INT64_MAX, "a job id (a whole number)", "a job id ")
+
+
+def after_id(text: str) -> int:
+    return bounded_number(text, int, 0, INT64_MAX, "a job id (a whole number)", "a job id ")
+
+
+def list_limit(text: str) -> int:
+    return bounded_number(text, int, 1, MAX_LIST_LIMIT, "a whole number")
+
+
+def api_token(text: str) -> str:
+    """A bearer token, refused here if an HTTP header cannot carry it (a non-ASCII character, a space)."""
+    try:
+        return validate_token("token", text)
+    except QueueError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def nesting_depth(value) -> int:
+    """How many objects and lists are nested in ``value`` at its deepest (iterative: no recursion limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
+        if children is None:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
 def json_object(text: str) -> dict:
+    too_deep = f"payload is nested too deeply: at most {MAX_PAYLOAD_DEPTH} levels of objects and lists"
     try:
         value = json.loads(text)
+    except RecursionError:  # nested far deeper than the limit: the parser gave up before we could count
+        raise argparse.ArgumentTypeError(too_deep) from None
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"payload is not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError('payload must be a JSON object, e.g. \'{"to": "ann@example.com"}\'')
+    if nesting_depth(value) > MAX_PAYLOAD_DEPTH:
+        raise argparse.ArgumentTypeError(too_deep)
     return value
+
+
+def open_for_command(url: str | None) -> pw.Database:
+    """``open_database``, with every way the open can fail as a ``QueueError`` for the one-line error:
+    a file that is not SQLite (sqlite3's DatabaseError), a schema whose version it cannot read."""
+    try:
+        return open_database(url)
+    except QueueError:
+        raise
+    except (*DATABASE_ERRORS, ValueError) as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DatabaseURLError(f"cannot open {without_password(url or default_url())}: {reason}") from exc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,17 +146,18 @@ def build_parser() -> argparse.ArgumentParser:
     listing = commands.add_parser("list", parents=[db_option], help="list jobs as a table")
     listing.add_argument("--status", choices=[s.value for s in JobStatus])
     listing.add_argument("--type", default=None)
-    listing.add_argument("--limit", type=int, default=50)
-    listing.add_argument("--after", type=int, default=None, help="show jobs with a larger id (paging)")
+    listing.add_argument("--limit", type=list_limit, default=50, help="at most this many jobs (default 50)")
+    after_help = "show jobs with a larger id (paging)"
+    listing.add_argument("--after", type=after_id, default=None, metavar="ID", help=after_help)
     listing.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
 
     show = commands.add_parser("show", parents=[db_option], help="one job, with its attempts' errors")
-    show.add_argument("id", type=int)
+    show.add_argument("id", type=job_id)
 
     commands.add_parser("stats", parents=[db_option], help="jobs per status and throughput")
 
     retry = commands.add_parser("retry", parents=[db_option], help="put a failed job back to pending")
-    retry.add_argument("id", type=int)
+    retry.add_argument("id", type=job_id)
 
     reap = commands.add_parser("reap", parents=[db_option], help="take back stale claims")
     reap.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
@@ -178,7 +240,7 @@ def fail(message: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        db = open_database(args.db)
+        db = open_for_command(args.db)
     except QueueError as exc:
         return fail(str(exc))
     try:
@@ -187,6 +249,9 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(exc))
     except DATABASE_ERRORS as exc:  # e.g. locked past busy_timeout, or the server went away: nothing was changed
         print(f"error: database error: {one_line(str(exc) or type(exc).__name__)}", file=sys.stderr)
+        return EXIT_FAILURE
+    except RecursionError:  # a payload stored before depth was limited: the JSON decoder cannot read it back
+        print("error: cannot read a job: its stored payload is nested too deeply to decode", file=sys.stderr)
         return EXIT_FAILURE
     finally:
         db.close()

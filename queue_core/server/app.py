@@ -22,9 +22,11 @@ from fastapi import FastAPI, Header, Path, Query
 from fastapi.openapi.utils import get_openapi
 from starlette.responses import JSONResponse, Response
 
+from ..cli.admin import CLIArgumentParser, api_token, bounded_number, fail, open_for_command
 from ..errors import QueueError, ValidationError
-from ..store.database import default_url, open_database
+from ..store.database import default_url
 from ..store.repository import JobRepository
+from ..validation import validate_token
 from . import problems
 from .guard import RequestGuard
 from .problems import EXCEPTION_HANDLERS, problem_doc, problem_response
@@ -234,7 +236,7 @@ def create_app(
         return problem_response(
             409,
             f"cannot retry job {job_id}: it is {found.status}; only failed jobs can be retried",
-            type=problems.NOT_HELD,
+            type=problems.NOT_FAILED,
             title="Job not failed",
             job_id=job_id,
         )
@@ -317,24 +319,33 @@ def positive_int(text: str) -> int:
     return value
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from ..cli.admin import CLIArgumentParser
+def port_number(text: str) -> int:
+    return bounded_number(text, int, 1, 65535, "a port number")
 
+
+def build_parser() -> argparse.ArgumentParser:
     parser = CLIArgumentParser(prog="python -m queue_core.server", description="HTTP API of the job queue.")
     parser.add_argument("--db", default=None, help="database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    parser.add_argument("--port", type=positive_int, default=8000)
+    parser.add_argument("--port", type=port_number, default=8000, help="port to listen on, 1-65535 (default 8000)")
     token_help = "require 'Authorization: Bearer TOKEN' (default: $QUEUE_API_TOKEN)"
-    parser.add_argument("--token", default=None, help=token_help)
+    parser.add_argument("--token", type=api_token, default=None, help=token_help)
     parser.add_argument("--insecure", action="store_true", help="allow a non-loopback address without a token")
-    parser.add_argument("--max-body-bytes", type=positive_int, default=DEFAULT_MAX_BODY_BYTES)
-    parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    body_help = f"refuse request bodies larger than this with 413 (default {DEFAULT_MAX_BODY_BYTES})"
+    parser.add_argument("--max-body-bytes", type=positive_int, default=DEFAULT_MAX_BODY_BYTES, help=body_help)
+    levels = ["critical", "error", "warning", "info", "debug"]
+    parser.add_argument("--log-level", default="info", choices=levels, help="(default info)")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     token = args.token or os.environ.get("QUEUE_API_TOKEN") or None
+    if token is not None and args.token is None:
+        try:
+            validate_token("QUEUE_API_TOKEN", token)  # --token was checked by argparse
+        except QueueError as exc:
+            return fail(str(exc))
     if token is None and not is_loopback(args.host) and not args.insecure:
         print(
             f"error: refusing to listen on {args.host} without a token: set --token or QUEUE_API_TOKEN "
@@ -343,10 +354,9 @@ def main(argv: list[str] | None = None) -> int:
         )
         return EXIT_USAGE
     try:
-        db = open_database(args.db or default_url())
+        db = open_for_command(args.db or default_url())
     except QueueError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        return fail(str(exc))
     import uvicorn
 
     app = create_app(db, token=token, max_body_bytes=args.max_body_bytes)

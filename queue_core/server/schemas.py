@@ -11,11 +11,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic_core import PydanticCustomError
 
+from ..errors import ValidationError
 from ..store.models import JobStatus, Priority
 from ..store.repository import DEFAULT_MAX_RETRIES
-from ..validation import MAX_LIST_LIMIT, MAX_RETRIES_LIMIT, MAX_TEXT_CHARS
+from ..validation import MAX_LIST_LIMIT, MAX_RETRIES_LIMIT, MAX_TEXT_CHARS, validate_type, validate_worker_id
 
 # Ids, attempts and counts must fit the database's 64-bit integers; larger ones would not even reach a query.
 INT64_MAX = 2**63 - 1
@@ -23,6 +25,36 @@ JobId = Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)]
 Attempt = Annotated[int, Field(strict=True, ge=1, le=INT64_MAX, description="1-based attempt the worker holds")]
 MAX_CLAIM_BATCH = 100
 MAX_HEARTBEAT_IDS = 1000
+# A claim filters on at most this many types: each is a bind parameter and a compiled statement of its own
+# (PostgreSQL refuses more than 65,535 parameters, which would otherwise surface as a 503).
+MAX_CLAIM_TYPES = 100
+
+
+def checked_by(rule):
+    """A pydantic check that applies the repository's own ``rule``, so the API refuses text (a lone surrogate,
+    a control character, an over-long name) with a 422 naming the field before any query is built."""
+
+    def check(value):
+        try:
+            return rule(value)
+        except ValidationError as exc:
+            raise PydanticCustomError("invalid_text", exc.message) from None
+
+    return AfterValidator(check)
+
+
+WorkerId = Annotated[
+    StrictStr,
+    checked_by(validate_worker_id),
+    Field(json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_CHARS}),
+]
+TypeName = Annotated[
+    StrictStr, checked_by(validate_type), Field(json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_CHARS})
+]
+ClaimTypes = Annotated[
+    list[TypeName],
+    Field(max_length=MAX_CLAIM_TYPES, description=f"only claim jobs of these types (at most {MAX_CLAIM_TYPES})"),
+]
 
 
 class Body(BaseModel):
@@ -59,8 +91,8 @@ class CreateJob(Body):
 
 
 class ClaimJob(Body):
-    worker_id: StrictStr = Field(json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_CHARS})
-    types: list[StrictStr] | None = Field(default=None, description="only claim jobs of these types")
+    worker_id: WorkerId
+    types: ClaimTypes | None = None
 
 
 class ClaimMany(ClaimJob):
@@ -70,7 +102,7 @@ class ClaimMany(ClaimJob):
 class Ack(Body):
     """Who finishes a job: with ``worker_id`` (and ``attempt``) only the current holder can."""
 
-    worker_id: StrictStr | None = None
+    worker_id: WorkerId | None = None
     attempt: Attempt | None = None
 
 
@@ -79,7 +111,7 @@ class FailJob(Ack):
 
 
 class Heartbeat(Body):
-    worker_id: StrictStr
+    worker_id: WorkerId
     job_ids: list[JobId] = Field(max_length=MAX_HEARTBEAT_IDS)
 
 

@@ -18,13 +18,20 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from ..cli.admin import CLIArgumentParser, bounded_number, fail, non_negative_seconds, positive_seconds
+from ..cli.admin import (
+    CLIArgumentParser,
+    api_token,
+    bounded_number,
+    fail,
+    non_negative_seconds,
+    open_for_command,
+    positive_seconds,
+)
 from ..errors import QueueError
 from ..handlers import registry
-from ..store.database import open_database
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
-from ..validation import validate_worker_id
+from ..validation import validate_api_url, validate_token, validate_worker_id
 from .loop import MAX_CONCURRENCY, Worker, WorkerEvent, default_worker_id
 
 logger = logging.getLogger("queue_core.worker")
@@ -46,6 +53,13 @@ def worker_id(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
+def api_url(text: str) -> str:
+    try:
+        return validate_api_url("--api", text)
+    except QueueError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = CLIArgumentParser(
         prog="python -m queue_core.worker",
@@ -53,19 +67,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add = parser.add_argument
     add("--db", default=None, help="database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)")
-    add("--api", default=None, metavar="URL", help="claim over the HTTP API at URL (queue_core.server) instead of --db")
-    add("--token", default=None, help="bearer token for --api (default: $QUEUE_API_TOKEN)")
+    api_help = "claim over the HTTP API at URL (queue_core.server) instead of --db"
+    add("--api", type=api_url, default=None, metavar="URL", help=api_help)
+    add("--token", type=api_token, default=None, help="bearer token for --api (default: $QUEUE_API_TOKEN)")
     add("--worker-id", type=worker_id, default=None, help="name in job claims and logs (default: host-pid)")
     add("--handlers", action="append", default=[], metavar="MODULE", help="import MODULE to register handlers")
-    add("--concurrency", type=concurrency, default=1, metavar="N", help="jobs run at once, one thread each")
-    add("--poll-interval", type=positive_seconds, default=0.5, metavar="S", help="first wait when idle (0.5)")
-    add("--max-poll-interval", type=positive_seconds, default=5.0, metavar="S", help="longest wait when idle (5)")
-    add("--stale-after", type=positive_seconds, default=300.0, metavar="S", help="reap claims this old (300)")
-    add("--shutdown-timeout", type=non_negative_seconds, default=30.0, metavar="S", help="grace for jobs (30)")
-    add("--prune-after", type=positive_seconds, default=None, metavar="S", help="delete finished jobs older (hourly)")
+
+    def seconds(name: str, kind, default: float, help: str) -> None:
+        add(name, type=kind, default=default, metavar="S", help=f"{help} (default {default:g})")
+
+    add("--concurrency", type=concurrency, default=1, metavar="N", help="jobs run at once, one thread each (default 1)")
+    seconds("--poll-interval", positive_seconds, 0.5, "first wait when idle")
+    seconds("--max-poll-interval", positive_seconds, 5.0, "longest wait when idle")
+    seconds("--stale-after", positive_seconds, 300.0, "reap claims with no heartbeat for this long")
+    seconds("--shutdown-timeout", non_negative_seconds, 30.0, "on stop, how long running jobs may finish")
+    prune_help = "delete finished jobs older than S seconds, checked hourly (default: keep them)"
+    add("--prune-after", type=positive_seconds, default=None, metavar="S", help=prune_help)
     add("--burst", action="store_true", help="exit once nothing is claimable and nothing runs")
-    add("--log-level", type=str.lower, choices=LOG_LEVELS, default="info")
-    add("--log-format", choices=("text", "json"), default="text")
+    add("--log-level", type=str.lower, choices=LOG_LEVELS, default="info", help="(default info)")
+    add("--log-format", choices=("text", "json"), default="text", help="one line per event (default text)")
     return parser
 
 
@@ -207,12 +227,15 @@ def open_queue(args) -> tuple[object, Callable[[], None]]:
         # worker on the database never needs (measured by python -m tests.bench, burst drains).
         from ..client import HttpQueue
 
-        queue = HttpQueue(args.api, token=args.token or os.environ.get("QUEUE_API_TOKEN") or None)
+        token = args.token or os.environ.get("QUEUE_API_TOKEN") or None
+        if token is not None and args.token is None:
+            validate_token("QUEUE_API_TOKEN", token)  # --token was checked by argparse
+        queue = HttpQueue(args.api, token=token)
         try:
             queue.check()  # an unreachable server or a refused token: one line now, not an error per poll
         except QueueError:
             queue.close()
             raise
         return queue, queue.close
-    db = open_database(args.db)
+    db = open_for_command(args.db)
     return JobRepository(db), db.close

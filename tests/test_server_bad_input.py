@@ -1,0 +1,127 @@
+"""Hostile input to every route (issue 19): a 422 or 404 problem naming the field, never a 500 or a 503.
+
+Run on both backends: PostgreSQL and SQLite refuse different things (a lone surrogate, 65,536 bind
+parameters), and neither refusal may reach a client as a server error.
+"""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from test_server import JSON_BODY, assert_problem
+
+from queue_core import problems
+from queue_core.server.app import create_app
+from queue_core.server.schemas import MAX_CLAIM_TYPES
+
+LONE_SURROGATE = "\\ud800"  # a valid JSON escape, but no character: UTF-8 cannot encode it
+
+
+@pytest.fixture
+def http(repo):
+    with TestClient(create_app(repo), raise_server_exceptions=False) as client:
+        yield client
+
+
+@pytest.fixture
+def running(repo):
+    """A job claimed by worker w1: the routes that finish a job have one to act on."""
+    repo.create("echo")
+    return repo.claim("w1")
+
+
+def post_raw(http, path: str, body: str):
+    return http.post(path, content=body.encode("ascii"), headers=JSON_BODY)
+
+
+def unchanged(repo, job) -> bool:
+    now = repo.find_by_id(job.id)
+    return (now.status, now.worker_id, now.attempt, now.heartbeat_at) == (
+        job.status,
+        job.worker_id,
+        job.attempt,
+        job.heartbeat_at,
+    )
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/jobs/claim", f'{{"worker_id": "w", "types": ["a{LONE_SURROGATE}"]}}', "types.0"),
+        ("/jobs/claim-many", f'{{"worker_id": "w", "n": 2, "types": ["echo", "{LONE_SURROGATE}"]}}', "types.1"),
+        ("/jobs/claim-many", f'{{"worker_id": "w{LONE_SURROGATE}", "n": 2}}', "worker_id"),
+        ("/jobs/heartbeat", f'{{"worker_id": "w{LONE_SURROGATE}", "job_ids": [{{id}}]}}', "worker_id"),
+        ("/jobs/{id}/complete", f'{{"worker_id": "{LONE_SURROGATE}"}}', "worker_id"),
+        ("/jobs/{id}/release", f'{{"worker_id": "{LONE_SURROGATE}"}}', "worker_id"),
+        ("/jobs/{id}/fail", f'{{"error": "x", "worker_id": "{LONE_SURROGATE}"}}', "worker_id"),
+    ],
+)
+def test_a_lone_surrogate_in_any_text_field_is_422(http, repo, running, path, body, field):
+    pending, _ = repo.create("echo")
+    response = post_raw(http, path.replace("{id}", str(running.id)), body.replace("{id}", str(running.id)))
+    assert_problem(response, 422, field=field)
+    assert unchanged(repo, running) and repo.find_by_id(pending.id).status == "pending"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "field"),
+    [
+        ("/jobs/claim", {"worker_id": "w", "types": [""]}, "types.0"),
+        ("/jobs/claim", {"worker_id": "w", "types": ["a\nb"]}, "types.0"),
+        ("/jobs/claim", {"worker_id": "w", "types": ["x" * 256]}, "types.0"),
+        ("/jobs/claim", {"worker_id": " "}, "worker_id"),
+        ("/jobs/heartbeat", {"worker_id": "", "job_ids": [1]}, "worker_id"),
+        ("/jobs/{id}/complete", {"worker_id": "w" * 256}, "worker_id"),
+    ],
+)
+def test_text_fields_follow_the_repository_rules(http, repo, running, path, body, field):
+    assert_problem(http.post(path.replace("{id}", str(running.id)), json=body), 422, field=field)
+    assert unchanged(repo, running)
+
+
+@pytest.mark.parametrize("path", ["/jobs/claim", "/jobs/claim-many"])
+@pytest.mark.parametrize("count", [MAX_CLAIM_TYPES + 1, 65_536])
+def test_too_many_types_is_a_422_not_a_503(http, repo, path, count):
+    # PostgreSQL takes at most 65,535 bind parameters: the request must be refused before any query.
+    repo.create("t0")
+    body = {"worker_id": "w", "n": 1, "types": [f"t{i}" for i in range(count)]}
+    if path == "/jobs/claim":
+        del body["n"]
+    problem = assert_problem(http.post(path, json=body), 422, field="types")
+    assert f"at most {MAX_CLAIM_TYPES}" in problem["detail"]
+    assert repo.counts()["pending"] == 1
+
+
+def test_the_most_types_allowed_still_claims(http, repo):
+    job, _ = repo.create(f"t{MAX_CLAIM_TYPES - 1}")
+    types = [f"t{i}" for i in range(MAX_CLAIM_TYPES)]
+    response = http.post("/jobs/claim", json={"worker_id": "w", "types": types})
+    assert response.status_code == 200 and response.json()["id"] == job.id
+
+
+@pytest.mark.parametrize("path", ["/jobs/{id}", "/jobs/{id}/complete", "/jobs/{id}/retry", "/jobs/{id}/fail"])
+@pytest.mark.parametrize("job_id", [2**63, 2**64 + 1, 10**30])
+def test_path_ids_beyond_64_bits_are_never_a_500(http, path, job_id):
+    url = path.replace("{id}", str(job_id))
+    response = http.get(url) if path == "/jobs/{id}" else http.post(url, json={"error": "x"})
+    assert response.status_code in (404, 422), response.text
+    assert_problem(response, response.status_code)
+
+
+def test_retrying_a_job_that_is_not_failed_has_its_own_problem_type(http, repo):
+    job, _ = repo.create("echo")
+    problem = assert_problem(http.post(f"/jobs/{job.id}/retry"), 409)
+    assert problem["type"] == problems.NOT_FAILED and problem["title"] == "Job not failed"
+    assert problems.NOT_FAILED != problems.NOT_HELD
+    # The not-held 409 keeps its own type.
+    held = assert_problem(http.post(f"/jobs/{job.id}/complete"), 409)
+    assert held["type"] == problems.NOT_HELD and held["title"] == "Job not held"
+
+
+@pytest.mark.parametrize("depth", [980, 5000])
+def test_a_deeply_nested_payload_is_refused_and_writes_nothing(http, repo, depth):
+    payload = '{"a": ' + "[" * depth + "]" * depth + "}"
+    response = post_raw(http, "/jobs", f'{{"type": "t", "payload": {payload}}}')
+    assert response.status_code in (400, 422), response.text
+    assert_problem(response, response.status_code)
+    assert sum(repo.counts().values()) == 0
