@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from test_server import JSON_BODY, assert_problem
 
-from queue_core import problems
+from queue_core.server import problems
 from queue_core.server.app import create_app
 from queue_core.server.schemas import MAX_CLAIM_TYPES
 
