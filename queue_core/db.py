@@ -183,8 +183,41 @@ def _migrate_v4(db: pw.Database) -> None:
     db.execute_sql("DROP INDEX IF EXISTS jobs_idempotency_key")
 
 
+# Version 5's first attempt number per job, from version 4's token (retry_count + 1 for the attempt a job
+# is on) and its error history. A running job keeps exactly the number its worker holds, so that worker's
+# ack still matches after the upgrade. Any other job gets at least the highest attempt its job_errors
+# record (an operator retry reset retry_count but not the history), so its next claim, which adds one,
+# numbers above every attempt recorded so far; finished jobs keep the number of their last attempt, and a
+# pending job the number of attempts it has had (retry_count), so the next claim is the next attempt.
+# (A running job that was operator-retried before the upgrade may repeat a number in its history once;
+# its fencing still holds, since every later claim numbers above the one it holds.)
+ATTEMPT_FROM_V4 = """
+UPDATE jobs SET attempt = CASE
+    WHEN status = 'running' THEN retry_count + 1
+    ELSE {greatest}(
+        CASE WHEN status = 'pending' THEN retry_count ELSE retry_count + 1 END,
+        COALESCE((SELECT MAX(e.attempt) FROM job_errors e WHERE e.job_id = jobs.id), 0)
+    )
+END
+WHERE status <> 'pending' OR retry_count > 0 OR id IN (SELECT job_id FROM job_errors)
+"""
+
+
+def _migrate_v5(db: pw.Database) -> None:
+    # A fresh database already has the column: version 1 creates the table from the current model.
+    # (PostgreSQL says IF NOT EXISTS itself; peewee's get_columns there looks in "public", not the search_path.)
+    add = "ALTER TABLE jobs ADD COLUMN {} attempt INTEGER NOT NULL DEFAULT 0"
+    if is_postgres(db):
+        db.execute_sql(add.format("IF NOT EXISTS"))
+        db.execute_sql(ATTEMPT_FROM_V4.format(greatest="GREATEST"))
+        return
+    if "attempt" not in {column.name for column in db.get_columns("jobs")}:
+        db.execute_sql(add.format(""))
+    db.execute_sql(ATTEMPT_FROM_V4.format(greatest="MAX"))
+
+
 # (version, step): each step takes the schema from version - 1 to version, keeping every job.
-MIGRATIONS = ((1, _migrate_v1), (2, _migrate_v2), (3, _migrate_v3), (4, _migrate_v4))
+MIGRATIONS = ((1, _migrate_v1), (2, _migrate_v2), (3, _migrate_v3), (4, _migrate_v4), (5, _migrate_v5))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

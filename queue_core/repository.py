@@ -50,6 +50,7 @@ INSERT_COLUMNS = (
     "priority",
     "status",
     "retry_count",
+    "attempt",
     "max_retries",
     "idempotency_key",
     "run_at",
@@ -360,6 +361,7 @@ class JobRepository:
             "retry_backoff": validate_retry_backoff(retry_backoff),
             "status": PENDING,
             "retry_count": 0,
+            "attempt": 0,
             "created_at": now,
             "updated_at": now,
         }
@@ -424,7 +426,14 @@ class JobRepository:
     def _claim_parts(self, worker_id: str, due, now):
         """(the PostgreSQL CTE locking the ``due`` jobs or None, the UPDATE ... RETURNING that claims them)."""
         Job = self.Job
-        query = Job.update(status=RUNNING, worker_id=worker_id, claimed_at=now, heartbeat_at=None, updated_at=now)
+        query = Job.update(
+            status=RUNNING,
+            worker_id=worker_id,
+            attempt=Job.attempt + 1,  # the fencing token: every claim is a new attempt
+            claimed_at=now,
+            heartbeat_at=None,
+            updated_at=now,
+        )
         if not self.postgres:
             return None, query.where(Job.id.in_(due)).returning(Job)
         chosen = due.for_update("FOR UPDATE SKIP LOCKED").cte("claimable", materialized=True)
@@ -457,8 +466,9 @@ class JobRepository:
         if worker_id is not None:
             condition &= Job.worker_id == worker_id
         if attempt is not None:
-            # retry_count is the fencing token: a reap bumps it, so a zombie's late ack matches nothing.
-            condition &= Job.retry_count == attempt - 1
+            # The fencing token: every claim adds one and nothing resets it (not even an operator retry),
+            # so a late ack of an earlier claim matches nothing.
+            condition &= Job.attempt == attempt
         return condition
 
     def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
@@ -466,9 +476,8 @@ class JobRepository:
         Job = self.Job
 
         def build(m: Markers):
-            # _held compares retry_count with attempt - 1: hand it a marker + 1 so the marker is what is bound.
             holder = m.text("worker_id", Job.worker_id) if worker_id is not None else None
-            held_at = m.integer("retry_count", Job.retry_count) + 1 if attempt is not None else None
+            held_at = m.integer("attempt", Job.attempt) if attempt is not None else None
             now = POSTGRES_NOW if self.database_clock else m.time("now", Job.updated_at)
             changes = {"status": COMPLETED, "updated_at": now}
             return Job.update(**changes).where(self._held(m.integer("job_id", Job.id), holder, held_at)).returning(Job)
@@ -477,7 +486,7 @@ class JobRepository:
         if not self.database_clock:
             values["now"] = self.now()
         if attempt is not None:
-            values["retry_count"] = attempt - 1
+            values["attempt"] = attempt
         statement = self._prepared(("complete", worker_id is not None, attempt is not None), build)
         return next(iter(statement.execute(values)), None)
 
@@ -496,7 +505,7 @@ class JobRepository:
         if types == []:
             return self.complete(job_id, worker_id=worker_id, attempt=attempt), None
         Job = self.Job
-        values = {"job_id": job_id, "worker_id": worker_id, "retry_count": attempt - 1}
+        values = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt}
         values.update((f"type{i}", name) for i, name in enumerate(types or ()))
         if not self.database_clock:
             values["now"] = self.now()
@@ -504,7 +513,7 @@ class JobRepository:
         def build(m: Markers):
             now = POSTGRES_NOW if self.database_clock else m.time("now", Job.updated_at)
             holder = m.text("worker_id", Job.worker_id)
-            held = self._held(m.integer("job_id", Job.id), holder, m.integer("retry_count", Job.retry_count) + 1)
+            held = self._held(m.integer("job_id", Job.id), holder, m.integer("attempt", Job.attempt))
             shape = None if types is None else [m.text(f"type{i}", Job.type) for i in range(len(types))]
             due = self._due(1, shape, now)
             if not self.postgres:
@@ -514,6 +523,7 @@ class JobRepository:
                 changes = {
                     "status": pw.Case(None, [(ours, COMPLETED)], RUNNING),
                     "worker_id": holder,
+                    "attempt": pw.Case(None, [(ours, Job.attempt)], Job.attempt + 1),
                     "claimed_at": pw.Case(None, [(ours, Job.claimed_at)], Job.claimed_at.to_value(now)),
                     "heartbeat_at": pw.Case(None, [(ours, Job.heartbeat_at)], None),
                     "updated_at": now,
@@ -628,6 +638,8 @@ class JobRepository:
 
     def retry(self, job_id: int) -> Job | None:
         """Operator retry of a failed job: back to pending now, retry_count reset to 0, claim cleared.
+
+        ``attempt`` is kept: the next claim numbers above every earlier one, so no late ack can finish it.
 
         The latest ``error`` and the attempt history stay, so the operator still sees why it failed.
         None if the job is missing or not failed.

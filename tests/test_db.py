@@ -87,7 +87,7 @@ def test_version_1_database_is_migrated_keeping_jobs(db_url):
     db.execute_sql("UPDATE queue_meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION == 4
+    assert schema_version(db) == SCHEMA_VERSION == 5
     assert "job_errors_created" in {index.name for index in db.get_indexes("job_errors")}
     assert JobRepository(db).list()[0].payload == {"keep": True}
     db.close()
@@ -105,7 +105,7 @@ def test_version_3_database_gets_a_unique_index_on_set_keys_only(db_url):
 
     db = open_database(db_url)
     repo = JobRepository(db)
-    assert schema_version(db) == 4
+    assert schema_version(db) == SCHEMA_VERSION
     indexes = {index.name: index for index in db.get_indexes("jobs")}
     assert "jobs_idempotency_key" not in indexes and indexes["jobs_idempotency_key_set"].unique
     again, created = repo.create("t", {"n": 1}, idempotency_key="invoice-7")
@@ -142,3 +142,42 @@ def test_throughput_reads_job_errors_through_its_time_index(repo, db):
         "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM job_errors WHERE created_at >= ?", ("2030-01-01",)
     ).fetchall()
     assert any("job_errors_created" in row[-1] for row in plan), plan
+
+
+def _as_version_4(db) -> None:
+    """Turn a current database back into schema version 4: no ``attempt`` column on jobs."""
+    db.execute_sql("ALTER TABLE jobs DROP COLUMN attempt")
+    db.execute_sql("UPDATE queue_meta SET value = '4' WHERE key = 'schema_version'")
+
+
+def test_version_4_database_gets_a_stored_attempt_keeping_every_job(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    running, _ = repo.create("t", {"keep": "running"}, max_retries=5)
+    retried, _ = repo.create("t", {"keep": "retried"})
+    fresh, _ = repo.create("never-claimed", {"keep": "fresh"})
+    done, _ = repo.create("t", {"keep": "done"})
+    assert [job.id for job in repo.claim_many("w1", 3, types=["t"])] == [running.id, retried.id, done.id]
+    repo.complete(done.id)
+    _as_version_4(db)
+    # Version 4's token was retry_count: the running job is on its third attempt, as its worker knows it.
+    db.execute_sql(f"UPDATE jobs SET retry_count = 2 WHERE id = {db.param}", (running.id,))
+    # The retried job failed three times, then an operator retried it: retry_count 0, history up to 3.
+    db.execute_sql(f"UPDATE jobs SET status = 'pending', worker_id = NULL WHERE id = {db.param}", (retried.id,))
+    for attempt in (1, 2, 3):
+        repo.JobError.create(job_id=retried.id, attempt=attempt, worker_id="w1", error="x", created_at=repo.now())
+    db.close()
+
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    assert schema_version(db) == SCHEMA_VERSION == 5
+    assert {job.payload["keep"] for job in repo.list()} == {"running", "retried", "fresh", "done"}
+    assert repo.find_by_id(running.id).attempt == 3
+    # The worker still holding the running job acks with the attempt it was given (retry_count + 1).
+    assert repo.complete(running.id, worker_id="w1", attempt=3).status == "completed"
+    assert repo.find_by_id(done.id).attempt == 1
+    assert repo.find_by_id(fresh.id).attempt == 0
+    # The next claim of each job numbers its attempt above every attempt its history already holds.
+    claimed = {job.id: job.attempt for job in repo.claim_many("w2", 10)}
+    assert claimed == {retried.id: 4, fresh.id: 1}
+    db.close()

@@ -398,3 +398,24 @@ def test_huge_ages_mean_nothing_is_that_old(repo, clock):
     repo.fail(job.id, "x")
     assert repo.prune(timedelta.max) == 0
     assert repo.find_by_id(job.id).status == "failed"
+
+
+def test_attempt_counts_every_claim_and_survives_an_operator_retry(repo, clock):
+    job, _ = repo.create("t", max_retries=1, retry_backoff=0)
+    other, _ = repo.create("t")
+    assert job.attempt == 0  # never claimed
+    assert repo.claim("w1").attempt == 1
+    assert repo.fail(job.id, "one", worker_id="w1", attempt=1).attempt == 1
+    [again] = repo.claim_many("w1", 1)
+    assert again.attempt == 2
+    assert repo.fail(job.id, "two", worker_id="w1", attempt=2).status == "failed"
+    retried = repo.retry(job.id)
+    assert (retried.retry_count, retried.attempt) == (0, 2)  # the retry resets retry_count, never the attempt
+    third = repo.claim("w1")
+    assert (third.id, third.attempt) == (job.id, 3)
+    assert repo.release(job.id, worker_id="w1", attempt=3).attempt == 3
+    fourth = repo.claim("w1")
+    done, following = repo.complete_and_claim(job.id, worker_id="w1", attempt=fourth.attempt)
+    assert (done.attempt, done.status) == (4, "completed")
+    assert (following.id, following.attempt) == (other.id, 1)
+    assert [e.attempt for e in repo.errors_for(job.id)] == [1, 2]
