@@ -18,7 +18,7 @@ from .db import is_postgres
 from .errors import IdempotencyConflict, ValidationError
 from .models import Job, JobStatus, bind_models, parse_priority
 from .notify import JOBS_CHANNEL
-from .prepared import Markers, PreparedStatement, RowReader
+from .prepared import Markers, PreparedStatement, RowReader, StatementCache
 from .validation import (
     encode_payload,
     validate_age,
@@ -31,6 +31,7 @@ from .validation import (
     validate_retry_backoff,
     validate_status,
     validate_type,
+    validate_types,
     validate_worker_id,
 )
 
@@ -139,7 +140,7 @@ class JobRepository:
         models = bind_models(db)
         self.Job = models.Job
         self.JobError = models.JobError
-        self._statements: dict[tuple, PreparedStatement] = {}
+        self._statements = StatementCache()
         self._row_reader = RowReader(self.Job)
         self._window_reader = RowReader(self.Job)  # its own: window rows have other columns than RETURNING *
 
@@ -389,10 +390,9 @@ class JobRepository:
         """
         worker_id = validate_worker_id(worker_id)
         validate_positive_int("n", n)
-        if types is not None:
-            types = list(types)
-            if not types:
-                return []
+        types = _padded(validate_types(types))
+        if types == []:
+            return []
         Job = self.Job
         values = {"worker_id": worker_id, "n": n}
         values.update((f"type{i}", name) for i, name in enumerate(types or ()))
@@ -441,10 +441,7 @@ class JobRepository:
 
     def _prepared(self, key, build, rows_as=None) -> PreparedStatement:
         """The statement for ``key``, built by peewee on first use and replayed after (queue_core.prepared)."""
-        statement = self._statements.get(key)
-        if statement is None:
-            statement = self._statements[key] = PreparedStatement(self.db, build, rows_as)
-        return statement
+        return self._statements.get(key, lambda: PreparedStatement(self.db, build, rows_as))
 
     def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> list[int]:
         """Refresh the heartbeat of running jobs this worker holds; returns the ids it still holds."""
@@ -501,7 +498,7 @@ class JobRepository:
         two data-modifying CTEs, the claim choosing its job ``FOR UPDATE SKIP LOCKED`` as ``claim`` does.
         """
         worker_id = validate_worker_id(worker_id)
-        types = None if types is None else list(types)
+        types = _padded(validate_types(types))
         if types == []:
             return self.complete(job_id, worker_id=worker_id, attempt=attempt), None
         Job = self.Job
@@ -778,6 +775,15 @@ class JobRepository:
         failed = JobError.select().where(JobError.created_at >= since).count()
         minutes = period.total_seconds() / 60
         return {"completed": completed / minutes, "failed": failed / minutes}
+
+
+def _padded(types: list[str] | None) -> list[str] | None:
+    """``types`` grown to the next power of two by repeating its last name: the same claim, and a list of
+    any length shares one of a few compiled statements (1, 2, 4, ... names) instead of one per length."""
+    if not types:
+        return types
+    size = 1 << (len(types) - 1).bit_length()
+    return types + [types[-1]] * (size - len(types))
 
 
 def _pending_notification():

@@ -20,6 +20,8 @@ MAX_LIST_LIMIT = 1000
 # decoders recurse (Python's gives up near 1,000 levels, after such a row was stored), and no job needs
 # more; a deeper payload is refused before anything is written, so it can never become a poison job.
 MAX_PAYLOAD_DEPTH = 64
+# Types one claim may name: each is a bound parameter, and no worker serves more.
+MAX_TYPES = 100
 
 
 def is_text(value: str) -> bool:
@@ -37,6 +39,26 @@ def validate_type(value) -> str:
     if len(value) > MAX_TEXT_CHARS or not value.isprintable():
         raise ValidationError("type", f"must be at most {MAX_TEXT_CHARS} printable characters")
     return value
+
+
+def validate_types(value) -> list[str] | None:
+    """A claim's ``types``: None (any type) or a list of at most ``MAX_TYPES`` type names."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes):
+        raise ValidationError("types", f"must be a list of type names, not the single string {value!r}")
+    try:
+        types = list(value)
+    except TypeError:
+        raise ValidationError("types", f"must be a list of type names, not {type(value).__name__}") from None
+    if len(types) > MAX_TYPES:
+        raise ValidationError("types", f"names {len(types)} types; a claim takes at most {MAX_TYPES}")
+    for index, name in enumerate(types):
+        try:
+            validate_type(name)
+        except ValidationError as exc:
+            raise ValidationError("types", f"item {index}: {exc.message}") from None
+    return types
 
 
 def encode_payload(value) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 from queue_core.errors import IdempotencyConflict, ValidationError
 from queue_core.repository import BACKOFF_CAP, DEFAULT_BACKOFF_BASE, ROW_ERROR_CHARS
+from queue_core.validation import MAX_TYPES
 
 
 def test_lifecycle_pending_running_completed(repo, clock):
@@ -419,3 +420,35 @@ def test_attempt_counts_every_claim_and_survives_an_operator_retry(repo, clock):
     assert (done.attempt, done.status) == (4, "completed")
     assert (following.id, following.attempt) == (other.id, 1)
     assert [e.attempt for e in repo.errors_for(job.id)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "types",
+    [
+        [f"t{i}" for i in range(MAX_TYPES + 1)],  # too many: each count compiled a statement of its own
+        ["ok", ""],
+        ["ok", "x" * 256],
+        ["ok", "bad\ntype"],
+        ["ok", 7],
+        "just-one-type",  # a string is not a list of types (it would claim types "j", "u", ...)
+    ],
+)
+def test_bad_types_in_a_claim_name_types_and_change_nothing(repo, types):
+    job, _ = repo.create("t")
+    other, _ = repo.create("t")
+    held = repo.claim("w", types=["t"])
+    calls = [
+        lambda: repo.claim("w", types=types),
+        lambda: repo.claim_many("w", 5, types=types),
+        lambda: repo.complete_and_claim(job.id, types, worker_id="w", attempt=held.attempt),
+    ]
+    for call in calls:
+        with pytest.raises(ValidationError) as info:
+            call()
+        assert info.value.field == "types"
+    assert repo.find_by_id(job.id).status == "running" and repo.find_by_id(other.id).status == "pending"
+
+
+def test_the_most_types_a_claim_takes(repo):
+    job, _ = repo.create(f"t{MAX_TYPES - 1}")
+    assert repo.claim("w", types=[f"t{i}" for i in range(MAX_TYPES)]).id == job.id
