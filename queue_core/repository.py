@@ -369,7 +369,10 @@ class JobRepository:
 
     @staticmethod
     def _same_job_or_conflict(existing: Job, fields: dict) -> Job:
-        if existing.type != fields["type"] or existing.payload != json.loads(fields["payload"]):
+        # Payloads compared as canonical JSON, not as Python values: 1 == 1.0 == True in Python, yet
+        # {"amount": 1}, {"amount": 1.0} and {"amount": true} are different requests. Key order is not.
+        new = json.loads(fields["payload"])
+        if existing.type != fields["type"] or _canonical(existing.payload) != _canonical(new):
             raise IdempotencyConflict(fields["idempotency_key"], existing)
         return existing
 
@@ -789,6 +792,11 @@ def _padded(types: list[str] | None) -> list[str] | None:
 def _pending_notification():
     # The payload names the schema: queues in other schemas of the database ignore it.
     return pw.fn.pg_notify(JOBS_CHANNEL, pw.fn.current_schema())
+
+
+def _canonical(payload: dict) -> str:
+    """One text per JSON value, types included: keys sorted, no spaces."""
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
 def _decoded(payload: str) -> dict:

@@ -452,3 +452,34 @@ def test_bad_types_in_a_claim_name_types_and_change_nothing(repo, types):
 def test_the_most_types_a_claim_takes(repo):
     job, _ = repo.create(f"t{MAX_TYPES - 1}")
     assert repo.claim("w", types=[f"t{i}" for i in range(MAX_TYPES)]).id == job.id
+
+
+@pytest.mark.parametrize(
+    ("stored", "again"),
+    [
+        ({"amount": 1}, {"amount": True}),
+        ({"amount": 1}, {"amount": 1.0}),
+        ({"amount": True}, {"amount": 1}),
+        ({"amount": 0}, {"amount": False}),
+        ({"amount": 2.0}, {"amount": 2}),
+        ({"line": {"qty": [1, 2]}}, {"line": {"qty": [True, 2]}}),
+    ],
+)
+def test_an_idempotency_key_with_a_payload_equal_only_loosely_is_a_conflict(repo, stored, again):
+    # Issue 19 defect 13: Python's 1 == 1.0 == True made these "the same job" and returned the stored one.
+    job, _ = repo.create("pay", stored, idempotency_key="tb1")
+    with pytest.raises(IdempotencyConflict):
+        repo.create("pay", again, idempotency_key="tb1")
+    with pytest.raises(IdempotencyConflict):
+        repo.create_many([{"type": "pay", "payload": again, "idempotency_key": "tb1"}])
+    assert repo.find_by_id(job.id).payload == stored and sum(repo.counts().values()) == 1
+
+
+def test_an_idempotency_key_with_the_same_payload_in_another_key_order_returns_the_stored_job(repo):
+    job, _ = repo.create("pay", {"amount": 1, "to": {"iban": "x", "name": "ann"}}, idempotency_key="tb1")
+    same, created = repo.create("pay", {"to": {"name": "ann", "iban": "x"}, "amount": 1}, idempotency_key="tb1")
+    assert same.id == job.id and not created
+    [again] = repo.create_many(
+        [{"type": "pay", "payload": {"amount": 1, "to": {"name": "ann", "iban": "x"}}, "idempotency_key": "tb1"}]
+    )
+    assert again.id == job.id
