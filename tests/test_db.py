@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+import time
+
 import peewee as pw
 import pytest
 
@@ -181,3 +185,76 @@ def test_version_4_database_gets_a_stored_attempt_keeping_every_job(db_url):
     claimed = {job.id: job.attempt for job in repo.claim_many("w2", 10)}
     assert claimed == {retried.id: 4, fresh.id: 1}
     db.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:///:memory:",
+        "sqlite://",
+        "sqlite:///",
+        "sqlite:///file::memory:",
+        "sqlite:///file:jobs?mode=memory&cache=shared",
+    ],
+)
+def test_an_in_memory_sqlite_database_is_refused(url, tmp_path, monkeypatch):
+    # Issue 19 defect 14: each thread's connection got its own empty database ("no such table" for ever).
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(url)
+    assert "file" in str(info.value) and "sqlite:///queue.db" in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_that_is_not_sqlite_is_one_clear_error(tmp_path):
+    # Issue 19 defect 12: a raw sqlite3.DatabaseError traceback before.
+    path = tmp_path / "notes.txt"
+    path.write_text("these are my notes, not a database\n" * 200)
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(f"sqlite:///{path}")
+    assert str(path) in str(info.value) and "not a database" in str(info.value)
+    assert path.read_text().startswith("these are my notes")
+
+
+@pytest.mark.parametrize("value", ["garbage", "", "4.5", "-1"])
+def test_a_corrupt_schema_version_is_one_clear_error(db_url, value):
+    db = open_database(db_url)
+    db.execute_sql(f"UPDATE queue_meta SET value = {db.param} WHERE key = 'schema_version'", (value,))
+    db.close()
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(db_url)
+    assert "schema_version" in str(info.value) and repr(value) in str(info.value)
+
+
+@pytest.mark.backends("sqlite")
+def test_opening_a_current_database_takes_no_write_lock(db_url, tmp_path):
+    # "Also seen": read-only commands took the write lock to migrate, so they waited for (and then failed
+    # behind) any writer. A current schema is only read.
+    open_database(db_url).close()
+    holder = sqlite3.connect(tmp_path / "queue.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        db = open_database(db_url + "?busy_timeout=2000")
+        assert JobRepository(db).counts()["pending"] == 0
+        assert time.monotonic() - started < 1.5
+        db.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+@pytest.mark.backends("postgresql")
+def test_opening_a_current_postgres_database_does_not_wait_for_a_migration_lock(db_url):
+    import psycopg
+
+    open_database(db_url).close()
+    opened = []
+    with psycopg.connect(db_url) as holder:  # a transaction holding the migration lock (another migrating opener)
+        holder.execute("SELECT pg_advisory_xact_lock(7312450981)")
+        opener = threading.Thread(target=lambda: opened.append(open_database(db_url)), daemon=True)
+        opener.start()
+        opener.join(3)
+        assert opened, "open_database waited for the migration lock although the schema is current"
+    opener.join(10)
+    opened[0].close()
