@@ -51,6 +51,9 @@ class RemoteJob:
     run_at: datetime | None = None
     heartbeat_at: datetime | None = None
     retry_backoff: float | None = None
+    # Claims so far: the fencing token an ack names (schema v5). A server from before v5 does not send
+    # it; from_dict then derives it as that server's token was (retry_count + 1).
+    attempt: int | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -60,13 +63,10 @@ class RemoteJob:
         for name in TIME_FIELDS:
             if values.get(name) is not None:
                 values[name] = datetime.fromisoformat(values[name])
+        if values.get("attempt") is None and values.get("retry_count") is not None:
+            values["attempt"] = values["retry_count"] + 1
         extra = {key: value for key, value in data.items() if key not in known and key != "priority_label"}
         return cls(**values, extra=extra)
-
-    @property
-    def attempt(self) -> int:
-        """1-based number of the current (or last) attempt, as on ``Job``."""
-        return self.retry_count + 1
 
     @property
     def priority_label(self) -> str:

@@ -17,6 +17,12 @@ MAX_RETRIES_LIMIT = 1000
 MAX_ERROR_CHARS = 10_000
 MAX_TEXT_CHARS = 255
 MAX_LIST_LIMIT = 1000
+# How deep a payload's objects and arrays may nest, the payload object itself being level 1. JSON
+# decoders recurse (Python's gives up near 1,000 levels, after such a row was stored), and no job needs
+# more; a deeper payload is refused before anything is written, so it can never become a poison job.
+MAX_PAYLOAD_DEPTH = 64
+# Types one claim may name: each is a bound parameter, and no worker serves more.
+MAX_TYPES = 100
 
 
 def is_text(value: str) -> bool:
@@ -36,15 +42,85 @@ def validate_type(value) -> str:
     return value
 
 
+def validate_types(value) -> list[str] | None:
+    """A claim's ``types``: None (any type) or a list of at most ``MAX_TYPES`` type names."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes):
+        raise ValidationError("types", f"must be a list of type names, not the single string {value!r}")
+    try:
+        types = list(value)
+    except TypeError:
+        raise ValidationError("types", f"must be a list of type names, not {type(value).__name__}") from None
+    if len(types) > MAX_TYPES:
+        raise ValidationError("types", f"names {len(types)} types; a claim takes at most {MAX_TYPES}")
+    for index, name in enumerate(types):
+        try:
+            validate_type(name)
+        except ValidationError as exc:
+            raise ValidationError("types", f"item {index}: {exc.message}") from None
+    return types
+
+
 def encode_payload(value) -> str:
+    """The payload as the JSON text that is stored; ValidationError for anything that could not be read back."""
     if value is None:
         value = {}
     if not isinstance(value, dict):
         raise ValidationError("payload", f"must be a JSON object, got {type(value).__name__}")
     try:
-        return json.dumps(value, separators=(",", ":"), allow_nan=False)
-    except (TypeError, ValueError, RecursionError) as exc:
+        text = json.dumps(value, separators=(",", ":"), allow_nan=False)
+    except RecursionError:
+        raise _too_deep() from None
+    except (TypeError, ValueError) as exc:
         raise ValidationError("payload", f"must be JSON-serialisable: {exc}") from None
+    # Nesting needs an opening bracket per level: few brackets in all (nearly every payload) cannot nest
+    # too deep, and two counts in C cost far less than walking the value.
+    if text.count("{") + text.count("[") > MAX_PAYLOAD_DEPTH:
+        validate_payload_depth(value)
+    return text
+
+
+def validate_payload_depth(value, limit: int = MAX_PAYLOAD_DEPTH):
+    """``value`` (a decoded payload) unchanged, or ValidationError if its containers nest deeper than ``limit``.
+
+    Iterative, so any depth is measured without recursion; for callers that decode JSON themselves
+    (see ``parse_payload``) and for the repository's ``encode_payload``.
+    """
+    containers = (dict, list, tuple)
+    stack = [(value, 1)] if isinstance(value, containers) else []
+    while stack:
+        node, depth = stack.pop()
+        for child in node.values() if isinstance(node, dict) else node:
+            if isinstance(child, containers):
+                if depth >= limit:
+                    raise _too_deep(limit)
+                stack.append((child, depth + 1))
+    return value
+
+
+def parse_payload(text: str) -> dict:
+    """A payload given as JSON text (CLI ``--payload``, a file): a JSON object nested at most ``MAX_PAYLOAD_DEPTH``.
+
+    Every problem is a ValidationError naming ``payload``, never a RecursionError.
+    """
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise _too_deep() from None
+    except ValueError as exc:
+        raise ValidationError("payload", f"is not valid JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise ValidationError("payload", 'must be a JSON object, e.g. {"to": "ann@example.com"}')
+    return validate_payload_depth(value)
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _too_deep(limit: int = MAX_PAYLOAD_DEPTH) -> ValidationError:
+    return ValidationError("payload", f"nests objects and arrays more than {limit} levels deep; flatten it")
 
 
 def validate_max_retries(value) -> int:

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+import time
+
 import peewee as pw
 import pytest
 
@@ -87,7 +91,7 @@ def test_version_1_database_is_migrated_keeping_jobs(db_url):
     db.execute_sql("UPDATE queue_meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION == 4
+    assert schema_version(db) == SCHEMA_VERSION == 5
     assert "job_errors_created" in {index.name for index in db.get_indexes("job_errors")}
     assert JobRepository(db).list()[0].payload == {"keep": True}
     db.close()
@@ -105,7 +109,7 @@ def test_version_3_database_gets_a_unique_index_on_set_keys_only(db_url):
 
     db = open_database(db_url)
     repo = JobRepository(db)
-    assert schema_version(db) == 4
+    assert schema_version(db) == SCHEMA_VERSION
     indexes = {index.name: index for index in db.get_indexes("jobs")}
     assert "jobs_idempotency_key" not in indexes and indexes["jobs_idempotency_key_set"].unique
     again, created = repo.create("t", {"n": 1}, idempotency_key="invoice-7")
@@ -142,3 +146,115 @@ def test_throughput_reads_job_errors_through_its_time_index(repo, db):
         "EXPLAIN QUERY PLAN SELECT COUNT(*) FROM job_errors WHERE created_at >= ?", ("2030-01-01",)
     ).fetchall()
     assert any("job_errors_created" in row[-1] for row in plan), plan
+
+
+def _as_version_4(db) -> None:
+    """Turn a current database back into schema version 4: no ``attempt`` column on jobs."""
+    db.execute_sql("ALTER TABLE jobs DROP COLUMN attempt")
+    db.execute_sql("UPDATE queue_meta SET value = '4' WHERE key = 'schema_version'")
+
+
+def test_version_4_database_gets_a_stored_attempt_keeping_every_job(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    running, _ = repo.create("t", {"keep": "running"}, max_retries=5)
+    retried, _ = repo.create("t", {"keep": "retried"})
+    fresh, _ = repo.create("never-claimed", {"keep": "fresh"})
+    done, _ = repo.create("t", {"keep": "done"})
+    assert [job.id for job in repo.claim_many("w1", 3, types=["t"])] == [running.id, retried.id, done.id]
+    repo.complete(done.id)
+    _as_version_4(db)
+    # Version 4's token was retry_count: the running job is on its third attempt, as its worker knows it.
+    db.execute_sql(f"UPDATE jobs SET retry_count = 2 WHERE id = {db.param}", (running.id,))
+    # The retried job failed three times, then an operator retried it: retry_count 0, history up to 3.
+    db.execute_sql(f"UPDATE jobs SET status = 'pending', worker_id = NULL WHERE id = {db.param}", (retried.id,))
+    for attempt in (1, 2, 3):
+        repo.JobError.create(job_id=retried.id, attempt=attempt, worker_id="w1", error="x", created_at=repo.now())
+    db.close()
+
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    assert schema_version(db) == SCHEMA_VERSION == 5
+    assert {job.payload["keep"] for job in repo.list()} == {"running", "retried", "fresh", "done"}
+    assert repo.find_by_id(running.id).attempt == 3
+    # The worker still holding the running job acks with the attempt it was given (retry_count + 1).
+    assert repo.complete(running.id, worker_id="w1", attempt=3).status == "completed"
+    assert repo.find_by_id(done.id).attempt == 1
+    assert repo.find_by_id(fresh.id).attempt == 0
+    # The next claim of each job numbers its attempt above every attempt its history already holds.
+    claimed = {job.id: job.attempt for job in repo.claim_many("w2", 10)}
+    assert claimed == {retried.id: 4, fresh.id: 1}
+    db.close()
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:///:memory:",
+        "sqlite://",
+        "sqlite:///",
+        "sqlite:///file::memory:",
+        "sqlite:///file:jobs?mode=memory&cache=shared",
+    ],
+)
+def test_an_in_memory_sqlite_database_is_refused(url, tmp_path, monkeypatch):
+    # Issue 19 defect 14: each thread's connection got its own empty database ("no such table" for ever).
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(url)
+    assert "file" in str(info.value) and "sqlite:///queue.db" in str(info.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_file_that_is_not_sqlite_is_one_clear_error(tmp_path):
+    # Issue 19 defect 12: a raw sqlite3.DatabaseError traceback before.
+    path = tmp_path / "notes.txt"
+    path.write_text("these are my notes, not a database\n" * 200)
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(f"sqlite:///{path}")
+    assert str(path) in str(info.value) and "not a database" in str(info.value)
+    assert path.read_text().startswith("these are my notes")
+
+
+@pytest.mark.parametrize("value", ["garbage", "", "4.5", "-1"])
+def test_a_corrupt_schema_version_is_one_clear_error(db_url, value):
+    db = open_database(db_url)
+    db.execute_sql(f"UPDATE queue_meta SET value = {db.param} WHERE key = 'schema_version'", (value,))
+    db.close()
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(db_url)
+    assert "schema_version" in str(info.value) and repr(value) in str(info.value)
+
+
+@pytest.mark.backends("sqlite")
+def test_opening_a_current_database_takes_no_write_lock(db_url, tmp_path):
+    # "Also seen": read-only commands took the write lock to migrate, so they waited for (and then failed
+    # behind) any writer. A current schema is only read.
+    open_database(db_url).close()
+    holder = sqlite3.connect(tmp_path / "queue.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        started = time.monotonic()
+        db = open_database(db_url + "?busy_timeout=2000")
+        assert JobRepository(db).counts()["pending"] == 0
+        assert time.monotonic() - started < 1.5
+        db.close()
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+
+
+@pytest.mark.backends("postgresql")
+def test_opening_a_current_postgres_database_does_not_wait_for_a_migration_lock(db_url):
+    import psycopg
+
+    open_database(db_url).close()
+    opened = []
+    with psycopg.connect(db_url) as holder:  # a transaction holding the migration lock (another migrating opener)
+        holder.execute("SELECT pg_advisory_xact_lock(7312450981)")
+        opener = threading.Thread(target=lambda: opened.append(open_database(db_url)), daemon=True)
+        opener.start()
+        opener.join(3)
+        assert opened, "open_database waited for the migration lock although the schema is current"
+    opener.join(10)
+    opened[0].close()

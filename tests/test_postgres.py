@@ -124,7 +124,7 @@ def test_a_version_2_database_gets_the_churn_settings_and_keeps_its_jobs(db_url)
     db.close()
 
     db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION == 4
+    assert schema_version(db) == SCHEMA_VERSION == 5
     assert JobRepository(db).list()[0].payload == {"kept": True}
     assert "jobs_pending_claim" in {index.name for index in db.get_indexes("jobs")}
     options = db.execute_sql("SELECT reloptions FROM pg_class WHERE oid = 'jobs'::regclass").fetchone()[0]

@@ -9,6 +9,7 @@ import pytest
 
 from queue_core.errors import IdempotencyConflict, ValidationError
 from queue_core.store.repository import BACKOFF_CAP, DEFAULT_BACKOFF_BASE, ROW_ERROR_CHARS
+from queue_core.validation import MAX_TYPES
 
 
 def test_lifecycle_pending_running_completed(repo, clock):
@@ -398,3 +399,87 @@ def test_huge_ages_mean_nothing_is_that_old(repo, clock):
     repo.fail(job.id, "x")
     assert repo.prune(timedelta.max) == 0
     assert repo.find_by_id(job.id).status == "failed"
+
+
+def test_attempt_counts_every_claim_and_survives_an_operator_retry(repo, clock):
+    job, _ = repo.create("t", max_retries=1, retry_backoff=0)
+    other, _ = repo.create("t")
+    assert job.attempt == 0  # never claimed
+    assert repo.claim("w1").attempt == 1
+    assert repo.fail(job.id, "one", worker_id="w1", attempt=1).attempt == 1
+    [again] = repo.claim_many("w1", 1)
+    assert again.attempt == 2
+    assert repo.fail(job.id, "two", worker_id="w1", attempt=2).status == "failed"
+    retried = repo.retry(job.id)
+    assert (retried.retry_count, retried.attempt) == (0, 2)  # the retry resets retry_count, never the attempt
+    third = repo.claim("w1")
+    assert (third.id, third.attempt) == (job.id, 3)
+    assert repo.release(job.id, worker_id="w1", attempt=3).attempt == 3
+    fourth = repo.claim("w1")
+    done, following = repo.complete_and_claim(job.id, worker_id="w1", attempt=fourth.attempt)
+    assert (done.attempt, done.status) == (4, "completed")
+    assert (following.id, following.attempt) == (other.id, 1)
+    assert [e.attempt for e in repo.errors_for(job.id)] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "types",
+    [
+        [f"t{i}" for i in range(MAX_TYPES + 1)],  # too many: each count compiled a statement of its own
+        ["ok", ""],
+        ["ok", "x" * 256],
+        ["ok", "bad\ntype"],
+        ["ok", 7],
+        "just-one-type",  # a string is not a list of types (it would claim types "j", "u", ...)
+    ],
+)
+def test_bad_types_in_a_claim_name_types_and_change_nothing(repo, types):
+    job, _ = repo.create("t")
+    other, _ = repo.create("t")
+    held = repo.claim("w", types=["t"])
+    calls = [
+        lambda: repo.claim("w", types=types),
+        lambda: repo.claim_many("w", 5, types=types),
+        lambda: repo.complete_and_claim(job.id, types, worker_id="w", attempt=held.attempt),
+    ]
+    for call in calls:
+        with pytest.raises(ValidationError) as info:
+            call()
+        assert info.value.field == "types"
+    assert repo.find_by_id(job.id).status == "running" and repo.find_by_id(other.id).status == "pending"
+
+
+def test_the_most_types_a_claim_takes(repo):
+    job, _ = repo.create(f"t{MAX_TYPES - 1}")
+    assert repo.claim("w", types=[f"t{i}" for i in range(MAX_TYPES)]).id == job.id
+
+
+@pytest.mark.parametrize(
+    ("stored", "again"),
+    [
+        ({"amount": 1}, {"amount": True}),
+        ({"amount": 1}, {"amount": 1.0}),
+        ({"amount": True}, {"amount": 1}),
+        ({"amount": 0}, {"amount": False}),
+        ({"amount": 2.0}, {"amount": 2}),
+        ({"line": {"qty": [1, 2]}}, {"line": {"qty": [True, 2]}}),
+    ],
+)
+def test_an_idempotency_key_with_a_payload_equal_only_loosely_is_a_conflict(repo, stored, again):
+    # Issue 19 defect 13: Python's 1 == 1.0 == True made these "the same job" and returned the stored one.
+    job, _ = repo.create("pay", stored, idempotency_key="tb1")
+    with pytest.raises(IdempotencyConflict):
+        repo.create("pay", again, idempotency_key="tb1")
+    with pytest.raises(IdempotencyConflict):
+        repo.create_many([{"type": "pay", "payload": again, "idempotency_key": "tb1"}])
+    assert repo.find_by_id(job.id).payload == stored and sum(repo.counts().values()) == 1
+
+
+def test_an_idempotency_key_with_the_same_payload_in_another_key_order_returns_the_stored_job(repo):
+    job, _ = repo.create("pay", {"amount": 1, "to": {"iban": "x", "name": "ann"}}, idempotency_key="tb1")
+    same, created = repo.create("pay", {"to": {"name": "ann", "iban": "x"}, "amount": 1}, idempotency_key="tb1")
+    assert same.id == job.id and not created
+    [again] = repo.create_many(
+        [{"type": "pay", "payload": {"amount": 1, "to": {"name": "ann", "iban": "x"}}, "idempotency_key": "tb1"}]
+    )
+    assert again.id == job.id

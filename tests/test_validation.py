@@ -8,6 +8,7 @@ import pytest
 
 from queue_core.errors import QueueError, ValidationError
 from queue_core.store.models import parse_priority, priority_label
+from queue_core.validation import MAX_PAYLOAD_DEPTH, parse_payload, validate_payload_depth
 
 BAD_CREATES = [
     ({"type": ""}, "type"),
@@ -107,3 +108,55 @@ def test_lone_surrogates_are_refused_in_text_columns_and_kept_readable_in_errors
     failed = repo.fail(job.id, "cannot open b\udcff.txt")  # os.fsdecode of an undecodable file name
     assert failed.error == "cannot open b\\udcff.txt"
     assert repo.counts()["pending"] + repo.counts()["failed"] == 1
+
+
+def nested(depth: int, leaf=None) -> dict:
+    """A payload whose containers nest ``depth`` deep, the payload object itself counting as 1 (``leaf``, a
+    container with no container inside, as the deepest)."""
+    value = [] if leaf is None else leaf
+    for level in range(depth - 2):
+        value = {"a": value} if level % 2 else [value]
+    return {"a": value}
+
+
+def test_payload_depth_counts_containers_up_to_the_limit():
+    assert validate_payload_depth({}) == {}
+    assert validate_payload_depth(nested(MAX_PAYLOAD_DEPTH)) == nested(MAX_PAYLOAD_DEPTH)
+    with pytest.raises(ValidationError) as info:
+        validate_payload_depth(nested(MAX_PAYLOAD_DEPTH + 1))
+    assert info.value.field == "payload" and str(MAX_PAYLOAD_DEPTH) in info.value.message
+
+
+@pytest.mark.parametrize("depth", [MAX_PAYLOAD_DEPTH + 1, 987, 990, 5000])
+def test_a_payload_nested_past_the_limit_is_refused_before_anything_is_written(repo, depth):
+    # Issue 19 defect 6: at ~987 levels create succeeded and the row could never be read back; at 988-990
+    # create raised after the row was committed.
+    with pytest.raises(ValidationError) as info:
+        repo.create("echo", nested(depth))
+    assert info.value.field == "payload" and f"{MAX_PAYLOAD_DEPTH} levels" in info.value.message
+    with pytest.raises(ValidationError) as info:
+        repo.create_many([{"type": "echo"}, {"type": "echo", "payload": nested(depth)}])
+    assert info.value.field == "specs[1].payload"
+    assert sum(repo.counts().values()) == 0
+
+
+def test_a_payload_at_the_depth_limit_round_trips(repo):
+    job, _ = repo.create("echo", nested(MAX_PAYLOAD_DEPTH, leaf={"deep": True}))
+    assert repo.find_by_id(job.id).payload == nested(MAX_PAYLOAD_DEPTH, leaf={"deep": True})
+    assert repo.claim("w").payload == job.payload
+
+
+@pytest.mark.parametrize("depth", [MAX_PAYLOAD_DEPTH + 1, 980, 100_000])
+def test_payload_json_text_nested_too_deep_is_a_validation_error_not_a_recursion_error(depth):
+    text = '{"a":' + "[" * (depth - 1) + "]" * (depth - 1) + "}"
+    with pytest.raises(ValidationError) as info:
+        parse_payload(text)
+    assert info.value.field == "payload" and f"{MAX_PAYLOAD_DEPTH} levels" in info.value.message
+
+
+def test_parse_payload_takes_a_json_object_only():
+    assert parse_payload('{"to": "ann"}') == {"to": "ann"}
+    for text in ("[1]", "not json", '{"a": NaN}', ""):
+        with pytest.raises(ValidationError) as info:
+            parse_payload(text)
+        assert info.value.field == "payload"

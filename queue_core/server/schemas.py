@@ -142,6 +142,7 @@ class JobOut(BaseModel):
     run_at: datetime
     heartbeat_at: datetime | None
     retry_backoff: float | None
+    attempt: int = Field(description="claims so far: the fencing token acks name; never reset")
 
 
 class AttemptError(BaseModel):

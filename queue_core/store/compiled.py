@@ -10,13 +10,18 @@ gives.
 
 from __future__ import annotations
 
-from collections import namedtuple
+import threading
+from collections import OrderedDict, namedtuple
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import peewee as pw
 
 _MARKER_TIME = datetime(1901, 2, 3, 4, 5, 6, tzinfo=UTC)
+# Statements a repository keeps. A worker uses a handful (claim, complete, complete_and_claim, create);
+# the bound only matters when callers vary the statements' shapes (type lists of many lengths), which
+# would otherwise keep one compiled statement per shape for ever.
+STATEMENT_CACHE_SIZE = 64
 
 
 class Markers:
@@ -40,6 +45,39 @@ class Markers:
     def _add(self, name, value, field):
         self.by_name[name] = (value, field)
         return value
+
+
+class StatementCache:
+    """At most ``size`` values by key, the least recently used dropped first; safe to share between threads."""
+
+    def __init__(self, size: int = STATEMENT_CACHE_SIZE):
+        self.size = size
+        self._entries: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key, build: Callable[[], object]):
+        """The value for ``key``, built by ``build()`` (outside the lock) if it is not kept."""
+        with self._lock:
+            value = self._entries.get(key)
+            if value is not None:
+                self._entries.move_to_end(key)
+                return value
+        value = build()
+        with self._lock:
+            # Another thread may have built it meanwhile: keep one, either is the same statement.
+            self._entries[key] = value
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return value
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self):
+        """The keys kept, least recently used first (a snapshot)."""
+        with self._lock:
+            return iter(list(self._entries))
 
 
 class PreparedStatement:

@@ -40,8 +40,14 @@ def open_database(url: str | None = None, *, synchronous: str | None = None) -> 
         )
     try:
         db.connect(reuse_if_open=True)
-        migrate(db)
-    except (pw.OperationalError, pw.ProgrammingError, pw.InterfaceError) as exc:
+        # A current schema is only read: no write lock (SQLite) or migration lock (PostgreSQL), so a
+        # read-only command never waits behind, or fails for, a writer holding the database.
+        if schema_version(db) != SCHEMA_VERSION:
+            migrate(db)
+    except DatabaseURLError:
+        db.close()
+        raise
+    except DATABASE_ERRORS as exc:
         db.close()
         # The driver's first line says what is wrong; the rest (the failing SQL, a caret) is noise to an operator.
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
@@ -59,7 +65,13 @@ def without_password(url: str) -> str:
 
 def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
     path = parsed.path[1:] if parsed.path.startswith("/") else parsed.path
-    if parsed.netloc or not path:
+    if not parsed.netloc and (not path or _in_memory(path, parsed.query)):
+        # Every connection (each worker thread has its own) would get its own empty database.
+        raise DatabaseURLError(
+            f"SQLite URL {url!r} names no database file: an in-memory database is not shared between "
+            "connections; use a file path, e.g. sqlite:///queue.db (or a file in a temporary directory for tests)"
+        )
+    if parsed.netloc:
         raise DatabaseURLError(
             f"bad SQLite URL {url!r}: use three slashes for a relative path (sqlite:///queue.db) "
             "or four for an absolute one (sqlite:////var/lib/queue.db)"
@@ -90,6 +102,10 @@ def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
         lock_type="IMMEDIATE",
         check_same_thread=False,
     )
+
+
+def _in_memory(path: str, query: str) -> bool:
+    return path == ":memory:" or ":memory:" in path or (path.startswith("file:") and "mode=memory" in query)
 
 
 def _open_postgres(url, parsed) -> pw.PostgresqlDatabase:
@@ -183,17 +199,59 @@ def _migrate_v4(db: pw.Database) -> None:
     db.execute_sql("DROP INDEX IF EXISTS jobs_idempotency_key")
 
 
+# Version 5's first attempt number per job, from version 4's token (retry_count + 1 for the attempt a job
+# is on) and its error history. A running job keeps exactly the number its worker holds, so that worker's
+# ack still matches after the upgrade. Any other job gets at least the highest attempt its job_errors
+# record (an operator retry reset retry_count but not the history), so its next claim, which adds one,
+# numbers above every attempt recorded so far; finished jobs keep the number of their last attempt, and a
+# pending job the number of attempts it has had (retry_count), so the next claim is the next attempt.
+# (A running job that was operator-retried before the upgrade may repeat a number in its history once;
+# its fencing still holds, since every later claim numbers above the one it holds.)
+ATTEMPT_FROM_V4 = """
+UPDATE jobs SET attempt = CASE
+    WHEN status = 'running' THEN retry_count + 1
+    ELSE {greatest}(
+        CASE WHEN status = 'pending' THEN retry_count ELSE retry_count + 1 END,
+        COALESCE((SELECT MAX(e.attempt) FROM job_errors e WHERE e.job_id = jobs.id), 0)
+    )
+END
+WHERE status <> 'pending' OR retry_count > 0 OR id IN (SELECT job_id FROM job_errors)
+"""
+
+
+def _migrate_v5(db: pw.Database) -> None:
+    # A fresh database already has the column: version 1 creates the table from the current model.
+    # (PostgreSQL says IF NOT EXISTS itself; peewee's get_columns there looks in "public", not the search_path.)
+    add = "ALTER TABLE jobs ADD COLUMN {} attempt INTEGER NOT NULL DEFAULT 0"
+    if is_postgres(db):
+        db.execute_sql(add.format("IF NOT EXISTS"))
+        db.execute_sql(ATTEMPT_FROM_V4.format(greatest="GREATEST"))
+        return
+    if "attempt" not in {column.name for column in db.get_columns("jobs")}:
+        db.execute_sql(add.format(""))
+    db.execute_sql(ATTEMPT_FROM_V4.format(greatest="MAX"))
+
+
 # (version, step): each step takes the schema from version - 1 to version, keeping every job.
-MIGRATIONS = ((1, _migrate_v1), (2, _migrate_v2), (3, _migrate_v3), (4, _migrate_v4))
+MIGRATIONS = ((1, _migrate_v1), (2, _migrate_v2), (3, _migrate_v3), (4, _migrate_v4), (5, _migrate_v5))
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 
 def schema_version(db: pw.Database) -> int:
+    """The schema version recorded in the database; 0 for a new one. DatabaseURLError if the record is corrupt."""
     meta = bind_models(db).SchemaMeta
     if not meta.table_exists():
         return 0
     row = meta.get_or_none(meta.key == SCHEMA_VERSION_KEY)
-    return int(row.value) if row else 0
+    if row is None:
+        return 0
+    text = row.value
+    if not (isinstance(text, str) and text.isascii() and text.isdigit()):
+        raise DatabaseURLError(
+            f"corrupt {SCHEMA_VERSION_KEY} {text!r} in table {meta._meta.table_name}: expected a whole number; "
+            "restore the database from a backup, or set it to the version its tables have"
+        )
+    return int(text)
 
 
 def migrate(db: pw.Database) -> int:

@@ -121,7 +121,7 @@ class Job(BaseModel):
     status = pw.CharField(max_length=16, default=JobStatus.PENDING.value)
     retry_count = pw.IntegerField(default=0)
     max_retries = pw.IntegerField(default=3)
-    # UNIQUE where set: schema v4's partial index (queue_core.db), so keyless jobs add no index entry.
+    # UNIQUE where set: schema v4's partial index (queue_core.store.database), so keyless jobs add no index entry.
     idempotency_key = pw.CharField(max_length=255, null=True)
     claimed_at = UTCDateTimeField(null=True)
     worker_id = pw.CharField(max_length=255, null=True)
@@ -132,6 +132,10 @@ class Job(BaseModel):
     run_at = UTCDateTimeField()  # claimable from this time on: delayed jobs and retry back-off
     heartbeat_at = UTCDateTimeField(null=True)  # refreshed by the worker while the job runs
     retry_backoff = pw.FloatField(null=True)  # base delay in seconds; None = repository default, 0 = at once
+    # Schema version 5: claims so far, 1-based once claimed. Every claim adds one and nothing resets it (an
+    # operator retry resets retry_count, not this), so it is the fencing token an ack names: a hung run's
+    # late ack carries an older number than any later claim of the same job.
+    attempt = pw.IntegerField(default=0, constraints=[pw.SQL("DEFAULT 0")])
 
     class Meta:
         table_name = "jobs"
@@ -139,11 +143,6 @@ class Job(BaseModel):
     @property
     def priority_label(self) -> str:
         return priority_label(self.priority)
-
-    @property
-    def attempt(self) -> int:
-        """1-based number of the current (or last) attempt."""
-        return self.retry_count + 1
 
     def to_dict(self) -> dict:
         """Plain, JSON-ready data: every column, payload as an object, times as ISO 8601 UTC."""

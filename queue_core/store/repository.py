@@ -27,9 +27,10 @@ from ..validation import (
     validate_retry_backoff,
     validate_status,
     validate_type,
+    validate_types,
     validate_worker_id,
 )
-from .compiled import Markers, PreparedStatement, RowReader
+from .compiled import Markers, PreparedStatement, RowReader, StatementCache
 from .database import is_postgres
 from .models import Job, JobStatus, bind_models, parse_priority
 from .notify import JOBS_CHANNEL
@@ -50,6 +51,7 @@ INSERT_COLUMNS = (
     "priority",
     "status",
     "retry_count",
+    "attempt",
     "max_retries",
     "idempotency_key",
     "run_at",
@@ -138,7 +140,7 @@ class JobRepository:
         models = bind_models(db)
         self.Job = models.Job
         self.JobError = models.JobError
-        self._statements: dict[tuple, PreparedStatement] = {}
+        self._statements = StatementCache()
         self._row_reader = RowReader(self.Job)
         self._window_reader = RowReader(self.Job)  # its own: window rows have other columns than RETURNING *
 
@@ -160,7 +162,7 @@ class JobRepository:
         return POSTGRES_NOW if self.database_clock else self.now()
 
     def _announce_pending(self) -> None:
-        """Wake idle workers listening on PostgreSQL (queue_core.notify); delivered when the transaction commits."""
+        """Wake idle workers listening on PostgreSQL (queue_core.store.notify); delivered when the transaction commits."""
         if self.postgres:
             self.db.execute(pw.Select(columns=[_pending_notification()]))
 
@@ -360,13 +362,17 @@ class JobRepository:
             "retry_backoff": validate_retry_backoff(retry_backoff),
             "status": PENDING,
             "retry_count": 0,
+            "attempt": 0,
             "created_at": now,
             "updated_at": now,
         }
 
     @staticmethod
     def _same_job_or_conflict(existing: Job, fields: dict) -> Job:
-        if existing.type != fields["type"] or existing.payload != json.loads(fields["payload"]):
+        # Payloads compared as canonical JSON, not as Python values: 1 == 1.0 == True in Python, yet
+        # {"amount": 1}, {"amount": 1.0} and {"amount": true} are different requests. Key order is not.
+        new = json.loads(fields["payload"])
+        if existing.type != fields["type"] or _canonical(existing.payload) != _canonical(new):
             raise IdempotencyConflict(fields["idempotency_key"], existing)
         return existing
 
@@ -387,10 +393,9 @@ class JobRepository:
         """
         worker_id = validate_worker_id(worker_id)
         validate_positive_int("n", n)
-        if types is not None:
-            types = list(types)
-            if not types:
-                return []
+        types = _padded(validate_types(types))
+        if types == []:
+            return []
         Job = self.Job
         values = {"worker_id": worker_id, "n": n}
         values.update((f"type{i}", name) for i, name in enumerate(types or ()))
@@ -424,18 +429,22 @@ class JobRepository:
     def _claim_parts(self, worker_id: str, due, now):
         """(the PostgreSQL CTE locking the ``due`` jobs or None, the UPDATE ... RETURNING that claims them)."""
         Job = self.Job
-        query = Job.update(status=RUNNING, worker_id=worker_id, claimed_at=now, heartbeat_at=None, updated_at=now)
+        query = Job.update(
+            status=RUNNING,
+            worker_id=worker_id,
+            attempt=Job.attempt + 1,  # the fencing token: every claim is a new attempt
+            claimed_at=now,
+            heartbeat_at=None,
+            updated_at=now,
+        )
         if not self.postgres:
             return None, query.where(Job.id.in_(due)).returning(Job)
         chosen = due.for_update("FOR UPDATE SKIP LOCKED").cte("claimable", materialized=True)
         return chosen, query.from_(chosen).where(Job.id == chosen.c.id).returning(Job)
 
     def _prepared(self, key, build, rows_as=None) -> PreparedStatement:
-        """The statement for ``key``, built by peewee on first use and replayed after (queue_core.prepared)."""
-        statement = self._statements.get(key)
-        if statement is None:
-            statement = self._statements[key] = PreparedStatement(self.db, build, rows_as)
-        return statement
+        """The statement for ``key``, built by peewee on first use and replayed after (queue_core.store.compiled)."""
+        return self._statements.get(key, lambda: PreparedStatement(self.db, build, rows_as))
 
     def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> list[int]:
         """Refresh the heartbeat of running jobs this worker holds; returns the ids it still holds."""
@@ -457,8 +466,9 @@ class JobRepository:
         if worker_id is not None:
             condition &= Job.worker_id == worker_id
         if attempt is not None:
-            # retry_count is the fencing token: a reap bumps it, so a zombie's late ack matches nothing.
-            condition &= Job.retry_count == attempt - 1
+            # The fencing token: every claim adds one and nothing resets it (not even an operator retry),
+            # so a late ack of an earlier claim matches nothing.
+            condition &= Job.attempt == attempt
         return condition
 
     def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
@@ -466,9 +476,8 @@ class JobRepository:
         Job = self.Job
 
         def build(m: Markers):
-            # _held compares retry_count with attempt - 1: hand it a marker + 1 so the marker is what is bound.
             holder = m.text("worker_id", Job.worker_id) if worker_id is not None else None
-            held_at = m.integer("retry_count", Job.retry_count) + 1 if attempt is not None else None
+            held_at = m.integer("attempt", Job.attempt) if attempt is not None else None
             now = POSTGRES_NOW if self.database_clock else m.time("now", Job.updated_at)
             changes = {"status": COMPLETED, "updated_at": now}
             return Job.update(**changes).where(self._held(m.integer("job_id", Job.id), holder, held_at)).returning(Job)
@@ -477,7 +486,7 @@ class JobRepository:
         if not self.database_clock:
             values["now"] = self.now()
         if attempt is not None:
-            values["retry_count"] = attempt - 1
+            values["attempt"] = attempt
         statement = self._prepared(("complete", worker_id is not None, attempt is not None), build)
         return next(iter(statement.execute(values)), None)
 
@@ -492,11 +501,11 @@ class JobRepository:
         two data-modifying CTEs, the claim choosing its job ``FOR UPDATE SKIP LOCKED`` as ``claim`` does.
         """
         worker_id = validate_worker_id(worker_id)
-        types = None if types is None else list(types)
+        types = _padded(validate_types(types))
         if types == []:
             return self.complete(job_id, worker_id=worker_id, attempt=attempt), None
         Job = self.Job
-        values = {"job_id": job_id, "worker_id": worker_id, "retry_count": attempt - 1}
+        values = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt}
         values.update((f"type{i}", name) for i, name in enumerate(types or ()))
         if not self.database_clock:
             values["now"] = self.now()
@@ -504,7 +513,7 @@ class JobRepository:
         def build(m: Markers):
             now = POSTGRES_NOW if self.database_clock else m.time("now", Job.updated_at)
             holder = m.text("worker_id", Job.worker_id)
-            held = self._held(m.integer("job_id", Job.id), holder, m.integer("retry_count", Job.retry_count) + 1)
+            held = self._held(m.integer("job_id", Job.id), holder, m.integer("attempt", Job.attempt))
             shape = None if types is None else [m.text(f"type{i}", Job.type) for i in range(len(types))]
             due = self._due(1, shape, now)
             if not self.postgres:
@@ -514,6 +523,7 @@ class JobRepository:
                 changes = {
                     "status": pw.Case(None, [(ours, COMPLETED)], RUNNING),
                     "worker_id": holder,
+                    "attempt": pw.Case(None, [(ours, Job.attempt)], Job.attempt + 1),
                     "claimed_at": pw.Case(None, [(ours, Job.claimed_at)], Job.claimed_at.to_value(now)),
                     "heartbeat_at": pw.Case(None, [(ours, Job.heartbeat_at)], None),
                     "updated_at": now,
@@ -628,6 +638,8 @@ class JobRepository:
 
     def retry(self, job_id: int) -> Job | None:
         """Operator retry of a failed job: back to pending now, retry_count reset to 0, claim cleared.
+
+        ``attempt`` is kept: the next claim numbers above every earlier one, so no late ack can finish it.
 
         The latest ``error`` and the attempt history stay, so the operator still sees why it failed.
         None if the job is missing or not failed.
@@ -768,9 +780,23 @@ class JobRepository:
         return {"completed": completed / minutes, "failed": failed / minutes}
 
 
+def _padded(types: list[str] | None) -> list[str] | None:
+    """``types`` grown to the next power of two by repeating its last name: the same claim, and a list of
+    any length shares one of a few compiled statements (1, 2, 4, ... names) instead of one per length."""
+    if not types:
+        return types
+    size = 1 << (len(types) - 1).bit_length()
+    return types + [types[-1]] * (size - len(types))
+
+
 def _pending_notification():
     # The payload names the schema: queues in other schemas of the database ignore it.
     return pw.fn.pg_notify(JOBS_CHANNEL, pw.fn.current_schema())
+
+
+def _canonical(payload: dict) -> str:
+    """One text per JSON value, types included: keys sorted, no spaces."""
+    return json.dumps(payload, sort_keys=True, separators=(",", ":"))
 
 
 def _decoded(payload: str) -> dict:

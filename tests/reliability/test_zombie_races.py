@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+import pytest
+
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
 
@@ -68,3 +70,33 @@ def test_reaped_workers_late_ack_changes_nothing(repo, clock):
     after = repo.find_by_id(job.id)
     assert after.to_dict() == before.to_dict()
     assert repo.complete(job.id, worker_id="w1", attempt=second.attempt).status == "completed"
+
+
+@pytest.mark.parametrize("ended_by", ["reap", "operator_fail"])
+def test_operator_retry_then_reclaim_by_the_same_worker_fences_the_hung_threads_late_ack(repo, clock, ended_by):
+    # Issue 19 defect 2 / issue 13 item 5: a thread of worker w1 hangs on a job; the job ends failed (reaped,
+    # or failed by an operator); the operator retries it (retry_count back to 0); another thread of w1
+    # claims it. The hung thread's late ack, naming its own attempt, must not touch the new claim.
+    job, _ = repo.create("t", max_retries=0)
+    hung = repo.claim("w1")
+    clock.advance(600)
+    if ended_by == "reap":
+        assert repo.reap_stale(timedelta(seconds=60)) == 1
+    else:
+        assert repo.fail(job.id, "stopped by an operator").status == "failed"
+    assert repo.find_by_id(job.id).status == "failed"
+    assert repo.retry(job.id).retry_count == 0
+    fresh = repo.claim("w1")
+    assert fresh.id == job.id
+    before = repo.find_by_id(job.id).to_dict()
+
+    assert repo.complete(job.id, worker_id="w1", attempt=hung.attempt) is None
+    assert repo.fail(job.id, "late", worker_id="w1", attempt=hung.attempt) is None
+    assert repo.release(job.id, worker_id="w1", attempt=hung.attempt) is None
+    done, following = repo.complete_and_claim(job.id, worker_id="w1", attempt=hung.attempt)
+    assert (done, following) == (None, None)
+    assert repo.find_by_id(job.id).to_dict() == before
+    assert [e.attempt for e in repo.errors_for(job.id)] == [hung.attempt]
+    assert fresh.attempt > hung.attempt
+
+    assert repo.complete(job.id, worker_id="w1", attempt=fresh.attempt).status == "completed"
