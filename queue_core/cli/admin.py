@@ -13,17 +13,16 @@ from ..errors import DatabaseURLError, QueueError
 from ..store.database import DATABASE_ERRORS, default_url, open_database, without_password
 from ..store.models import JobStatus
 from ..store.repository import DEFAULT_MAX_RETRIES, JobRepository
-from ..validation import MAX_LIST_LIMIT, validate_token
+from ..validation import MAX_LIST_LIMIT, parse_payload, validate_token
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
 COMMANDS = ("enqueue", "list", "show", "stats", "retry", "reap", "prune")
 INT64_MAX = 2**63 - 1  # ids are the database's 64-bit signed integers
+
+
 # How deeply a --payload may nest objects and lists (the object itself is level 1). Deeper JSON would be
 # a poison job: stored, then unreadable (RecursionError) by every reader.
-MAX_PAYLOAD_DEPTH = 64
-
-
 class CLIArgumentParser(argparse.ArgumentParser):
     """argparse whose usage errors look like every other error of ours: one line, ``error: ...``, exit 2.
 
@@ -85,32 +84,12 @@ def api_token(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
-def nesting_depth(value) -> int:
-    """How many objects and lists are nested in ``value`` at its deepest (iterative: no recursion limit)."""
-    deepest, stack = 0, [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else None
-        if children is None:
-            continue
-        deepest = max(deepest, depth)
-        stack.extend((child, depth + 1) for child in children)
-    return deepest
-
-
 def json_object(text: str) -> dict:
-    too_deep = f"payload is nested too deeply: at most {MAX_PAYLOAD_DEPTH} levels of objects and lists"
+    """``--payload``: a JSON object within the payload rules (validation.parse_payload), as a usage error."""
     try:
-        value = json.loads(text)
-    except RecursionError:  # nested far deeper than the limit: the parser gave up before we could count
-        raise argparse.ArgumentTypeError(too_deep) from None
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"payload is not valid JSON ({exc})") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError('payload must be a JSON object, e.g. \'{"to": "ann@example.com"}\'')
-    if nesting_depth(value) > MAX_PAYLOAD_DEPTH:
-        raise argparse.ArgumentTypeError(too_deep)
-    return value
+        return parse_payload(text)
+    except QueueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def open_for_command(url: str | None) -> pw.Database:

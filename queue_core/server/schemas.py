@@ -17,7 +17,14 @@ from pydantic_core import PydanticCustomError
 from ..errors import ValidationError
 from ..store.models import JobStatus, Priority
 from ..store.repository import DEFAULT_MAX_RETRIES
-from ..validation import MAX_LIST_LIMIT, MAX_RETRIES_LIMIT, MAX_TEXT_CHARS, validate_type, validate_worker_id
+from ..validation import (
+    MAX_LIST_LIMIT,
+    MAX_RETRIES_LIMIT,
+    MAX_TEXT_CHARS,
+    MAX_TYPES,
+    validate_type,
+    validate_worker_id,
+)
 
 # Ids, attempts and counts must fit the database's 64-bit integers; larger ones would not even reach a query.
 INT64_MAX = 2**63 - 1
@@ -27,7 +34,7 @@ MAX_CLAIM_BATCH = 100
 MAX_HEARTBEAT_IDS = 1000
 # A claim filters on at most this many types: each is a bind parameter and a compiled statement of its own
 # (PostgreSQL refuses more than 65,535 parameters, which would otherwise surface as a 503).
-MAX_CLAIM_TYPES = 100
+MAX_CLAIM_TYPES = MAX_TYPES  # the repository's own bound, checked here first so it is a 422 per field
 
 
 def checked_by(rule):

@@ -162,7 +162,7 @@ class JobRepository:
         return POSTGRES_NOW if self.database_clock else self.now()
 
     def _announce_pending(self) -> None:
-        """Wake idle workers listening on PostgreSQL (queue_core.store.notify); delivered when the transaction commits."""
+        """Wake idle workers listening on PostgreSQL (store.notify); delivered when the transaction commits."""
         if self.postgres:
             self.db.execute(pw.Select(columns=[_pending_notification()]))
 
