@@ -95,6 +95,7 @@ class JobDetailScreen(Dialog):
         self.query_one("#detail-fields", Static).update(detail.fields)
         self.query_one("#detail-errors-title", Static).update(detail.errors_title)
         self.query_one("#detail-errors", Static).update(detail.errors)
+        self.page_index = 0
         self.show_page(0, message.page)
 
     def on_detail_failed(self, message: DetailFailed) -> None:
@@ -102,7 +103,6 @@ class JobDetailScreen(Dialog):
         self.answer(None)
 
     def show_page(self, index: int, page: Text) -> None:
-        self.page_index = index
         self.query_one("#detail-payload", Static).update(page)
         note = page_note(self.detail.payload_pages, index)
         self.query_one("#detail-page-note", Static).update(note)
@@ -113,14 +113,16 @@ class JobDetailScreen(Dialog):
             return
         index = self.page_index + step
         if 0 <= index < len(self.detail.payload_pages):
+            self.page_index = index  # at once, so keys pressed faster than pages render still add up
             self.render_page(index)
 
-    @work(thread=True, exclusive=True, exit_on_error=False, group="detail-page")
+    @work(thread=True, exit_on_error=False, group="detail-page")
     def render_page(self, index: int) -> None:
         self.post_message(PageRendered(index, highlight_page(self.detail.payload_pages[index])))
 
     def on_page_rendered(self, message: PageRendered) -> None:
-        self.show_page(message.index, message.page)
+        if message.index == self.page_index:  # an older page that finished late is not shown
+            self.show_page(message.index, message.page)
 
     def shown_text(self) -> str:
         """The plain text on screen now (for tests: what an operator can read, and how much of it)."""
