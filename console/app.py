@@ -28,10 +28,10 @@ from queue_core.handlers import registry as handler_registry
 from queue_core.repository import JobRepository, has_retries_left
 from queue_core.worker_cli import import_handler_modules
 
-from .demo import seed_demo
+from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls
 from .formatting import time_of_day
-from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, build_parser
+from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
 from .screens.detail import JobDetailScreen
 from .screens.enqueue import EnqueueScreen
 from .screens.help import HelpScreen
@@ -400,7 +400,7 @@ def database_label(db: pw.Database) -> str:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     url = args.db or default_url()
     problem = import_handler_modules(args.handlers)
     if problem:
@@ -408,6 +408,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     try:
         repo = JobRepository(open_database(url))
         if args.demo:
+            refusal = None if args.force_demo else demo_refusal(repo)
+            if refusal:
+                sys.exit(fail(refusal))
             seed_demo(repo)
     except (QueueError, *DATABASE_ERRORS) as exc:
         sys.exit(fail(str(exc)))

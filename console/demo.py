@@ -2,40 +2,86 @@
 
 Both go through ``JobRepository`` like any other client. ``build_scene`` is deterministic: a fixed clock
 moved by hand and a seeded random generator give the same jobs, ids and times on every run.
+
+``--demo`` writes into whatever database it is pointed at, so ``demo_refusal`` says when that could be
+someone's real queue: a PostgreSQL server, or a database holding jobs the demo did not seed (demo jobs
+carry an idempotency key starting with ``DEMO_KEY``). ``--force-demo`` overrides it.
 """
 
 from __future__ import annotations
 
 import random
+import uuid
 from datetime import UTC, datetime, timedelta
 
+import peewee as pw
+
 from queue_core.repository import JobRepository, ManualClock
+from queue_core.validation import MAX_LIST_LIMIT
 
 SCENE_END = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # "now" in every screenshot
+DEMO_KEY = "demo:"  # the idempotency key of every job seed_demo creates starts so: "demo:<run>:<n>"
+FORCE_FLAG = "--force-demo"
 
 
 def seed_demo(repo: JobRepository, rng: random.Random | None = None) -> int:
     """A few dozen jobs of the built-in handler types, so the embedded worker has something to show."""
     rng = rng or random.Random()
-    count = 0
-    for i in range(12):
-        repo.create("echo", {"message": f"hello #{i + 1}"}, priority=rng.choice(["low", "medium", "high"]))
-        count += 1
-    for _ in range(10):
-        repo.create("sleep", {"seconds": round(rng.uniform(0.5, 4.0), 1)}, priority=rng.choice(["low", "medium"]))
-        count += 1
-    for i in range(6):
-        repo.create("flaky", {"p": 0.5, "n": i}, max_retries=3, retry_backoff=1)
-        count += 1
-    for i in range(4):
-        repo.create("fail", {"error": f"card declined (demo #{i + 1})"}, max_retries=1, retry_backoff=1)
-        count += 1
+    run = uuid.uuid4().hex[:8]  # a fresh prefix per run: seeding again is never an idempotent no-op
+    specs = [
+        ("echo", {"message": f"hello #{i + 1}"}, {"priority": rng.choice(["low", "medium", "high"])}) for i in range(12)
+    ]
+    specs += [
+        ("sleep", {"seconds": round(rng.uniform(0.5, 4.0), 1)}, {"priority": rng.choice(["low", "medium"])})
+        for _ in range(10)
+    ]
+    specs += [("flaky", {"p": 0.5, "n": i}, {"max_retries": 3, "retry_backoff": 1}) for i in range(6)]
+    specs += [
+        ("fail", {"error": f"card declined (demo #{i + 1})"}, {"max_retries": 1, "retry_backoff": 1}) for i in range(4)
+    ]
     later = repo.now() + timedelta(seconds=20)
-    for i in range(3):
-        run_at = later + timedelta(seconds=10 * i)
-        repo.create("echo", {"message": f"delayed #{i + 1}"}, priority="critical", run_at=run_at)
-        count += 1
-    return count
+    specs += [
+        (
+            "echo",
+            {"message": f"delayed #{i + 1}"},
+            {"priority": "critical", "run_at": later + timedelta(seconds=10 * i)},
+        )
+        for i in range(3)
+    ]
+    for n, (job_type, payload, options) in enumerate(specs):
+        repo.create(job_type, payload, idempotency_key=f"{DEMO_KEY}{run}:{n}", **options)
+    return len(specs)
+
+
+def is_demo_job(job) -> bool:
+    return (job.idempotency_key or "").startswith(DEMO_KEY)
+
+
+def demo_refusal(repo: JobRepository) -> str | None:
+    """Why seeding demo jobs here could hit a real queue, or None when it is a SQLite file with demo jobs only."""
+    if not isinstance(repo.db, pw.SqliteDatabase):
+        return (
+            "--demo seeds demo jobs into a SQLite file; this database is a PostgreSQL server, which may be "
+            f"production. Point --db (or $QUEUE_DB_URL) at a new SQLite file, or add {FORCE_FLAG} to seed it anyway"
+        )
+    real = first_job_not_seeded_by_demo(repo)
+    if real is None:
+        return None
+    return (
+        f"--demo refuses to seed a database holding jobs it did not seed (job {real.id}, type {real.type!r}). "
+        f"Point --db (or $QUEUE_DB_URL) at a new SQLite file, or add {FORCE_FLAG} to seed it anyway"
+    )
+
+
+def first_job_not_seeded_by_demo(repo: JobRepository):
+    """Pages through the jobs in id order; a real queue answers on its first page, a demo one is small."""
+    after = None
+    while True:
+        jobs = repo.list(limit=MAX_LIST_LIMIT, after=after)
+        real = next((job for job in jobs if not is_demo_job(job)), None)
+        if real is not None or len(jobs) < MAX_LIST_LIMIT:
+            return real
+        after = jobs[-1].id
 
 
 def build_scene(repo: JobRepository, clock: ManualClock) -> None:
