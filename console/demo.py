@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import random
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import peewee as pw
 
+from queue_core.handlers import BUILTINS
 from queue_core.repository import JobRepository, ManualClock
 from queue_core.validation import MAX_LIST_LIMIT
+from queue_core.worker import WorkerEvent, WorkerStats, describe
 
 SCENE_END = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # "now" in every screenshot
 DEMO_KEY = "demo:"  # the idempotency key of every job seed_demo creates starts so: "demo:<run>:<n>"
@@ -138,3 +141,88 @@ def build_scene(repo: JobRepository, clock: ManualClock) -> None:
     repo.heartbeat([job.id for job in repo.window("running") if job.worker_id != "host-c:977"], worker_id="host-a:412")
     repo.heartbeat([job.id for job in repo.window("running") if job.worker_id == "host-b:413"], worker_id="host-b:413")
     clock.now = SCENE_END
+
+
+# --- the worker pane's picture: a replayed run ----------------------------------------------------
+
+WORKER_ID = "console-demo:1"
+WORKER_CONCURRENCY = 2
+WORKER_JOBS = (  # built-in handler types; the two sleeps are still running when the picture is taken
+    ("echo", {"message": "hello"}, "critical"),
+    ("echo", {"message": "hello again"}, "critical"),
+    ("fail", {"error": "card declined"}, "critical"),
+    ("echo", {"message": "one more"}, "critical"),
+    ("sleep", {"seconds": 600}, "high"),
+    ("sleep", {"seconds": 600}, "high"),
+)
+QUICK_JOBS = 4  # the echo and fail jobs; the sleeps only get claimed
+HANDLER_DURATION = 0.01  # seconds, every quick job: a live run measures its own
+
+
+@dataclass(frozen=True)
+class ReplayedWorker:
+    """What the worker pane reads of a worker (id, concurrency, stats), for a run that is replayed."""
+
+    worker_id: str
+    concurrency: int
+    stats: WorkerStats
+
+
+def replay_worker_run(repo: JobRepository, stale_after: timedelta) -> tuple[ReplayedWorker, list[WorkerEvent]]:
+    """The first second of the embedded worker on the scene, made deterministic for pictures.
+
+    A live worker's two threads interleave their events differently on every run and measure real
+    durations, so the screenshot of the pane changed from run to run. This makes the same repository
+    calls the worker makes, in one order, at the repository's (fixed) clock, and returns the events it
+    would have emitted, with a fixed duration.
+    """
+    for job_type, payload, priority in WORKER_JOBS:
+        repo.create(job_type, payload, priority=priority, max_retries=0)
+    types = sorted(BUILTINS)
+    events = [
+        WorkerEvent(
+            "started",
+            WORKER_ID,
+            message=f"started worker={WORKER_ID} concurrency={WORKER_CONCURRENCY} burst=False types={','.join(types)}",
+        )
+    ]
+    reaped = repo.reap_stale(stale_after)
+    if reaped:
+        events.append(
+            WorkerEvent(
+                "reaped",
+                WORKER_ID,
+                message=f"reaped {reaped} stale job(s) worker={WORKER_ID} (no heartbeat for "
+                f"{stale_after.total_seconds():g}s): back to pending, or failed without retries left",
+            )
+        )
+    completed = failed = 0
+    for n in range(len(WORKER_JOBS)):
+        job = repo.claim(WORKER_ID, types=types)
+        events.append(job_event("claimed", job))
+        if n >= QUICK_JOBS:
+            continue
+        if job.type == "fail":
+            error = job.payload["error"]
+            repo.fail(job.id, error, worker_id=WORKER_ID, attempt=job.attempt)
+            events.append(job_event("failed", job, duration=HANDLER_DURATION, error=error))
+            failed += 1
+        else:
+            repo.complete(job.id, worker_id=WORKER_ID, attempt=job.attempt)
+            events.append(job_event("completed", job, duration=HANDLER_DURATION))
+            completed += 1
+    running = len(WORKER_JOBS) - QUICK_JOBS
+    return ReplayedWorker(WORKER_ID, WORKER_CONCURRENCY, WorkerStats(completed, failed, running)), events
+
+
+def job_event(kind: str, job, *, duration: float | None = None, error: str | None = None) -> WorkerEvent:
+    return WorkerEvent(
+        kind,
+        WORKER_ID,
+        job_id=job.id,
+        job_type=job.type,
+        attempt=job.attempt,
+        duration=duration,
+        error=error,
+        message=describe(kind, WORKER_ID, job, duration, error, ""),
+    )

@@ -95,6 +95,13 @@ class WorkerPane(Vertical):
             )
         )
 
+    def replay(self, worker, events) -> None:
+        """Show a run that already happened (``console.demo.replay_worker_run``): pictures and tests."""
+        self.set_state("running", worker)
+        for event in events:
+            self.log_event(event)
+        self.show_state()
+
     def on_worker_pane_event_received(self, message: EventReceived) -> None:
         # Not stopped: it bubbles on to the app, which refreshes the tables soon after a worker event.
         self.log_event(message.event)
