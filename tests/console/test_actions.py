@@ -263,3 +263,22 @@ async def test_any_error_in_a_refresh_is_reported_and_refreshing_goes_on(pilot, 
     assert len(calls) == 2 and str(job.id) in [
         row.key.value for row in app.query_one("#pending", JobTable).ordered_rows
     ]
+
+
+async def test_detail_of_a_job_gone_or_unreadable_says_so_and_closes(pilot, scene, monkeypatch):
+    app = pilot.app
+    job_id = app.query_one("#pending", JobTable).selected_job_id
+    monkeypatch.setattr(app.repo, "find_by_id", lambda job_id: None)  # pruned between refresh and enter
+    await pilot.press("enter")
+    await settle(pilot)
+    assert not isinstance(app.screen, JobDetailScreen)
+    assert any(f"Job {job_id} is gone (pruned)" in m for m in notifications(app))
+
+    def locked(job_id):
+        raise pw.OperationalError("database is locked")
+
+    monkeypatch.setattr(app.repo, "find_by_id", locked)
+    await pilot.press("enter")
+    await settle(pilot)
+    assert app.is_running and not isinstance(app.screen, JobDetailScreen)
+    assert any(f"Could not read job {job_id}: OperationalError: database is locked" in m for m in notifications(app))
