@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
-from typing import ClassVar
+from typing import ClassVar, NoReturn
 
 import peewee as pw
 from textual import work
@@ -28,10 +28,10 @@ from queue_core.store.database import DATABASE_ERRORS, default_url, open_databas
 from queue_core.store.repository import JobRepository, has_retries_left
 from queue_core.worker.cli import import_handler_modules
 
-from .demo import seed_demo
+from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls
 from .formatting import time_of_day
-from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, build_parser
+from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
 from .screens.detail import JobDetailScreen
 from .screens.enqueue import EnqueueScreen
 from .screens.help import HelpScreen
@@ -152,6 +152,10 @@ class QueueConsole(EmbeddedWorkerControls, App):
             action = partial(self.run_action, binding.action)
             # The help is markup: no brackets around the key.
             yield SystemCommand(binding.description, f"{binding.tooltip} · key {key}", action)
+
+    def notify(self, message: str, *, title: str = "", severity="information", timeout=None, markup=False) -> None:
+        """A toast whose message is text, never markup: messages quote job types, errors and what was typed."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
     def _on_main_screen(self) -> None:
         """Table actions belong to the main screen: on a dialog, let the dialog have the key."""
@@ -355,14 +359,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
         if job_id is None:
             self.notify("No job selected.", severity="warning")
             return
-        found = self.guarded("read the job", lambda: (self.repo.find_by_id(job_id), self.repo.errors_for(job_id)))
-        if found is WRITE_FAILED:
-            return
-        job, errors = found
-        if job is None:
-            self.notify(f"Job {job_id} is gone (pruned).", severity="warning")
-            return
-        self.push_screen(JobDetailScreen(job, errors))
+        self.push_screen(JobDetailScreen(self.repo, job_id))  # it reads the job on a thread worker
 
     def action_filter(self) -> None:
         self._on_main_screen()
@@ -402,8 +399,8 @@ def database_label(db: pw.Database) -> str:
     return str(db.database)
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+def main(argv: list[str] | None = None) -> NoReturn:
+    args = parse_args(argv)
     url = args.db or default_url()
     problem = import_handler_modules(args.handlers)
     if problem:
@@ -411,6 +408,9 @@ def main(argv: list[str] | None = None) -> None:
     try:
         repo = JobRepository(open_database(url))
         if args.demo:
+            refusal = None if args.force_demo else demo_refusal(repo)
+            if refusal:
+                sys.exit(fail(refusal))
             seed_demo(repo)
     except (QueueError, *DATABASE_ERRORS) as exc:
         sys.exit(fail(str(exc)))
@@ -428,6 +428,9 @@ def main(argv: list[str] | None = None) -> None:
         app.run()
     finally:
         app.stop_queue_worker_now()
+    # Textual returns from run() after an unhandled exception too (its traceback already printed), with
+    # return_code 1: pass that on, so a crash never exits 0.
+    sys.exit(app.return_code or 0)
 
 
 if __name__ == "__main__":

@@ -2,40 +2,90 @@
 
 Both go through ``JobRepository`` like any other client. ``build_scene`` is deterministic: a fixed clock
 moved by hand and a seeded random generator give the same jobs, ids and times on every run.
+
+``--demo`` writes into whatever database it is pointed at, so ``demo_refusal`` says when that could be
+someone's real queue: a PostgreSQL server, or a database holding jobs the demo did not seed (demo jobs
+carry an idempotency key starting with ``DEMO_KEY``). ``--force-demo`` overrides it.
 """
 
 from __future__ import annotations
 
 import random
+import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+import peewee as pw
+
+from queue_core.handlers import BUILTINS
 from queue_core.store.repository import JobRepository, ManualClock
+from queue_core.validation import MAX_LIST_LIMIT
+from queue_core.worker import WorkerEvent, WorkerStats
+from queue_core.worker.loop import describe
 
 SCENE_END = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # "now" in every screenshot
+DEMO_KEY = "demo:"  # the idempotency key of every job seed_demo creates starts so: "demo:<run>:<n>"
+FORCE_FLAG = "--force-demo"
 
 
 def seed_demo(repo: JobRepository, rng: random.Random | None = None) -> int:
     """A few dozen jobs of the built-in handler types, so the embedded worker has something to show."""
     rng = rng or random.Random()
-    count = 0
-    for i in range(12):
-        repo.create("echo", {"message": f"hello #{i + 1}"}, priority=rng.choice(["low", "medium", "high"]))
-        count += 1
-    for _ in range(10):
-        repo.create("sleep", {"seconds": round(rng.uniform(0.5, 4.0), 1)}, priority=rng.choice(["low", "medium"]))
-        count += 1
-    for i in range(6):
-        repo.create("flaky", {"p": 0.5, "n": i}, max_retries=3, retry_backoff=1)
-        count += 1
-    for i in range(4):
-        repo.create("fail", {"error": f"card declined (demo #{i + 1})"}, max_retries=1, retry_backoff=1)
-        count += 1
+    run = uuid.uuid4().hex[:8]  # a fresh prefix per run: seeding again is never an idempotent no-op
+    specs = [
+        ("echo", {"message": f"hello #{i + 1}"}, {"priority": rng.choice(["low", "medium", "high"])}) for i in range(12)
+    ]
+    specs += [
+        ("sleep", {"seconds": round(rng.uniform(0.5, 4.0), 1)}, {"priority": rng.choice(["low", "medium"])})
+        for _ in range(10)
+    ]
+    specs += [("flaky", {"p": 0.5, "n": i}, {"max_retries": 3, "retry_backoff": 1}) for i in range(6)]
+    specs += [
+        ("fail", {"error": f"card declined (demo #{i + 1})"}, {"max_retries": 1, "retry_backoff": 1}) for i in range(4)
+    ]
     later = repo.now() + timedelta(seconds=20)
-    for i in range(3):
-        run_at = later + timedelta(seconds=10 * i)
-        repo.create("echo", {"message": f"delayed #{i + 1}"}, priority="critical", run_at=run_at)
-        count += 1
-    return count
+    specs += [
+        (
+            "echo",
+            {"message": f"delayed #{i + 1}"},
+            {"priority": "critical", "run_at": later + timedelta(seconds=10 * i)},
+        )
+        for i in range(3)
+    ]
+    for n, (job_type, payload, options) in enumerate(specs):
+        repo.create(job_type, payload, idempotency_key=f"{DEMO_KEY}{run}:{n}", **options)
+    return len(specs)
+
+
+def is_demo_job(job) -> bool:
+    return (job.idempotency_key or "").startswith(DEMO_KEY)
+
+
+def demo_refusal(repo: JobRepository) -> str | None:
+    """Why seeding demo jobs here could hit a real queue, or None when it is a SQLite file with demo jobs only."""
+    if not isinstance(repo.db, pw.SqliteDatabase):
+        return (
+            "--demo seeds demo jobs into a SQLite file; this database is a PostgreSQL server, which may be "
+            f"production. Point --db (or $QUEUE_DB_URL) at a new SQLite file, or add {FORCE_FLAG} to seed it anyway"
+        )
+    real = first_job_not_seeded_by_demo(repo)
+    if real is None:
+        return None
+    return (
+        f"--demo refuses to seed a database holding jobs it did not seed (job {real.id}, type {real.type!r}). "
+        f"Point --db (or $QUEUE_DB_URL) at a new SQLite file, or add {FORCE_FLAG} to seed it anyway"
+    )
+
+
+def first_job_not_seeded_by_demo(repo: JobRepository):
+    """Pages through the jobs in id order; a real queue answers on its first page, a demo one is small."""
+    after = None
+    while True:
+        jobs = repo.list(limit=MAX_LIST_LIMIT, after=after)
+        real = next((job for job in jobs if not is_demo_job(job)), None)
+        if real is not None or len(jobs) < MAX_LIST_LIMIT:
+            return real
+        after = jobs[-1].id
 
 
 def build_scene(repo: JobRepository, clock: ManualClock) -> None:
@@ -92,3 +142,88 @@ def build_scene(repo: JobRepository, clock: ManualClock) -> None:
     repo.heartbeat([job.id for job in repo.window("running") if job.worker_id != "host-c:977"], worker_id="host-a:412")
     repo.heartbeat([job.id for job in repo.window("running") if job.worker_id == "host-b:413"], worker_id="host-b:413")
     clock.now = SCENE_END
+
+
+# --- the worker pane's picture: a replayed run ----------------------------------------------------
+
+WORKER_ID = "console-demo:1"
+WORKER_CONCURRENCY = 2
+WORKER_JOBS = (  # built-in handler types; the two sleeps are still running when the picture is taken
+    ("echo", {"message": "hello"}, "critical"),
+    ("echo", {"message": "hello again"}, "critical"),
+    ("fail", {"error": "card declined"}, "critical"),
+    ("echo", {"message": "one more"}, "critical"),
+    ("sleep", {"seconds": 600}, "high"),
+    ("sleep", {"seconds": 600}, "high"),
+)
+QUICK_JOBS = 4  # the echo and fail jobs; the sleeps only get claimed
+HANDLER_DURATION = 0.01  # seconds, every quick job: a live run measures its own
+
+
+@dataclass(frozen=True)
+class ReplayedWorker:
+    """What the worker pane reads of a worker (id, concurrency, stats), for a run that is replayed."""
+
+    worker_id: str
+    concurrency: int
+    stats: WorkerStats
+
+
+def replay_worker_run(repo: JobRepository, stale_after: timedelta) -> tuple[ReplayedWorker, list[WorkerEvent]]:
+    """The first second of the embedded worker on the scene, made deterministic for pictures.
+
+    A live worker's two threads interleave their events differently on every run and measure real
+    durations, so the screenshot of the pane changed from run to run. This makes the same repository
+    calls the worker makes, in one order, at the repository's (fixed) clock, and returns the events it
+    would have emitted, with a fixed duration.
+    """
+    for job_type, payload, priority in WORKER_JOBS:
+        repo.create(job_type, payload, priority=priority, max_retries=0)
+    types = sorted(BUILTINS)
+    events = [
+        WorkerEvent(
+            "started",
+            WORKER_ID,
+            message=f"started worker={WORKER_ID} concurrency={WORKER_CONCURRENCY} burst=False types={','.join(types)}",
+        )
+    ]
+    reaped = repo.reap_stale(stale_after)
+    if reaped:
+        events.append(
+            WorkerEvent(
+                "reaped",
+                WORKER_ID,
+                message=f"reaped {reaped} stale job(s) worker={WORKER_ID} (no heartbeat for "
+                f"{stale_after.total_seconds():g}s): back to pending, or failed without retries left",
+            )
+        )
+    completed = failed = 0
+    for n in range(len(WORKER_JOBS)):
+        job = repo.claim(WORKER_ID, types=types)
+        events.append(job_event("claimed", job))
+        if n >= QUICK_JOBS:
+            continue
+        if job.type == "fail":
+            error = job.payload["error"]
+            repo.fail(job.id, error, worker_id=WORKER_ID, attempt=job.attempt)
+            events.append(job_event("failed", job, duration=HANDLER_DURATION, error=error))
+            failed += 1
+        else:
+            repo.complete(job.id, worker_id=WORKER_ID, attempt=job.attempt)
+            events.append(job_event("completed", job, duration=HANDLER_DURATION))
+            completed += 1
+    running = len(WORKER_JOBS) - QUICK_JOBS
+    return ReplayedWorker(WORKER_ID, WORKER_CONCURRENCY, WorkerStats(completed, failed, running)), events
+
+
+def job_event(kind: str, job, *, duration: float | None = None, error: str | None = None) -> WorkerEvent:
+    return WorkerEvent(
+        kind,
+        WORKER_ID,
+        job_id=job.id,
+        job_type=job.type,
+        attempt=job.attempt,
+        duration=duration,
+        error=error,
+        message=describe(kind, WORKER_ID, job, duration, error, ""),
+    )

@@ -11,6 +11,8 @@ from queue_core.cli.admin import CLIArgumentParser, non_negative_seconds, positi
 from queue_core.worker import Worker
 from queue_core.worker.cli import concurrency, worker_id
 
+from .demo import FORCE_FLAG
+
 # The headless worker's default, so the console and the workers agree on what "stale" means.
 DEFAULT_STALE_AFTER: float = inspect.signature(Worker).parameters["stale_after"].default
 DEFAULT_REFRESH = 1.0
@@ -28,9 +30,21 @@ def build_parser() -> CLIArgumentParser:
         metavar="S",
         help=f"a running job without a heartbeat for this long is stale (default {DEFAULT_STALE_AFTER:g})",
     )
-    add("--refresh", type=positive_seconds, default=DEFAULT_REFRESH, metavar="S", help="seconds between refreshes")
+    add(
+        "--refresh",
+        type=positive_seconds,
+        default=DEFAULT_REFRESH,
+        metavar="S",
+        help=f"seconds between refreshes (default {DEFAULT_REFRESH:g})",
+    )
     add("--worker", action="store_true", help="start the embedded worker at launch")
-    add("--concurrency", type=concurrency, default=DEFAULT_CONCURRENCY, metavar="N", help="embedded worker threads (2)")
+    add(
+        "--concurrency",
+        type=concurrency,
+        default=DEFAULT_CONCURRENCY,
+        metavar="N",
+        help=f"embedded worker threads (default {DEFAULT_CONCURRENCY})",
+    )
     add("--worker-id", type=worker_id, default=None, help="the embedded worker's name (default: host-pid)")
     add("--handlers", action="append", default=[], metavar="MODULE", help="import MODULE to register handlers")
     add(
@@ -40,5 +54,23 @@ def build_parser() -> CLIArgumentParser:
         metavar="S",
         help="how long a stopping worker lets running jobs finish before releasing them (default: the worker's)",
     )
-    add("--demo", action="store_true", help="seed a few dozen demo jobs and start the embedded worker on them")
+    add(
+        "--demo",
+        action="store_true",
+        help="seed a few dozen demo jobs and start the embedded worker on them; refuses a PostgreSQL database "
+        "or one holding jobs the demo did not seed",
+    )
+    add(
+        FORCE_FLAG,
+        action="store_true",
+        help="with --demo: seed even a PostgreSQL database or one holding other jobs (it may be production)",
+    )
     return parser
+
+
+def parse_args(argv: list[str] | None = None):
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.force_demo and not args.demo:
+        parser.error(f"{FORCE_FLAG} only goes with --demo")
+    return args

@@ -1,7 +1,8 @@
 """``python -m console.screenshots``: regenerate the SVGs in ``screenshots/`` from the deterministic demo scene.
 
 Each picture is the console at 120x40 over a fresh database built by ``console.demo.build_scene`` at a
-fixed clock, so the same code makes the same pictures (the worker pane's log may differ in durations).
+fixed clock, so the same code makes the same pictures, byte for byte. The worker pane's picture replays a
+fixed run (``console.demo.replay_worker_run``): a live worker's threads interleave differently every time.
 """
 
 from __future__ import annotations
@@ -16,25 +17,17 @@ from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
 
 from .app import QueueConsole
-from .demo import SCENE_END, ManualClock, build_scene
+from .demo import SCENE_END, WORKER_ID, ManualClock, build_scene, replay_worker_run
 
 SIZE = (120, 40)
 OUT = Path(__file__).resolve().parents[1] / "screenshots"
-WORKER_JOBS = (  # built-in handler types; the two sleeps are still running when the picture is taken
-    ("echo", {"message": "hello"}, "critical"),
-    ("echo", {"message": "hello again"}, "critical"),
-    ("fail", {"error": "card declined"}, "critical"),
-    ("echo", {"message": "one more"}, "critical"),
-    ("sleep", {"seconds": 600}, "high"),
-    ("sleep", {"seconds": 600}, "high"),
-)
 
 
 def scene_app(directory: Path) -> QueueConsole:
     clock = ManualClock(SCENE_END)
     repo = JobRepository(open_database(f"sqlite:///{directory / 'demo.db'}"), clock=clock, rng=random.Random(7))
     build_scene(repo, clock)
-    return QueueConsole(repo, refresh_interval=None, db_label="demo.db", worker_id="console-demo:1")
+    return QueueConsole(repo, refresh_interval=None, db_label="demo.db", worker_id=WORKER_ID)
 
 
 async def settle(pilot) -> None:
@@ -57,24 +50,21 @@ async def shoot(directory: Path, name: str, keys: tuple[str, ...], out: Path) ->
         return Path(app.save_screenshot(f"{name}.svg", str(out)))
 
 
+async def show_worker_run(pilot) -> None:
+    """The worker pane after a replayed first second of the embedded worker, tables refreshed after it."""
+    app = pilot.app
+    await settle(pilot)
+    worker, events = replay_worker_run(app.repo, app.stale_after)
+    app.worker_pane.replay(worker, events)
+    app.request_refresh()
+    await settle(pilot)
+
+
 async def shoot_worker(directory: Path, out: Path) -> Path:
     app = scene_app(directory / "worker")
-    for job_type, payload, priority in WORKER_JOBS:
-        app.repo.create(job_type, payload, priority=priority, max_retries=0)
     async with app.run_test(size=SIZE) as pilot:
-        await settle(pilot)
-        await pilot.press("w")
-        for _ in range(600):  # the four quick jobs done, both sleeps running
-            stats = app.queue_worker.stats
-            if stats.completed + stats.failed >= 4 and stats.running == 2:
-                break
-            await pilot.pause(0.05)
-        await asyncio.sleep(0.5)
-        app.request_refresh()
-        await settle(pilot)
-        path = Path(app.save_screenshot("worker.svg", str(out)))
-        app.queue_worker.stop(timeout=0.5)
-        return path
+        await show_worker_run(pilot)
+        return Path(app.save_screenshot("worker.svg", str(out)))
 
 
 async def make_all(out: Path) -> list[Path]:

@@ -1,68 +1,132 @@
-"""Everything about one job: its fields, the payload pretty-printed, and every attempt's error."""
+"""Everything about one job: its fields, the payload pretty-printed a page at a time, and its last attempts.
+
+The job is read and its text built on a thread worker (``load``), which posts ``DetailLoaded`` back: a
+large job never blocks a key press, and what is laid out stays bounded (see ``console.detail_text``).
+"""
 
 from __future__ import annotations
 
-import json
 from typing import ClassVar
 
-from rich.markup import escape
-from rich.syntax import Syntax
+from rich.text import Text
+from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
+from textual.message import Message
 from textual.widgets import Static
 
-from ..formatting import timestamp
+from ..detail_text import JobDetail, build_detail, highlight_page, page_note
+from .dialog import Dialog
 
 
-class JobDetailScreen(ModalScreen):
+class DetailLoaded(Message):
+    def __init__(self, detail: JobDetail | None, page: Text | None) -> None:
+        super().__init__()
+        self.detail = detail  # None: the job is gone (pruned)
+        self.page = page
+
+
+class DetailFailed(Message):
+    def __init__(self, error: str) -> None:
+        super().__init__()
+        self.error = error
+
+
+class PageRendered(Message):
+    def __init__(self, index: int, page: Text) -> None:
+        super().__init__()
+        self.index = index
+        self.page = page
+
+
+class JobDetailScreen(Dialog):
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("escape,q,enter", "close", "Close", id="close-detail"),
+        Binding("m", "page(1)", "Next page", id="detail-next-page", tooltip="the next page of a long payload"),
+        Binding("b", "page(-1)", "Previous page", id="detail-previous-page", tooltip="the page before"),
     ]
 
-    def __init__(self, job, errors: list) -> None:
+    def __init__(self, repo, job_id: int) -> None:
         super().__init__()
-        self.job = job
-        self.errors = errors
+        self.repo = repo
+        self.job_id = job_id
+        self.detail: JobDetail | None = None
+        self.page_index = 0
 
     def compose(self) -> ComposeResult:
-        job = self.job
         with VerticalScroll(id="dialog", classes="detail") as scroll:
-            scroll.border_title = f"Job {job.id}"
-            yield Static(
-                f"[b]{escape(job.type)}[/]  ·  [b]{job.status}[/]  ·  {job.priority_label} ({job.priority})"
-                f"  ·  retries {job.retry_count}/{job.max_retries}",
-                classes="dialog-title",
-            )
-            yield Static(self.fields(), classes="fields")
+            scroll.border_title = f"Job {self.job_id}"
+            yield Static("loading…", id="detail-title", classes="dialog-title")
+            yield Static(id="detail-fields", classes="fields")
             yield Static("Payload", classes="section")
-            yield Static(Syntax(json.dumps(job.payload, indent=2, sort_keys=True), "json", theme="ansi_dark"))
-            yield Static(f"Errors ({len(self.errors)} failed attempts)", classes="section")
-            yield Static(self.error_history(), classes="errors")
+            yield Static(id="detail-payload")
+            note = Static(id="detail-page-note")
+            note.display = False  # shown when the payload is longer than a page
+            yield note
+            yield Static(id="detail-errors-title", classes="section")
+            yield Static(id="detail-errors", classes="errors")
             yield Static("[dim]escape[/] close", classes="hint")
 
-    def fields(self) -> str:
-        job = self.job
-        rows = [
-            ("worker", job.worker_id or "—"),
-            ("idempotency key", job.idempotency_key or "—"),
-            ("created", timestamp(job.created_at)),
-            ("updated", timestamp(job.updated_at)),
-            ("run at", timestamp(job.run_at)),
-            ("claimed", timestamp(job.claimed_at)),
-            ("heartbeat", timestamp(job.heartbeat_at)),
-        ]
-        return "\n".join(f"[dim]{name:>16}[/]  {escape(str(value))}" for name, value in rows)
+    def on_mount(self) -> None:
+        self.load()
 
-    def error_history(self) -> str:
-        if not self.errors:
-            return "[dim]none: this job has not failed[/]"
-        return "\n\n".join(
-            f"[b red]attempt {error.attempt}[/]  [dim]{timestamp(error.created_at)}"
-            f"  worker {escape(error.worker_id or '—')}[/]\n{escape(error.error)}"
-            for error in self.errors
-        )
+    @work(thread=True, exit_on_error=False, group="detail")
+    def load(self) -> None:
+        try:
+            with self.repo.db.connection_context():
+                job = self.repo.find_by_id(self.job_id)
+                errors = self.repo.errors_for(self.job_id) if job is not None else []
+            detail = build_detail(job, errors) if job is not None else None
+            page = highlight_page(detail.payload_pages[0]) if detail is not None else None
+        except Exception as exc:  # a database error or an undecodable row: say so, keep the console
+            self.post_message(DetailFailed(f"{type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(DetailLoaded(detail, page))
+
+    def on_detail_loaded(self, message: DetailLoaded) -> None:
+        detail = message.detail
+        if detail is None:
+            self.app.notify(f"Job {self.job_id} is gone (pruned).", severity="warning")
+            self.answer(None)
+            return
+        self.detail = detail
+        self.query_one("#detail-title", Static).update(detail.title)
+        self.query_one("#detail-fields", Static).update(detail.fields)
+        self.query_one("#detail-errors-title", Static).update(detail.errors_title)
+        self.query_one("#detail-errors", Static).update(detail.errors)
+        self.page_index = 0
+        self.show_page(0, message.page)
+
+    def on_detail_failed(self, message: DetailFailed) -> None:
+        self.app.notify(f"Could not read job {self.job_id}: {message.error}", title="Database error", severity="error")
+        self.answer(None)
+
+    def show_page(self, index: int, page: Text) -> None:
+        self.query_one("#detail-payload", Static).update(page)
+        note = page_note(self.detail.payload_pages, index)
+        self.query_one("#detail-page-note", Static).update(note)
+        self.query_one("#detail-page-note", Static).display = bool(note)
+
+    def action_page(self, step: int) -> None:
+        if self.detail is None:
+            return
+        index = self.page_index + step
+        if 0 <= index < len(self.detail.payload_pages):
+            self.page_index = index  # at once, so keys pressed faster than pages render still add up
+            self.render_page(index)
+
+    @work(thread=True, exit_on_error=False, group="detail-page")
+    def render_page(self, index: int) -> None:
+        self.post_message(PageRendered(index, highlight_page(self.detail.payload_pages[index])))
+
+    def on_page_rendered(self, message: PageRendered) -> None:
+        if message.index == self.page_index:  # an older page that finished late is not shown
+            self.show_page(message.index, message.page)
+
+    def shown_text(self) -> str:
+        """The plain text on screen now (for tests: what an operator can read, and how much of it)."""
+        return "\n".join(str(static.render()) for static in self.query(Static))
 
     def action_close(self) -> None:
-        self.dismiss(None)
+        self.answer(None)

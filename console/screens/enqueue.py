@@ -8,11 +8,11 @@ from __future__ import annotations
 import json
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
-from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Select, Static
 
@@ -21,11 +21,16 @@ from queue_core.store.database import DATABASE_ERRORS
 from queue_core.store.models import Priority
 from queue_core.store.repository import DEFAULT_MAX_RETRIES
 
+from .dialog import Dialog
+
 PRIORITY_OPTIONS = [(p.name.lower(), p.name.lower()) for p in Priority]
 
 
-class EnqueueScreen(ModalScreen):
-    """Dismisses with ``(job, created)`` after a successful create, ``None`` on cancel."""
+class EnqueueScreen(Dialog):
+    """Dismisses with ``(job, created)`` after a successful create, ``None`` on cancel.
+
+    Creates at most one job: once answered, a late Enter does nothing (see ``Dialog``).
+    """
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "cancel", "Cancel", id="cancel-enqueue")]
 
@@ -64,6 +69,8 @@ class EnqueueScreen(ModalScreen):
     @on(Input.Submitted)
     @on(Button.Pressed, "#submit")
     def submit(self) -> None:
+        if self.answered:
+            return
         self.clear_error()
         try:
             job, created = self.repo.create(
@@ -80,11 +87,11 @@ class EnqueueScreen(ModalScreen):
         except DATABASE_ERRORS as exc:  # nothing was written; the form stays, so the operator can try again
             self.show_error(f"database error: {exc}", "type")
         else:
-            self.dismiss((job, created))
+            self.answer((job, created))
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.answer(None)
 
     def payload(self):
         text = self.query_one("#payload", Input).value.strip() or "{}"
@@ -101,7 +108,8 @@ class EnqueueScreen(ModalScreen):
             return text
 
     def show_error(self, message: str, field: str) -> None:
-        self.query_one("#form-error", Static).update(f"[b]✗[/] {message}")
+        # The message quotes what was typed ("[/x" in max retries): text, never markup.
+        self.query_one("#form-error", Static).update(Text.assemble(("✗", "bold"), " ", message))
         for widget in self.query(f"#{field}"):
             widget.add_class("-invalid")
             widget.focus()

@@ -7,8 +7,9 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.screen import ModalScreen
 from textual.widgets import Static
+
+from .dialog import Dialog
 
 MORE_KEYS = (
     ("↑ ↓ pgup pgdn", "move in the focused table"),
@@ -17,7 +18,7 @@ MORE_KEYS = (
 )
 
 
-class HelpScreen(ModalScreen):
+class HelpScreen(Dialog):
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q,question_mark", "close", "Close", id="close-help")]
 
     def __init__(self, bindings: list[Binding], stale_after_seconds: float) -> None:
@@ -41,4 +42,4 @@ class HelpScreen(ModalScreen):
             yield Static("[dim]escape[/] close", classes="hint")
 
     def action_close(self) -> None:
-        self.dismiss(None)
+        self.answer(None)

@@ -4,17 +4,24 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
-from textual.screen import ModalScreen
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
+from .dialog import Dialog
 
-class PromptScreen(ModalScreen):
-    """Dismisses with the text entered (stripped) on Enter, ``None`` on Escape."""
+HINT = "[dim]enter[/] confirm   [dim]escape[/] cancel"  # constant markup; everything else here is text
+
+
+class PromptScreen(Dialog):
+    """Dismisses with the text entered (stripped) on Enter, ``None`` on Escape.
+
+    ``title`` and ``explanation`` are shown as text, never markup: they carry job types and ids.
+    """
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "cancel", "Cancel", id="cancel-prompt")]
 
@@ -30,18 +37,18 @@ class PromptScreen(ModalScreen):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="prompt"):
-            yield Static(self.title_text, classes="dialog-title")
-            yield Static(self.explanation, classes="explanation")
+            yield Static(Text(self.title_text), classes="dialog-title")
+            yield Static(Text(self.explanation), classes="explanation")
             suggester = SuggestFromList(self.suggestions, case_sensitive=True) if self.suggestions else None
             yield Input(value=self.value, placeholder=self.placeholder, suggester=suggester, id="answer")
-            yield Static("[dim]enter[/] confirm   [dim]escape[/] cancel", classes="hint")
+            yield Static(HINT, classes="hint")
 
     def on_mount(self) -> None:
         self.query_one("#answer", Input).focus()
 
     @on(Input.Submitted)
     def confirm(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value.strip())
+        self.answer(event.value.strip())
 
     def action_cancel(self) -> None:
-        self.dismiss(None)
+        self.answer(None)

@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from rich.markup import escape
+from rich.text import Text
 from textual.containers import Vertical
+from textual.content import Content
 from textual.message import Message
 from textual.widgets import RichLog, Static
 
-from ..formatting import time_of_day
+from ..formatting import one_line, time_of_day
 
 KIND_STYLES = {
     "started": "bold green",
@@ -28,6 +29,7 @@ KIND_STYLES = {
     "stopped": "bold yellow",
 }
 LOG_LINES = 1000
+NOTE_CHARS = 300  # a log line is one screen line; the detail view has the whole error
 
 
 class WorkerPane(Vertical):
@@ -47,7 +49,7 @@ class WorkerPane(Vertical):
 
     def compose(self):
         yield Static(id="worker-state")
-        log = RichLog(id="worker-log", max_lines=LOG_LINES, markup=True, wrap=False)
+        log = RichLog(id="worker-log", max_lines=LOG_LINES, markup=False, wrap=False)
         log.can_focus = False  # tab moves between the job tables
         yield log
 
@@ -69,13 +71,36 @@ class WorkerPane(Vertical):
             state.update("[dim]○ stopped[/]  press [b]w[/] to run jobs in this console with the embedded worker")
             return
         stats = self.worker.stats
-        marks = {"running": "[bold green]● running[/]", "stopping": "[bold yellow]◐ stopping…[/]"}
-        head = marks.get(self.state, "[dim]○ stopped[/]")
+        marks = {"running": ("● running", "bold green"), "stopping": ("◐ stopping…", "bold yellow")}
+        # Content, not markup: the worker id comes from --worker-id ("web[/1" is a name, not a tag).
         state.update(
-            f"{head}  id [b]{self.worker.worker_id}[/]  concurrency [b]{self.worker.concurrency}[/]"
-            f"  │  [green]done[/] [b]{stats.completed}[/]  [red]failed[/] [b]{stats.failed}[/]"
-            f"  [cyan]running[/] [b]{stats.running}[/]"
+            Content.assemble(
+                marks.get(self.state, ("○ stopped", "dim")),
+                "  id ",
+                (self.worker.worker_id, "bold"),
+                "  concurrency ",
+                (str(self.worker.concurrency), "bold"),
+                "  │  ",
+                ("done", "green"),
+                " ",
+                (str(stats.completed), "bold"),
+                "  ",
+                ("failed", "red"),
+                " ",
+                (str(stats.failed), "bold"),
+                "  ",
+                ("running", "cyan"),
+                " ",
+                (str(stats.running), "bold"),
+            )
         )
+
+    def replay(self, worker, events) -> None:
+        """Show a run that already happened (``console.demo.replay_worker_run``): pictures and tests."""
+        self.set_state("running", worker)
+        for event in events:
+            self.log_event(event)
+        self.show_state()
 
     def on_worker_pane_event_received(self, message: EventReceived) -> None:
         # Not stopped: it bubbles on to the app, which refreshes the tables soon after a worker event.
@@ -84,7 +109,8 @@ class WorkerPane(Vertical):
 
     def log_event(self, event) -> None:
         style = KIND_STYLES.get(event.kind, "")
-        line = f"[dim]{time_of_day(self.clock())}[/] [{style}]{event.kind:<10}[/] {describe(event)}"
+        when = (time_of_day(self.clock()), "dim")
+        line = Text.assemble(when, " ", (f"{event.kind:<10}", style), " ", describe(event))
         self.query_one("#worker-log", RichLog).write(line)
 
 
@@ -93,9 +119,12 @@ JOB_EVENTS = ("claimed", "completed", "failed")
 
 
 def describe(event) -> str:
-    """One line for the log: the common job events from their fields, the others in the worker's words."""
+    """One line for the log: the common job events from their fields, the others in the worker's words.
+
+    Plain text (the log shows it as text), cut to ``NOTE_CHARS``.
+    """
     if event.kind not in JOB_EVENTS and event.message:
-        return escape(event.message)
+        return one_line(event.message, NOTE_CHARS)
     parts = []
     if event.job_id is not None:
         parts.append(f"job {event.job_id}")
@@ -106,5 +135,5 @@ def describe(event) -> str:
     if event.duration is not None:
         parts.append(f"{event.duration:.2f}s")
     if event.error:
-        parts.append(event.error)
-    return escape(" · ".join(parts))
+        parts.append(one_line(event.error, NOTE_CHARS))
+    return " · ".join(parts)

@@ -40,6 +40,7 @@ def make_app(scene, scene_clock):
 async def pilot(make_app):
     """The console on the scene at 120x40, first refresh on screen."""
     app = make_app()
-    async with app.run_test(size=(120, 40)) as pilot:
+    # Notifications on: a toast is rendered, so a message that is not valid markup fails here, as it would live.
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
         yield pilot

@@ -153,8 +153,9 @@ async def test_detail_shows_payload_and_every_attempt(pilot, scene):
     app = pilot.app
     _table, job_id = await focus_table(pilot, "failed")
     await pilot.press("enter")
-    assert isinstance(app.screen, JobDetailScreen) and app.screen.job.id == job_id
-    text = " ".join(str(static.render()) for static in app.screen.query("Static"))
+    assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == job_id
+    await settle(pilot)  # the job is read on a thread worker
+    text = app.screen.shown_text()
     assert "attempt 1" in text and "attempt 3" in text and "Errors (3 failed attempts)" in text
     await pilot.press("escape")
     assert not isinstance(app.screen, JobDetailScreen)
@@ -224,7 +225,7 @@ async def test_clicking_the_highlighted_row_opens_its_detail(pilot):
     table = app.query_one("#pending", JobTable)
     await pilot.click("#pending", offset=(3, 2))  # border, header, then the first row: under the cursor
     await pilot.pause()
-    assert isinstance(app.screen, JobDetailScreen) and app.screen.job.id == table.selected_job_id
+    assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == table.selected_job_id
 
 
 async def test_a_database_error_while_enqueueing_keeps_the_form_and_says_why(pilot, scene, monkeypatch):
@@ -262,3 +263,22 @@ async def test_any_error_in_a_refresh_is_reported_and_refreshing_goes_on(pilot, 
     assert len(calls) == 2 and str(job.id) in [
         row.key.value for row in app.query_one("#pending", JobTable).ordered_rows
     ]
+
+
+async def test_detail_of_a_job_gone_or_unreadable_says_so_and_closes(pilot, scene, monkeypatch):
+    app = pilot.app
+    job_id = app.query_one("#pending", JobTable).selected_job_id
+    monkeypatch.setattr(app.repo, "find_by_id", lambda job_id: None)  # pruned between refresh and enter
+    await pilot.press("enter")
+    await settle(pilot)
+    assert not isinstance(app.screen, JobDetailScreen)
+    assert any(f"Job {job_id} is gone (pruned)" in m for m in notifications(app))
+
+    def locked(job_id):
+        raise pw.OperationalError("database is locked")
+
+    monkeypatch.setattr(app.repo, "find_by_id", locked)
+    await pilot.press("enter")
+    await settle(pilot)
+    assert app.is_running and not isinstance(app.screen, JobDetailScreen)
+    assert any(f"Could not read job {job_id}: OperationalError: database is locked" in m for m in notifications(app))

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 from console_helpers import no_cursor_blink, settle
 
+from console.screenshots import shoot_worker, show_worker_run
+
 # The pictures are of the rendering, the same on either backend (the rest of the console suite runs on
 # both); on SQLite alone the test names, and so the baseline files, stay as they were made.
 pytestmark = pytest.mark.backends("sqlite")
@@ -41,3 +43,19 @@ def test_job_detail(snap_compare, make_app):
 
 def test_help(snap_compare, make_app):
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("question_mark"))
+
+
+def test_worker_pane(snap_compare, make_app):
+    """The embedded worker's pane after a replayed run: fixed clock, fixed events, fixed durations."""
+    app = make_app(worker_id="console-demo:1")
+    assert snap_compare(app, terminal_size=SIZE, run_before=show_worker_run)
+
+
+@pytest.mark.asyncio
+async def test_the_worker_screenshot_is_the_same_on_every_run(tmp_path):
+    """``python -m console.screenshots`` made a different worker.svg on each run (a live worker's threads)."""
+    pictures = []
+    for run in ("first", "second"):
+        (tmp_path / run / "worker").mkdir(parents=True)
+        pictures.append((await shoot_worker(tmp_path / run, tmp_path / run)).read_bytes())
+    assert pictures[0] == pictures[1]

@@ -1,0 +1,139 @@
+"""What the job detail shows, as bounded Textual ``Content``: built on a thread, never parsed as markup.
+
+A job can be large: an 850 KB payload, 300 attempts with 10,000-character errors. Laying out megabytes of
+text froze the console for tens of seconds, so the detail shows the payload a page (``PAGE_CHARS``) at a
+time, the last ``ATTEMPTS_SHOWN`` attempts, and each error cut to ``ERROR_CHARS``, each with a note of what
+is left out. Job data (types, errors, worker ids, keys) goes into ``Content`` as plain strings: ``[/x`` in
+an error is shown as typed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.content import Content
+
+from .formatting import timestamp
+
+PAGE_CHARS = 16 * 1024
+ATTEMPTS_SHOWN = 50
+ERROR_CHARS = 500
+FIELD_CHARS = 300  # a field (worker id, idempotency key) longer than this is cut too
+
+
+@dataclass(frozen=True)
+class JobDetail:
+    """Everything the detail screen shows of one job, each part bounded."""
+
+    job_id: int
+    title: Content
+    fields: Content
+    payload_pages: tuple[str, ...]  # the pretty-printed payload in pages of at most PAGE_CHARS
+    errors_title: Content
+    errors: Content
+
+
+def build_detail(job, errors: list) -> JobDetail:
+    payload = json.dumps(job.payload, indent=2, sort_keys=True)
+    return JobDetail(
+        job_id=job.id,
+        title=title_text(job),
+        fields=fields_text(job),
+        payload_pages=tuple(pages(payload)),
+        errors_title=Content(f"Errors ({len(errors):,} failed attempts)"),
+        errors=error_history(errors),
+    )
+
+
+def title_text(job) -> Content:
+    return Content.assemble(
+        (job.type, "bold"),
+        "  ·  ",
+        (job.status, "bold"),
+        f"  ·  {job.priority_label} ({job.priority})  ·  retries {job.retry_count}/{job.max_retries}",
+    )
+
+
+def fields_text(job) -> Content:
+    rows = [
+        ("worker", job.worker_id or "—"),
+        ("idempotency key", job.idempotency_key or "—"),
+        ("created", timestamp(job.created_at)),
+        ("updated", timestamp(job.updated_at)),
+        ("run at", timestamp(job.run_at)),
+        ("claimed", timestamp(job.claimed_at)),
+        ("heartbeat", timestamp(job.heartbeat_at)),
+    ]
+    lines = (Content.assemble((f"{name:>16}", "dim"), "  ", cut(str(value), FIELD_CHARS)) for name, value in rows)
+    return Content("\n").join(lines)
+
+
+def error_history(errors: list) -> Content:
+    if not errors:
+        return Content.styled("none: this job has not failed", "dim")
+    shown = errors[-ATTEMPTS_SHOWN:]
+    parts = []
+    if len(errors) > len(shown):
+        hidden = len(errors) - len(shown)
+        parts.append(Content.styled(f"… {hidden:,} earlier attempts not shown: the last {len(shown)} follow", "dim"))
+    for error in shown:
+        parts.append(
+            Content.assemble(
+                (f"attempt {error.attempt}", "bold red"),
+                "  ",
+                (f"{timestamp(error.created_at)}  worker {error.worker_id or '—'}", "dim"),
+                "\n",
+                cut(error.error, ERROR_CHARS),
+            )
+        )
+    return Content("\n\n").join(parts)
+
+
+def cut(text: str, limit: int) -> Content:
+    """``text`` up to ``limit`` characters, then a dim note of how many more there are."""
+    if len(text) <= limit:
+        return Content(text)
+    return Content.assemble(text[:limit], (f" … {len(text) - limit:,} more characters", "dim"))
+
+
+def pages(text: str, size: int = PAGE_CHARS) -> list[str]:
+    """``text`` in pieces of at most ``size`` characters, cut after a line break when one is near the end."""
+    result = []
+    start = 0
+    while start < len(text):
+        end = min(len(text), start + size)
+        if end < len(text):
+            newline = text.rfind("\n", start + size // 2, end)
+            end = newline + 1 if newline >= 0 else end
+        result.append(text[start:end])
+        start = end
+    return result or [""]
+
+
+def highlight_page(page: str) -> Text:
+    """One page of the payload, JSON-highlighted (as ``Text``, so it is laid out like any other text)."""
+    text = Syntax(page, "json", theme="ansi_dark").highlight(page)
+    text.rstrip()  # in place: highlight() ends the text with a newline
+    return text
+
+
+def page_note(pages: tuple[str, ...], index: int) -> Content:
+    """Where this page is in the payload, and the keys to move: empty when the payload fits one page."""
+    if len(pages) <= 1:
+        return Content()
+    before = sum(len(page) for page in pages[:index])
+    shown = len(pages[index])
+    after = sum(len(page) for page in pages[index + 1 :])
+    parts = [f"page {index + 1} of {len(pages)}: characters {before:,}–{before + shown:,}"]
+    if after:
+        parts.append(f"… {kilobytes(after)} more, m shows the next page")
+    if index:
+        parts.append("b the previous")
+    return Content.styled(" · ".join(parts), "dim")
+
+
+def kilobytes(chars: int) -> str:
+    return f"{chars / 1024:,.0f} KB" if chars >= 1024 else f"{chars:,} characters"

@@ -1,0 +1,96 @@
+"""``queue-console`` as a program: its exit code, and what ``--demo`` agrees to seed."""
+
+from __future__ import annotations
+
+import pytest
+from textual.app import App
+
+from console.app import QueueConsole, main
+from console.options import build_parser
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
+
+# --- a crash exits non-zero ---------------------------------------------------------------------
+
+
+def test_a_crash_exits_non_zero(tmp_path, monkeypatch):
+    def crash(self) -> None:
+        raise RuntimeError("boom in the console")
+
+    monkeypatch.setattr(QueueConsole, "on_mount", crash)
+    monkeypatch.setattr(QueueConsole, "run", lambda self: App.run(self, headless=True))
+    with pytest.raises(SystemExit) as info:
+        main(["--db", f"sqlite:///{tmp_path / 'q.db'}"])
+    assert info.value.code == 1
+
+
+def test_a_clean_quit_exits_zero(tmp_path, monkeypatch):
+    def quit_at_once(self) -> None:
+        self.exit()
+
+    monkeypatch.setattr(QueueConsole, "on_mount", quit_at_once)
+    monkeypatch.setattr(QueueConsole, "run", lambda self: App.run(self, headless=True))
+    with pytest.raises(SystemExit) as info:
+        main(["--db", f"sqlite:///{tmp_path / 'q.db'}"])
+    assert info.value.code == 0
+
+
+# --- --demo never seeds a database that may be production -----------------------------------------
+
+
+@pytest.fixture
+def console_not_run(monkeypatch):
+    """main() up to the point where the app would start: the database work is what these tests check."""
+    monkeypatch.setattr(QueueConsole, "run", lambda self: None)
+
+
+def run_main(argv: list[str]) -> int:
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    return info.value.code
+
+
+@pytest.mark.backends("sqlite")
+def test_demo_seeds_an_empty_database_and_again_one_with_demo_jobs_only(db_url, console_not_run):
+    assert run_main(["--db", db_url, "--demo"]) == 0
+    repo = JobRepository(open_database(db_url))
+    seeded = sum(repo.counts().values())
+    assert seeded > 0
+    assert run_main(["--db", db_url, "--demo"]) == 0  # a second run of the demo is no accident
+    assert sum(repo.counts().values()) == 2 * seeded
+
+
+@pytest.mark.backends("sqlite")
+def test_demo_refuses_a_database_with_real_jobs(db_url, console_not_run, capsys):
+    repo = JobRepository(open_database(db_url))
+    repo.create("send-invoice", {"invoice": 1})
+    before = repo.counts()
+    assert run_main(["--db", db_url, "--demo"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "--force-demo" in err and "send-invoice" in err
+    assert len(err.splitlines()) == 1
+    assert repo.counts() == before  # nothing seeded
+    assert run_main(["--db", db_url, "--demo", "--force-demo"]) == 0  # told explicitly: seeds
+    assert sum(repo.counts().values()) > sum(before.values())
+
+
+@pytest.mark.backends("postgresql")
+def test_demo_refuses_postgresql_unless_forced(db_url, console_not_run, capsys):
+    repo = JobRepository(open_database(db_url))
+    assert run_main(["--db", db_url, "--demo"]) == 2  # even empty: a server database may be production
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "PostgreSQL" in err and "--force-demo" in err
+    assert sum(repo.counts().values()) == 0
+    assert run_main(["--db", db_url, "--demo", "--force-demo"]) == 0
+    assert sum(repo.counts().values()) > 0
+
+
+def test_force_demo_goes_with_demo(capsys):
+    assert run_main(["--force-demo"]) == 2
+    assert "--force-demo" in capsys.readouterr().err
+
+
+def test_refresh_help_states_its_default():
+    help_text = " ".join(build_parser().format_help().split())
+    assert "seconds between refreshes (default 1)" in help_text
+    assert "embedded worker threads (default 2)" in help_text
