@@ -22,35 +22,23 @@ from .validation import MAX_TEXT_CHARS, validate_max_retries, validate_retry_bac
 JOB_OPTIONS = ("priority", "max_retries", "queue", "timeout", "retry_backoff")
 
 
-def validate_queue_name(value) -> str | None:
+def validate_queue_name(value) -> str:
     """A queue name follows the rules of a job type (issue 13), reported as ``queue``."""
-    if value is None:
-        return None
     if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS or not value.isprintable():
         raise ValidationError("queue", f"must be a non-empty string of at most {MAX_TEXT_CHARS} printable characters")
     return value
 
 
-def validate_timeout(value) -> float | None:
-    """Seconds an attempt may run (issue 14, item 4): a finite number above zero, or None for no limit."""
-    if value is None:
-        return None
+def validate_timeout(value) -> float:
+    """Seconds an attempt may run (issue 14, item 4): a finite number above zero (no option: no limit)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ValidationError("timeout", f"must be a number of seconds above 0 (or None for no limit), got {value!r}")
+        raise ValidationError("timeout", f"must be a number of seconds above 0, got {value!r}")
     return float(value)
 
 
-def _priority(value) -> int | None:
-    return None if value is None else parse_priority(value)
-
-
-def _max_retries(value) -> int | None:
-    return None if value is None else validate_max_retries(value)
-
-
 _VALIDATORS = {
-    "priority": _priority,
-    "max_retries": _max_retries,
+    "priority": parse_priority,
+    "max_retries": validate_max_retries,
     "queue": validate_queue_name,
     "timeout": validate_timeout,
     "retry_backoff": validate_retry_backoff,
@@ -58,11 +46,14 @@ _VALIDATORS = {
 
 
 def validate_job_options(options: Mapping) -> dict:
-    """``options`` checked and normalised (priority labels become integers); every name must be in JOB_OPTIONS."""
+    """The options that are set (not None), checked and normalised (priority labels become integers).
+
+    Every name must be one of JOB_OPTIONS.
+    """
     unknown = sorted(set(options) - set(JOB_OPTIONS))
     if unknown:
         raise ValidationError(unknown[0], f"unknown job option; the options are {', '.join(JOB_OPTIONS)}")
-    return {name: _VALIDATORS[name](value) for name, value in options.items()}
+    return {name: _VALIDATORS[name](value) for name, value in options.items() if value is not None}
 
 
 @functools.cache
@@ -71,11 +62,11 @@ def _accepted_by(create) -> frozenset[str]:
 
 
 def create_arguments(repo, options: Mapping) -> dict:
-    """The options to pass to ``repo.create``: those set (not None) that its ``create`` accepts.
+    """The options (as ``validate_job_options`` returns them) that ``repo.create`` accepts.
 
     TODO(issue 13 queue column, issue 14 item 4 timeouts): today's ``create`` takes neither ``queue`` nor
     ``timeout``, so both are dropped here and the job runs on the default queue without a time limit. Once
     ``create`` accepts them they pass through with no change here; then drop this filter.
     """
     accepted = _accepted_by(type(repo).create)
-    return {name: value for name, value in options.items() if value is not None and name in accepted}
+    return {name: value for name, value in options.items() if name in accepted}

@@ -236,7 +236,7 @@ class Task:
         payload = self.payload_for(arguments)
         given = {"priority": priority, "max_retries": max_retries, "queue": queue, "timeout": timeout}
         overrides = validate_job_options({**given, "retry_backoff": retry_backoff})
-        options = {**self.options, **{name: value for name, value in overrides.items() if value is not None}}
+        options = {**self.options, **overrides}
         return self._queue._create(
             self.type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at
         )
