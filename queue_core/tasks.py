@@ -123,7 +123,7 @@ class Queue:
         (UTC) with ``payload`` as its arguments; ``options`` are job options as for ``task``."""
         cron = parse_cron(cron)
         options = validate_job_options(options)
-        return lambda fn: self._define(fn.__name__ if name is None else name, fn, options, cron=cron, payload=payload)
+        return lambda fn: self._define(_name_of(fn) if name is None else name, fn, options, cron=cron, payload=payload)
 
     def _define(self, name: str, fn: Callable, options: dict, *, cron: str | None, payload: Mapping | None) -> Task:
         task = Task(self, name, fn, options)
@@ -211,7 +211,7 @@ class Task:
         return self.fn(*args, **kwargs)
 
     def __repr__(self) -> str:
-        return f"<Task {self.type!r} {self.fn.__module__}.{self.fn.__qualname__}>"
+        return f"<Task {self.type!r} {getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', self.fn)}>"
 
     def enqueue(
         self,
@@ -249,7 +249,7 @@ class Task:
         parameters = self._signature.parameters
         named = [p.name for p in parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
         takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
-        takes = f"{self.fn.__name__}() takes {', '.join(named) or 'no arguments'}"
+        takes = f"{_name_of(self.fn)}() takes {', '.join(named) or 'no arguments'}"
         for name in arguments:
             if name not in named and not takes_any:
                 raise ValidationError(field or name, f"unknown argument for task {self.type!r}: {takes}")
@@ -262,14 +262,14 @@ class Task:
         try:
             self._signature.bind(**arguments)  # the authority, should the checks above miss a case
         except TypeError as exc:
-            raise ValidationError(field or "payload", f"does not fit {self.fn.__name__}(): {exc}") from None
+            raise ValidationError(field or "payload", f"does not fit {_name_of(self.fn)}(): {exc}") from None
         return {name: _json_value(name, value) for name, value in arguments.items()}
 
 
 def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
     """The function's signature, once it is one a worker can call with the payload as keyword arguments."""
     if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
-        raise ValidationError("handler", f"{fn.__qualname__} is a generator function: make it a plain function")
+        raise ValidationError("handler", f"{_name_of(fn)} is a generator function: make it a plain function")
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -278,16 +278,21 @@ def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
         if parameter.kind is parameter.POSITIONAL_ONLY and parameter.default is parameter.empty:
             raise ValidationError(
                 "handler",
-                f"{fn.__qualname__}() has the positional-only parameter {parameter.name!r}; a task gets its "
+                f"{_name_of(fn)}() has the positional-only parameter {parameter.name!r}; a task gets its "
                 "arguments by keyword",
             )
         if parameter.name in ENQUEUE_OPTIONS and parameter.kind is not parameter.VAR_KEYWORD:
             raise ValidationError(
                 "handler",
-                f"{fn.__qualname__}() has a parameter named {parameter.name!r}, which is a job option of "
+                f"{_name_of(fn)}() has a parameter named {parameter.name!r}, which is a job option of "
                 f"enqueue() ({', '.join(ENQUEUE_OPTIONS)}); rename the parameter for task {name!r}",
             )
     return signature
+
+
+def _name_of(fn) -> str:
+    """A callable's name for messages (partials and instances with ``__call__`` have none: their repr)."""
+    return getattr(fn, "__name__", None) or repr(fn)
 
 
 def _payload_handler(fn: Callable) -> Callable[[dict], object]:
@@ -307,7 +312,13 @@ def _payload_handler(fn: Callable) -> Callable[[dict], object]:
         def run(payload: dict):
             return fn(**payload)
 
-    return functools.update_wrapper(run, fn)
+    functools.update_wrapper(run, fn)
+    if not hasattr(fn, "__qualname__"):
+        # The registry tells handlers apart by module and qualified name: a partial or an instance is named
+        # after its function or class, so another callable under the same type is refused, not swapped in.
+        named = getattr(fn, "func", type(fn))
+        run.__module__, run.__qualname__ = named.__module__, f"{named.__qualname__}(...)"
+    return run
 
 
 def _json_value(name: str, value):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import os
@@ -315,6 +316,28 @@ def test_the_task_stays_the_function(handlers):
     assert inspect.signature(add) == inspect.signature(add.fn)
     assert handlers.get("add")({"a": 4}) == 6  # the registered handler returns what the function returns
     assert repr(add) == f"<Task 'add' {__name__}.test_the_task_stays_the_function.<locals>.add>"
+
+
+def test_callables_without_a_name_are_tasks_too(handlers, repo):
+    queue = Queue(repository=repo, registry=handlers)
+
+    class Mailer:
+        def __call__(self, to, subject="hi"):
+            return f"{to}: {subject}"
+
+    def scale(factor, value):
+        return factor * value
+
+    mailer = queue.task("mail")(Mailer())
+    double = queue.task("double")(functools.partial(scale, 2))
+    assert (mailer(to="ann"), double(value=4)) == ("ann: hi", 8)
+    assert handlers.get("mail")({"to": "bob"}) == "bob: hi" and handlers.get("double")({"value": 5}) == 10
+    with pytest.raises(ValidationError, match=r"\(\) takes to, subject") as raised:
+        mailer.enqueue(too="ann")
+    assert raised.value.field == "too"
+    assert double.enqueue(value=3).payload == {"value": 3}
+    with pytest.raises(ValidationError, match="already has handler"):
+        queue.task("mail")(functools.partial(scale, 3))
 
 
 def test_a_type_taken_by_another_function_is_refused(handlers):
