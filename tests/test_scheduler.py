@@ -13,9 +13,10 @@ import pytest
 from support import START, FakeClock
 
 from queue_core import Queue, ValidationError
-from queue_core.handlers import HandlerRegistry
+from queue_core.handlers import HandlerRegistry, current_job
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
+from queue_core.worker import Worker
 from queue_core.worker.scheduler import (
     RETRY_AFTER,
     Schedule,
@@ -343,3 +344,18 @@ def test_run_forever_returns_soon_after_the_stop_event(repo):
     thread.join(WAIT)
     assert not thread.is_alive() and time.monotonic() - began < 2
     assert len(jobs_of(repo, "daily")) == 1  # the latest tick (today's midnight) was enqueued on start
+
+
+def test_a_queue_s_scheduler_enqueues_its_periodic_tasks_and_a_worker_runs_them(live_repo):
+    handlers = HandlerRegistry(with_builtins=False)
+    queue = Queue(repository=live_repo, registry=handlers)
+    calls = []
+
+    @queue.periodic(EVERY_SECOND, name="beat", payload={"n": 7})
+    def beat(n, unit="s"):
+        calls.append((n, unit, current_job().idempotency_key))
+
+    [job] = queue.scheduler().tick()
+    Worker(live_repo, registry=handlers, worker_id="w1", poll_interval=0.01).run(burst=True)
+    assert calls == [(7, "s", job.idempotency_key)]
+    assert live_repo.find_by_id(job.id).status == "completed"
