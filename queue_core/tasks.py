@@ -21,6 +21,7 @@ import inspect
 import json
 import math
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -36,6 +37,32 @@ from .worker.scheduler import Schedule, Scheduler, parse_cron
 
 # Keyword-only options of Task.enqueue: a handler parameter of one of these names could never be given.
 ENQUEUE_OPTIONS = ("idempotency_key", "delay", "run_at", *JOB_OPTIONS)
+# Every Queue made in this process, so a worker that imported --handlers modules finds their schedules.
+_queues: weakref.WeakSet[Queue] = weakref.WeakSet()
+
+
+def registered_schedules(registry: HandlerRegistry | None = None) -> list[Schedule]:
+    """The schedules of every Queue registering into ``registry`` (default: the one the worker CLI runs).
+
+    What a worker's scheduler runs after importing its ``--handlers`` modules. A module imported twice (as
+    ``__main__`` and by name) defines its schedules twice: identical ones count once, and two different
+    schedules of one name are a ValidationError.
+    """
+    registry = default_registry() if registry is None else registry
+    found: dict[str, Schedule] = {}
+    for queue in list(_queues):
+        if queue.registry is not registry:
+            continue
+        for schedule in queue.schedules:
+            seen = found.setdefault(schedule.name, schedule)
+            if _definition(seen) != _definition(schedule):
+                raise ValidationError("name", f"two different schedules are named {schedule.name!r}")
+    return sorted(found.values(), key=lambda schedule: schedule.name)
+
+
+def _definition(schedule: Schedule) -> tuple:
+    payload = json.dumps(schedule.payload, sort_keys=True)
+    return (schedule.cron, schedule.type, payload, sorted(schedule.options.items()))
 
 
 class Queue:
@@ -65,6 +92,7 @@ class Queue:
         self._repository = repository
         self._owns_database = repository is None
         self._lock = threading.Lock()
+        _queues.add(self)
 
     def __repr__(self) -> str:
         return f"Queue({self.url!r})" if self._owns_database else f"Queue(repository={self._repository!r})"

@@ -16,6 +16,7 @@ from queue_core import Queue, ValidationError
 from queue_core.handlers import HandlerRegistry, current_job
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
+from queue_core.tasks import registered_schedules
 from queue_core.worker import Worker
 from queue_core.worker.scheduler import (
     RETRY_AFTER,
@@ -359,3 +360,22 @@ def test_a_queue_s_scheduler_enqueues_its_periodic_tasks_and_a_worker_runs_them(
     Worker(live_repo, registry=handlers, worker_id="w1", poll_interval=0.01).run(burst=True)
     assert calls == [(7, "s", job.idempotency_key)]
     assert live_repo.find_by_id(job.id).status == "completed"
+
+
+def test_registered_schedules_are_what_a_worker_finds_after_importing_its_handlers():
+    handlers = HandlerRegistry(with_builtins=False)
+    first, again, elsewhere = Queue(registry=handlers), Queue(registry=handlers), Queue(registry=HandlerRegistry())
+
+    def report(to="ops"): ...
+
+    # The same module imported twice (as __main__ and by name) defines the same schedule twice.
+    first.periodic("0 3 * * *", name="report")(report)
+    again.periodic("0 3 * * *", name="report")(report)
+    first.task("cleanup", cron="@daily")(lambda: None)
+    elsewhere.periodic("* * * * *", name="other")(lambda: None)
+
+    assert [s.name for s in registered_schedules(handlers)] == ["cleanup", "report"]
+    changed = Queue(registry=handlers)  # kept: a module's Queue lives as long as its module
+    changed.periodic("0 4 * * *", name="report")(report)
+    with pytest.raises(ValidationError, match="two different schedules are named 'report'"):
+        registered_schedules(handlers)
