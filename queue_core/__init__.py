@@ -4,6 +4,7 @@ from .errors import DatabaseURLError, IdempotencyConflict, QueueError, Validatio
 from .store.database import open_database
 from .store.models import Job, JobStatus, Priority, parse_priority, priority_label
 from .store.repository import JobRepository
+from .tasks import Queue
 
 __all__ = [
     "DatabaseURLError",
@@ -12,6 +13,7 @@ __all__ = [
     "JobRepository",
     "JobStatus",
     "Priority",
+    "Queue",
     "QueueError",
     "ValidationError",
     "open_database",

@@ -1,0 +1,72 @@
+"""Job options that the task API and the scheduler take: validated where the developer writes them.
+
+``priority``, ``max_retries``, ``retry_backoff`` go to ``JobRepository.create`` as they are. ``queue`` and
+``timeout`` are part of the task API already, but ``create`` takes them only once the queue column (issue 13)
+and per-job timeouts (issue 14, item 4) land: ``create_arguments`` passes an option only when ``create``
+accepts it, so callers work unchanged before and after.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+from collections.abc import Mapping
+
+from .errors import ValidationError
+from .store.models import parse_priority
+from .validation import MAX_TEXT_CHARS, validate_max_retries, validate_retry_backoff
+
+# Options a task or a schedule may set as defaults and an enqueue may override. None means "not set": the
+# repository's default applies (priority 0, 3 retries, the default queue, no timeout, the default back-off).
+JOB_OPTIONS = ("priority", "max_retries", "queue", "timeout", "retry_backoff")
+
+
+def validate_queue_name(value) -> str:
+    """A queue name follows the rules of a job type (issue 13), reported as ``queue``."""
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS or not value.isprintable():
+        raise ValidationError("queue", f"must be a non-empty string of at most {MAX_TEXT_CHARS} printable characters")
+    return value
+
+
+def validate_timeout(value) -> float:
+    """Seconds an attempt may run (issue 14, item 4): a finite number above zero (no option: no limit)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ValidationError("timeout", f"must be a number of seconds above 0, got {value!r}")
+    return float(value)
+
+
+_VALIDATORS = {
+    "priority": parse_priority,
+    "max_retries": validate_max_retries,
+    "queue": validate_queue_name,
+    "timeout": validate_timeout,
+    "retry_backoff": validate_retry_backoff,
+}
+
+
+def validate_job_options(options: Mapping) -> dict:
+    """The options that are set (not None), checked and normalised (priority labels become integers).
+
+    Every name must be one of JOB_OPTIONS.
+    """
+    unknown = sorted(set(options) - set(JOB_OPTIONS))
+    if unknown:
+        raise ValidationError(unknown[0], f"unknown job option; the options are {', '.join(JOB_OPTIONS)}")
+    return {name: _VALIDATORS[name](value) for name, value in options.items() if value is not None}
+
+
+@functools.cache
+def _accepted_by(create) -> frozenset[str]:
+    return frozenset(inspect.signature(create).parameters)
+
+
+def create_arguments(repo, options: Mapping) -> dict:
+    """The options (as ``validate_job_options`` returns them) that ``repo.create`` accepts.
+
+    TODO(issue 13 queue column, issue 14 item 4 timeouts): today's ``create`` takes neither ``queue`` nor
+    ``timeout``, so both are dropped here and the job runs on the default queue without a time limit. Once
+    ``create`` accepts them they pass through with no change here; then drop this filter.
+    """
+    accepted = _accepted_by(type(repo).create)
+    return {name: value for name, value in options.items() if name in accepted}

@@ -1,0 +1,381 @@
+"""The task API in one import: ``Queue``, ``@queue.task``, ``Task.enqueue``, ``queue.enqueue``, ``@queue.periodic``.
+
+A task is a plain function registered under a job type together with its job defaults. The registration is
+what workers run (``python -m queue_core.worker --handlers myapp.tasks`` imports the module, which registers
+its tasks in the default handler registry), so the type name, queue and defaults have one source of truth.
+``enqueue`` checks its arguments against the function's signature before anything is written: a typo fails
+where it was made, not in a worker an hour later.
+
+    queue = Queue("sqlite:///queue.db")        # or $QUEUE_DB_URL; opened on first use, not on import
+
+    @queue.task("send-invoice", queue="mail", priority="high", max_retries=5, timeout=30)
+    def send_invoice(invoice_id: int) -> dict: ...
+
+    job = send_invoice.enqueue(invoice_id=42)  # payload {"invoice_id": 42}
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import math
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from datetime import datetime, timedelta
+from types import MappingProxyType
+
+from .errors import ValidationError
+from .handlers import HandlerRegistry, default_registry
+from .job_options import JOB_OPTIONS, create_arguments, validate_job_options
+from .store.database import open_database
+from .store.models import Job
+from .store.repository import JobRepository
+from .validation import validate_aware
+from .worker.scheduler import Schedule, Scheduler, parse_cron
+
+# Keyword-only options of Task.enqueue: a handler parameter of one of these names could never be given.
+ENQUEUE_OPTIONS = ("idempotency_key", "delay", "run_at", *JOB_OPTIONS)
+# Every Queue made in this process, so a worker that imported --handlers modules finds their schedules.
+_queues: weakref.WeakSet[Queue] = weakref.WeakSet()
+
+
+def registered_schedules(registry: HandlerRegistry | None = None) -> list[Schedule]:
+    """The schedules of every Queue registering into ``registry`` (default: the one the worker CLI runs).
+
+    What a worker's scheduler runs after importing its ``--handlers`` modules. A module imported twice (as
+    ``__main__`` and by name) defines its schedules twice: identical ones count once, and two different
+    schedules of one name are a ValidationError.
+    """
+    registry = default_registry() if registry is None else registry
+    found: dict[str, Schedule] = {}
+    for queue in list(_queues):
+        if queue.registry is not registry:
+            continue
+        for schedule in queue.schedules:
+            seen = found.setdefault(schedule.name, schedule)
+            if _definition(seen) != _definition(schedule):
+                raise ValidationError("name", f"two different schedules are named {schedule.name!r}")
+    return sorted(found.values(), key=lambda schedule: schedule.name)
+
+
+def _definition(schedule: Schedule) -> tuple:
+    payload = json.dumps(schedule.payload, sort_keys=True)
+    return (schedule.cron, schedule.type, payload, sorted(schedule.options.items()))
+
+
+class Queue:
+    """A queue's database and the tasks registered on it.
+
+    ``url``: any URL ``open_database`` takes; None means ``$QUEUE_DB_URL``, else ``sqlite:///queue.db``. The
+    database is opened on first use, so importing a module of tasks (as a worker's ``--handlers`` does)
+    opens nothing. ``repository``: an open ``JobRepository`` to use instead of a URL (tests, an application
+    that holds one already). ``registry``: where tasks register their handlers; the default registry is the
+    one the worker CLI runs.
+    """
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        registry: HandlerRegistry | None = None,
+        repository: JobRepository | None = None,
+    ):
+        if url is not None and not isinstance(url, str):
+            raise ValidationError("url", f"must be a database URL string, e.g. 'sqlite:///queue.db', got {url!r}")
+        if url is not None and repository is not None:
+            raise ValidationError("url", "give a URL or a repository, not both")
+        self.url = url
+        self.registry = default_registry() if registry is None else registry
+        self.schedules: list[Schedule] = []
+        self._repository = repository
+        self._owns_database = repository is None
+        self._lock = threading.Lock()
+        _queues.add(self)
+
+    def __repr__(self) -> str:
+        return f"Queue({self.url!r})" if self._owns_database else f"Queue(repository={self._repository!r})"
+
+    @property
+    def repository(self) -> JobRepository:
+        """The repository, opening the database on first use."""
+        repository = self._repository
+        if repository is None:
+            with self._lock:
+                if self._repository is None:
+                    self._repository = JobRepository(open_database(self.url))
+                repository = self._repository
+        return repository
+
+    def close(self) -> None:
+        """Close the database this queue opened (it opens again on next use); a given repository is left open."""
+        with self._lock:
+            if self._owns_database and self._repository is not None:
+                self._repository.db.close()
+                self._repository = None
+
+    # --- defining tasks ---------------------------------------------------------------------------------
+
+    def task(
+        self,
+        name: str,
+        *,
+        queue: str | None = None,
+        priority: int | str | None = None,
+        max_retries: int | None = None,
+        timeout: float | None = None,
+        retry_backoff: float | None = None,
+        cron: str | None = None,
+        **unknown,
+    ) -> Callable[[Callable], Task]:
+        """Decorator: register the function as the handler of jobs of type ``name`` with these job defaults.
+
+        ``cron`` also enqueues it on that schedule (named ``name``, empty payload). Bad options are a
+        ValidationError here, at the decorator.
+        """
+        if callable(name):
+            raise ValidationError("name", "give the job type: @queue.task('send-invoice'), not a bare @queue.task")
+        if unknown:
+            known = ", ".join((*JOB_OPTIONS, "cron"))
+            raise ValidationError(sorted(unknown)[0], f"unknown task option; the options are {known}")
+        options = {"queue": queue, "priority": priority, "max_retries": max_retries, "timeout": timeout}
+        options = validate_job_options({**options, "retry_backoff": retry_backoff})
+        cron = None if cron is None else parse_cron(cron)
+        return lambda fn: self._define(name, fn, options, cron=cron, payload=None)
+
+    def periodic(
+        self, cron: str, *, name: str | None = None, payload: Mapping | None = None, **options
+    ) -> Callable[[Callable], Task]:
+        """Decorator: a task named ``name`` (default: the function's name) enqueued at every tick of ``cron``
+        (UTC) with ``payload`` as its arguments; ``options`` are job options as for ``task``."""
+        cron = parse_cron(cron)
+        options = validate_job_options(options)
+        return lambda fn: self._define(_name_of(fn) if name is None else name, fn, options, cron=cron, payload=payload)
+
+    def _define(self, name: str, fn: Callable, options: dict, *, cron: str | None, payload: Mapping | None) -> Task:
+        task = Task(self, name, fn, options)
+        schedule = None
+        if cron is not None:
+            arguments = task.payload_for(dict(payload or {}), field="cron" if payload is None else None)
+            schedule = Schedule(name=task.type, cron=cron, type=task.type, payload=arguments, options=options)
+            if any(existing.name == schedule.name for existing in self.schedules):
+                raise ValidationError("name", f"a schedule named {schedule.name!r} exists on this queue already")
+        # Registered last: a refused definition leaves no handler behind.
+        self.registry.register(task.type, _payload_handler(task.fn))
+        if schedule is not None:
+            self.schedules.append(schedule)
+            task.schedule = schedule
+        return task
+
+    # --- enqueuing ---------------------------------------------------------------------------------------
+
+    def enqueue(
+        self,
+        type: str,
+        payload: Mapping | None = None,
+        *,
+        idempotency_key: str | None = None,
+        delay: float | None = None,
+        run_at: datetime | None = None,
+        priority: int | str | None = None,
+        max_retries: int | None = None,
+        queue: str | None = None,
+        timeout: float | None = None,
+        retry_backoff: float | None = None,
+    ) -> Job:
+        """Enqueue a job of any type (one defined elsewhere, say); ``payload`` is its handler's payload.
+
+        With an idempotency key already used, the job that has it is returned (nothing is written).
+        """
+        given = {"priority": priority, "max_retries": max_retries, "queue": queue, "timeout": timeout}
+        options = validate_job_options({**given, "retry_backoff": retry_backoff})
+        return self._create(type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at)
+
+    def _create(self, type, payload, options: dict, *, idempotency_key, delay, run_at) -> Job:
+        # Checked before the database is opened or asked the time: bad input touches nothing.
+        delay = _validated_delay(delay, run_at)
+        run_at = None if run_at is None else validate_aware("run_at", run_at)
+        repository = self.repository
+        if delay is not None:
+            run_at = _after(repository.now(), delay)
+        job, _created = repository.create(
+            type,
+            payload,
+            idempotency_key=idempotency_key,
+            run_at=run_at,
+            **create_arguments(repository, options),
+        )
+        return job
+
+    # --- periodic jobs ---------------------------------------------------------------------------------
+
+    def scheduler(self, clock: Callable[[], datetime] | None = None) -> Scheduler:
+        """A scheduler of this queue's schedules on its repository (opens the database)."""
+        return Scheduler(self.repository, self.schedules, clock)
+
+
+class Task:
+    """A function registered as the handler of one job type, with its job defaults.
+
+    Calling the task calls the function (``send_invoice(invoice_id=1)``); ``enqueue(**arguments)`` queues
+    a job that a worker runs as ``fn(**arguments)``.
+    """
+
+    def __init__(self, queue: Queue, name: str, fn: Callable, options: dict):
+        fn = fn.fn if isinstance(fn, Task) else fn  # stacked decorators: one function, several types
+        if not callable(fn):
+            raise ValidationError("handler", f"must be a function, got {type(fn).__name__}")
+        # First: it copies fn's __dict__ onto the task, which must not overwrite the attributes set below.
+        functools.update_wrapper(self, fn)
+        self.type = name  # checked by the registry when _define registers it
+        self.fn = fn
+        self.options = MappingProxyType(options)
+        self.schedule: Schedule | None = None
+        self._queue = queue
+        self._signature = _handler_signature(fn, name)
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<Task {self.type!r} {getattr(self.fn, '__module__', '?')}.{getattr(self.fn, '__qualname__', self.fn)}>"
+
+    def enqueue(
+        self,
+        /,
+        *,
+        idempotency_key: str | None = None,
+        delay: float | None = None,
+        run_at: datetime | None = None,
+        priority: int | str | None = None,
+        max_retries: int | None = None,
+        queue: str | None = None,
+        timeout: float | None = None,
+        retry_backoff: float | None = None,
+        **arguments,
+    ) -> Job:
+        """Enqueue ``fn(**arguments)`` as a job; the keyword options override the task's defaults (None: keep).
+
+        Arguments the function does not take, or required ones left out, and values that are not JSON are
+        a ValidationError naming the argument; nothing is written then. ``delay`` (seconds) and ``run_at``
+        (an aware datetime) are alternatives.
+        """
+        payload = self.payload_for(arguments)
+        given = {"priority": priority, "max_retries": max_retries, "queue": queue, "timeout": timeout}
+        overrides = validate_job_options({**given, "retry_backoff": retry_backoff})
+        options = {**self.options, **overrides}
+        return self._queue._create(
+            self.type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at
+        )
+
+    def payload_for(self, arguments: dict, *, field: str | None = None) -> dict:
+        """``arguments`` as the job's payload, once they fit the function's signature and are JSON.
+
+        Errors name the argument, or ``field`` when given (a cron task's missing arguments name ``cron``).
+        """
+        parameters = self._signature.parameters
+        named = [p.name for p in parameters.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+        takes_any = any(p.kind is p.VAR_KEYWORD for p in parameters.values())
+        takes = f"{_name_of(self.fn)}() takes {', '.join(named) or 'no arguments'}"
+        for name in arguments:
+            if name not in named and not takes_any:
+                raise ValidationError(field or name, f"unknown argument for task {self.type!r}: {takes}")
+        for name in named:
+            if parameters[name].default is inspect.Parameter.empty and name not in arguments:
+                message = f"missing argument for task {self.type!r}: {takes}"
+                if field == "cron":
+                    message += "; a cron task runs without arguments: give them defaults or use periodic(payload=)"
+                raise ValidationError(field or name, message)
+        try:
+            self._signature.bind(**arguments)  # the authority, should the checks above miss a case
+        except TypeError as exc:
+            raise ValidationError(field or "payload", f"does not fit {_name_of(self.fn)}(): {exc}") from None
+        return {name: _json_value(name, value) for name, value in arguments.items()}
+
+
+def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
+    """The function's signature, once it is one a worker can call with the payload as keyword arguments."""
+    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
+        raise ValidationError("handler", f"{_name_of(fn)} is a generator function: make it a plain function")
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError("handler", f"cannot read the signature of {fn!r}: {exc}") from None
+    for parameter in signature.parameters.values():
+        if parameter.kind is parameter.POSITIONAL_ONLY and parameter.default is parameter.empty:
+            raise ValidationError(
+                "handler",
+                f"{_name_of(fn)}() has the positional-only parameter {parameter.name!r}; a task gets its "
+                "arguments by keyword",
+            )
+        if parameter.name in ENQUEUE_OPTIONS and parameter.kind is not parameter.VAR_KEYWORD:
+            raise ValidationError(
+                "handler",
+                f"{_name_of(fn)}() has a parameter named {parameter.name!r}, which is a job option of "
+                f"enqueue() ({', '.join(ENQUEUE_OPTIONS)}); rename the parameter for task {name!r}",
+            )
+    return signature
+
+
+def _name_of(fn) -> str:
+    """A callable's name for messages (partials and instances with ``__call__`` have none: their repr)."""
+    return getattr(fn, "__name__", None) or repr(fn)
+
+
+def _payload_handler(fn: Callable) -> Callable[[dict], object]:
+    """The registry's handler for a task: ``fn(**payload)``, returning what ``fn`` returns.
+
+    It carries ``fn``'s name, so the registry reports the task's function and accepts the same function
+    registered again (a module imported twice). An ``async def`` task gets an async handler, which the
+    registry refuses until async handlers land (issue 14, item 3) and runs after.
+    """
+    if inspect.iscoroutinefunction(fn):
+
+        async def run(payload: dict):
+            return await fn(**payload)
+
+    else:
+
+        def run(payload: dict):
+            return fn(**payload)
+
+    functools.update_wrapper(run, fn)
+    if not hasattr(fn, "__qualname__"):
+        # The registry tells handlers apart by module and qualified name: a partial or an instance is named
+        # after its function or class, so another callable under the same type is refused, not swapped in.
+        named = getattr(fn, "func", type(fn))
+        run.__module__, run.__qualname__ = named.__module__, f"{named.__qualname__}(...)"
+    return run
+
+
+def _json_value(name: str, value):
+    """``value`` if the handler will get it back unchanged from the stored JSON, else a ValidationError."""
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except RecursionError:
+        raise ValidationError(name, "nests too deep to store as JSON") from None
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(name, f"must be JSON-serialisable: {exc}") from None
+    if json.loads(text) != value:
+        # A tuple would arrive as a list, {1: "a"} as {"1": "a"}: refuse what the handler would not get back.
+        shown = text if len(text) <= 60 else text[:57] + "..."
+        raise ValidationError(name, f"would reach the handler as {shown}, not as given; pass JSON types")
+    return value
+
+
+def _validated_delay(delay, run_at) -> float | None:
+    if delay is None:
+        return None
+    if run_at is not None:
+        raise ValidationError("delay", "give delay or run_at, not both")
+    if isinstance(delay, bool) or not isinstance(delay, int | float) or not math.isfinite(delay) or delay < 0:
+        raise ValidationError("delay", f"must be a number of seconds >= 0, got {delay!r}")
+    return float(delay)
+
+
+def _after(now: datetime, delay: float) -> datetime:
+    try:
+        return now + timedelta(seconds=delay)
+    except OverflowError:
+        raise ValidationError("delay", f"{delay:g} seconds is past the year 9999") from None

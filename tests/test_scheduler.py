@@ -1,0 +1,381 @@
+"""Periodic jobs (issue 14, item 6): cron ticks, one job per tick however many schedulers, missed ticks once."""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+from datetime import UTC, datetime, timedelta, timezone
+
+import peewee as pw
+import pytest
+from support import START, FakeClock
+
+from queue_core import Queue, ValidationError
+from queue_core.handlers import HandlerRegistry, current_job
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
+from queue_core.tasks import registered_schedules
+from queue_core.worker import Worker
+from queue_core.worker.scheduler import (
+    RETRY_AFTER,
+    Schedule,
+    Scheduler,
+    describe_schedules,
+    latest_tick,
+    next_tick,
+    parse_cron,
+)
+
+EVERY_SECOND = "* * * * * *"
+WAIT = 20  # seconds a thread may take to stop; only a guard against hangs
+
+
+def jobs_of(repo, type: str) -> list:
+    return repo.list(type=type, limit=1000)
+
+
+def at(second: int) -> datetime:
+    return START + timedelta(seconds=second)
+
+
+# --- cron expressions and ticks (no database) -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expression",
+    ["", "   ", None, 5, "61 * * * *", "* * * *", "* * * * * * *", "@reboot", "0 0 31 2 *", "H * * * *", "x y z a b"],
+)
+def test_a_bad_cron_expression_is_a_validation_error_naming_cron(expression):
+    with pytest.raises(ValidationError) as raised:
+        parse_cron(expression)
+    assert raised.value.field == "cron"
+
+
+def test_cron_expressions_are_normalised_and_checked_where_they_are_written():
+    assert parse_cron("  */5   *  * * * ") == "*/5 * * * *"
+    assert parse_cron("@daily") == "@daily"
+    queue = Queue(registry=HandlerRegistry(with_builtins=False))
+    with pytest.raises(ValidationError) as raised:
+        queue.periodic("0 25 * * *", name="report")
+    assert raised.value.field == "cron"
+    with pytest.raises(ValidationError) as raised:
+        queue.task("report", cron="every day")
+    assert raised.value.field == "cron"
+
+
+def test_ticks_are_in_utc_on_whole_seconds():
+    # The latest tick at or before now includes a tick at exactly now; the next one is strictly after.
+    assert latest_tick("*/5 * * * *", START) == START
+    assert latest_tick("*/5 * * * *", START - timedelta(microseconds=1)) == START - timedelta(minutes=5)
+    assert next_tick("*/5 * * * *", START) == START + timedelta(minutes=5)
+    assert latest_tick(EVERY_SECOND, START + timedelta(seconds=3.7)) == START + timedelta(seconds=3)
+    assert next_tick(EVERY_SECOND, START + timedelta(seconds=3.7)) == START + timedelta(seconds=4)
+    # Six fields: seconds first.
+    assert next_tick("*/10 * * * * *", START + timedelta(seconds=1)) == START + timedelta(seconds=10)
+    assert next_tick("30 0 12 * * *", START) == START + timedelta(seconds=30)
+    # Another time zone's "now" is the same instant; the cron expression stays in UTC.
+    tokyo = START.astimezone(timezone(timedelta(hours=9)))
+    assert latest_tick("0 3 * * *", tokyo) == datetime(2026, 1, 1, 3, tzinfo=UTC)
+    assert latest_tick("0 3 * * *", tokyo).utcoffset() == timedelta(0)
+    with pytest.raises(ValidationError) as raised:
+        latest_tick("* * * * *", datetime(2026, 1, 1))
+    assert raised.value.field == "now"
+
+
+def test_a_schedule_checks_its_parts_and_names_its_keys():
+    schedule = Schedule("nightly-report", "0 3 * * *", "report", {"to": "ops"}, {"priority": "high"})
+    assert schedule.key(datetime(2026, 1, 2, 3, tzinfo=UTC)) == "periodic:nightly-report:2026-01-02T03:00:00Z"
+    assert schedule.options == {"priority": 20}
+    for bad, field in [
+        ({"name": "a:b"}, "name"),
+        ({"name": ""}, "name"),
+        ({"name": "x" * 300}, "name"),
+        ({"cron": "* *"}, "cron"),
+        ({"type": ""}, "type"),
+        ({"payload": {"when": datetime(2026, 1, 1)}}, "payload"),
+        ({"options": {"colour": "red"}}, "colour"),
+        ({"options": {"timeout": -1}}, "timeout"),
+    ]:
+        with pytest.raises(ValidationError) as raised:
+            Schedule(**{"name": "n", "cron": "* * * * *", "type": "t", **bad})
+        assert raised.value.field == field, bad
+    with pytest.raises(ValidationError) as raised:
+        Scheduler(None, [schedule, Schedule("nightly-report", "* * * * *", "other")])
+    assert raised.value.field == "name"
+
+
+def test_periodic_and_cron_tasks_register_a_task_and_a_schedule():
+    handlers = HandlerRegistry(with_builtins=False)
+    queue = Queue(registry=handlers)
+
+    @queue.periodic("*/5 * * * *", name="nightly-report", payload={"to": "ops"}, priority="high")
+    def report(to, fmt="pdf"):
+        return f"{to}.{fmt}"
+
+    @queue.task("cleanup", cron="0 3 * * *", max_retries=0)
+    def cleanup(days=30): ...
+
+    assert report(to="me") == "me.pdf"
+    assert handlers.names() == ["cleanup", "nightly-report"]
+    assert [(s.name, s.cron, s.type, s.payload, s.options) for s in queue.schedules] == [
+        ("nightly-report", "*/5 * * * *", "nightly-report", {"to": "ops"}, {"priority": 20}),
+        ("cleanup", "0 3 * * *", "cleanup", {}, {"max_retries": 0}),
+    ]
+    assert report.schedule is queue.schedules[0]
+    # A periodic payload is checked against the function like any enqueue, at the decorator.
+    for payload, field in [({"too": "ops"}, "too"), ({}, "to"), ({"to": {1, 2}}, "to")]:
+        with pytest.raises(ValidationError) as raised:
+            queue.periodic("* * * * *", name="bad", payload=payload)(report.fn)
+        assert raised.value.field == field
+    with pytest.raises(ValidationError) as raised:
+        queue.task("needs-args", cron="* * * * *")(lambda order: None)
+    assert raised.value.field == "cron"
+    with pytest.raises(ValidationError) as raised:
+        queue.periodic("* * * * *", name="nightly-report", payload={"to": "x"})(report.fn)
+    assert raised.value.field == "name"
+    with pytest.raises(ValidationError) as raised:
+        queue.periodic("* * * * *", colour="red")
+    assert raised.value.field == "colour"
+    assert handlers.names() == ["cleanup", "nightly-report"]  # refused definitions registered nothing
+
+
+# --- the scheduler on a database, with a fake clock ---------------------------------------------------
+
+
+def test_each_tick_is_enqueued_once_with_its_key_and_options(repo):
+    schedule = Schedule("report", "*/5 * * * *", "send-report", {"to": "ops"}, {"priority": "high", "max_retries": 1})
+    scheduler = Scheduler(repo, [schedule], clock=FakeClock(START))
+
+    [job] = scheduler.tick()  # at START, 12:00: a tick
+    assert (job.type, job.payload, job.priority, job.max_retries) == ("send-report", {"to": "ops"}, 20, 1)
+    assert job.idempotency_key == "periodic:report:2026-01-01T12:00:00Z"
+    assert scheduler.tick(at(1)) == [] and scheduler.tick(at(299)) == []
+    assert scheduler.next_due(at(299)) == at(300)
+    [later] = scheduler.tick(at(300))
+    assert later.idempotency_key == "periodic:report:2026-01-01T12:05:00Z"
+    assert [j.id for j in jobs_of(repo, "send-report")] == [job.id, later.id]
+
+
+def test_missed_ticks_are_enqueued_once_not_once_each(repo, clock):
+    schedule = Schedule("beat", EVERY_SECOND, "beat")
+    assert len(Scheduler(repo, [schedule]).tick(at(0))) == 1
+
+    # No scheduler ran for 10 ticks; the next one to start enqueues only the latest of them.
+    [caught_up] = Scheduler(repo, [schedule]).tick(at(10))
+    assert caught_up.idempotency_key == "periodic:beat:2026-01-01T12:00:10Z"
+    assert Scheduler(repo, [schedule]).tick(at(10.9)) == []  # another starting in the same tick adds none
+    assert len(jobs_of(repo, "beat")) == 2
+
+    # The same on a minute schedule after a ten-minute gap, by one long-lived scheduler.
+    minutely = Scheduler(repo, [Schedule("minutely", "* * * * *", "minutely")])
+    minutely.tick(at(0))
+    assert [j.idempotency_key for j in minutely.tick(at(10 * 60 + 30))] == ["periodic:minutely:2026-01-01T12:10:00Z"]
+    assert len(jobs_of(repo, "minutely")) == 2
+
+
+def test_two_schedulers_ticking_together_create_one_job_per_tick(db_url, clock):
+    # Each scheduler has its own connection, as on two hosts; both tick every simulated second at once.
+    seconds = 40
+    schedule = Schedule("beat", EVERY_SECOND, "beat", {"n": 1})
+    repos = [JobRepository(open_database(db_url), clock=clock) for _ in range(2)]
+    start = threading.Barrier(2)
+    created: dict[int, list] = {0: [], 1: []}
+    errors = []
+
+    def run(index: int) -> None:
+        scheduler = Scheduler(repos[index], [schedule])
+        try:
+            for second in range(seconds):
+                start.wait(WAIT)
+                created[index].extend(scheduler.tick(at(second + random.random() * 0.9)))
+        except Exception as exc:  # "database is locked" included: any error fails the test
+            errors.append(repr(exc))
+            start.abort()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(WAIT * 3)
+    try:
+        assert errors == []
+        keys = [job.idempotency_key for job in jobs_of(repos[0], "beat")]
+        assert len(keys) == len(set(keys)) == seconds
+        assert keys == [f"periodic:beat:2026-01-01T12:00:{second:02d}Z" for second in range(seconds)]
+        # Each tick was created by exactly one of them; the other got the same job back.
+        assert len(created[0]) + len(created[1]) == seconds
+        assert not {j.id for j in created[0]} & {j.id for j in created[1]}
+    finally:
+        for repo in repos:
+            repo.db.close()
+
+
+class FailingOnce:
+    """A repository whose next create fails as if the database went away."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.fail_next = True
+
+    def create(self, *args, **kwargs):
+        if self.fail_next:
+            self.fail_next = False
+            raise pw.OperationalError("server closed the connection unexpectedly")
+        return self.repo.create(*args, **kwargs)
+
+
+def test_a_tick_whose_create_failed_is_owed_and_tried_again(repo, caplog):
+    schedule = Schedule("report", "*/5 * * * *", "report")
+    flaky = FailingOnce(repo)
+    scheduler = Scheduler(flaky, [schedule], clock=FakeClock(at(10)))
+
+    with caplog.at_level(logging.ERROR):
+        assert scheduler.tick(at(10)) == []
+    assert "schedule report: could not enqueue the tick" in caplog.text
+    assert scheduler.next_due(at(10)) == at(10)  # owed now
+    assert scheduler._wait_after(at(10)) == RETRY_AFTER
+    [job] = scheduler.tick(at(15))
+    assert job.idempotency_key == "periodic:report:2026-01-01T12:00:00Z"
+    assert scheduler.next_due(at(15)) == at(300)
+
+
+def test_another_definition_of_the_same_schedule_takes_the_tick_without_an_error(repo, caplog):
+    # A rolling deploy: old and new workers define "report" with different payloads.
+    old = Scheduler(repo, [Schedule("report", "* * * * *", "report", {"format": "pdf"})])
+    new = Scheduler(repo, [Schedule("report", "* * * * *", "report", {"format": "html"})])
+    [job] = old.tick(at(0))
+    with caplog.at_level(logging.WARNING):
+        assert new.tick(at(30)) == []
+    assert f"was enqueued as job {job.id} by another definition" in caplog.text
+    assert new.next_due(at(30)) == at(60)  # the tick counts as enqueued: not retried
+    assert len(jobs_of(repo, "report")) == 1
+
+
+def test_a_scheduler_without_schedules_sleeps_long():
+    scheduler = Scheduler(None, [])
+    assert scheduler.tick(START) == [] and scheduler.next_due(START) is None
+
+
+# --- the schedules listing ------------------------------------------------------------------------
+
+
+def test_describe_schedules_shows_last_and_next_runs(repo):
+    # Names that a LIKE pattern or a case-insensitive match would confuse with one another.
+    names = ["nightly_report", "nightlyXreport", "nightly", "Nightly", "never"]
+    schedules = [Schedule(name, "0 * * * *", name, {"name": name}) for name in names]
+    ran = [s for s in schedules if s.name != "never"]
+    Scheduler(repo, ran[:1]).tick(at(0))  # nightly_report at 12:00
+    Scheduler(repo, ran).tick(at(3600))  # all but "never" at 13:00
+    Scheduler(repo, ran[1:2]).tick(at(7200))  # nightlyXreport again at 14:00
+    repo.complete(repo.claim("w1", types=["nightly"]).id, worker_id="w1")
+
+    lines = {line.name: line for line in describe_schedules(repo, schedules, at(7300))}
+
+    thirteen, fourteen = datetime(2026, 1, 1, 13, tzinfo=UTC), datetime(2026, 1, 1, 14, tzinfo=UTC)
+    assert {name: line.last_run for name, line in lines.items()} == {
+        "nightly_report": thirteen,
+        "nightlyXreport": fourteen,
+        "nightly": thirteen,
+        "Nightly": thirteen,
+        "never": None,
+    }
+    for name in names[:4]:
+        assert repo.find_by_id(lines[name].last_job_id).payload == {"name": name}
+    assert {name: line.last_status for name, line in lines.items()} == {
+        "nightly_report": "pending",
+        "nightlyXreport": "pending",
+        "nightly": "completed",
+        "Nightly": "pending",
+        "never": None,
+    }
+    assert lines["never"].last_job_id is None
+    assert {line.next_run for line in lines.values()} == {datetime(2026, 1, 1, 15, tzinfo=UTC)}
+    assert (lines["nightly"].cron, lines["nightly"].type) == ("0 * * * *", "nightly")
+
+
+# --- real time: worker-like scheduler threads -------------------------------------------------------
+
+
+def test_two_scheduler_threads_on_an_every_second_schedule_create_one_job_per_tick(db_url):
+    schedule = Schedule("beat", EVERY_SECOND, "beat")
+    stop = threading.Event()
+    created = []
+    lock = threading.Lock()
+    schedulers = []
+    for _ in range(2):  # two workers: each its own connection and real clock
+        scheduler = Scheduler(JobRepository(open_database(db_url)), [schedule])
+        plain_tick = scheduler.tick
+
+        def counting_tick(now=None, plain_tick=plain_tick):
+            jobs = plain_tick(now)
+            with lock:
+                created.extend(jobs)
+            return jobs
+
+        scheduler.tick = counting_tick
+        schedulers.append(scheduler)
+    threads = [threading.Thread(target=s.run_forever, args=(stop,)) for s in schedulers]
+    for thread in threads:
+        thread.start()
+    time.sleep(3.2)
+    stop.set()
+    for thread in threads:
+        thread.join(WAIT)
+    try:
+        assert not any(thread.is_alive() for thread in threads)
+        keys = [job.idempotency_key for job in jobs_of(schedulers[0].repo, "beat")]
+        ticks = {datetime.strptime(key, "periodic:beat:%Y-%m-%dT%H:%M:%SZ") for key in keys}
+        assert len(ticks) == len(keys) >= 2  # one job per tick, none twice
+        assert sorted(job.idempotency_key for job in created) == sorted(keys)  # each created by one scheduler
+    finally:
+        for scheduler in schedulers:
+            scheduler.repo.db.close()
+
+
+def test_run_forever_returns_soon_after_the_stop_event(repo):
+    scheduler = Scheduler(repo, [Schedule("daily", "@daily", "daily")])
+    stop = threading.Event()
+    thread = threading.Thread(target=scheduler.run_forever, args=(stop,))
+    thread.start()
+    time.sleep(0.2)
+    began = time.monotonic()
+    stop.set()
+    thread.join(WAIT)
+    assert not thread.is_alive() and time.monotonic() - began < 2
+    assert len(jobs_of(repo, "daily")) == 1  # the latest tick (today's midnight) was enqueued on start
+
+
+def test_a_queue_s_scheduler_enqueues_its_periodic_tasks_and_a_worker_runs_them(live_repo):
+    handlers = HandlerRegistry(with_builtins=False)
+    queue = Queue(repository=live_repo, registry=handlers)
+    calls = []
+
+    @queue.periodic(EVERY_SECOND, name="beat", payload={"n": 7})
+    def beat(n, unit="s"):
+        calls.append((n, unit, current_job().idempotency_key))
+
+    [job] = queue.scheduler().tick()
+    Worker(live_repo, registry=handlers, worker_id="w1", poll_interval=0.01).run(burst=True)
+    assert calls == [(7, "s", job.idempotency_key)]
+    assert live_repo.find_by_id(job.id).status == "completed"
+
+
+def test_registered_schedules_are_what_a_worker_finds_after_importing_its_handlers():
+    handlers = HandlerRegistry(with_builtins=False)
+    first, again, elsewhere = Queue(registry=handlers), Queue(registry=handlers), Queue(registry=HandlerRegistry())
+
+    def report(to="ops"): ...
+
+    # The same module imported twice (as __main__ and by name) defines the same schedule twice.
+    first.periodic("0 3 * * *", name="report")(report)
+    again.periodic("0 3 * * *", name="report")(report)
+    first.task("cleanup", cron="@daily")(lambda: None)
+    elsewhere.periodic("* * * * *", name="other")(lambda: None)
+
+    assert [s.name for s in registered_schedules(handlers)] == ["cleanup", "report"]
+    changed = Queue(registry=handlers)  # kept: a module's Queue lives as long as its module
+    changed.periodic("0 4 * * *", name="report")(report)
+    with pytest.raises(ValidationError, match="two different schedules are named 'report'"):
+        registered_schedules(handlers)
