@@ -13,7 +13,7 @@ import peewee as pw
 import pytest
 
 from queue_core.errors import QueueError, ValidationError
-from queue_core.handlers import HandlerRegistry, current_job
+from queue_core.worker.handlers import HandlerRegistry, current_job
 from queue_core.worker import Worker, WorkerEvent, WorkerStats, next_idle_delay
 
 WAIT = 20  # seconds a test waits for something that should take milliseconds; only a guard against hangs

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from support import FakeClock
 
-from queue_core.handlers import HandlerRegistry
+from queue_core.worker.handlers import HandlerRegistry
 from queue_core.store.notify import listen_for_jobs
 from queue_core.store.repository import JobRepository
 from queue_core.worker import Worker

@@ -28,10 +28,10 @@ from ..cli.admin import (
     positive_seconds,
 )
 from ..errors import QueueError
-from ..handlers import registry
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
 from ..validation import validate_api_url, validate_token, validate_worker_id
+from .handlers import registry
 from .loop import MAX_CONCURRENCY, Worker, WorkerEvent, default_worker_id
 
 logger = logging.getLogger("queue_core.worker")

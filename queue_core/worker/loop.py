@@ -20,7 +20,7 @@ from datetime import timedelta
 from functools import partial
 
 from ..errors import QueueError, ValidationError
-from ..handlers import HandlerRegistry, call_handler, default_registry
+from .handlers import HandlerRegistry, call_handler, default_registry
 from ..store.models import Job
 from ..store.repository import FAILED
 from ..validation import validate_worker_id

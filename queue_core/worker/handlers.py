@@ -16,13 +16,14 @@ import time
 from collections.abc import Callable
 from contextvars import ContextVar
 
-from .errors import NoCurrentJobError, ValidationError
-from .store.models import Job
-from .validation import validate_type
+from ..errors import NoCurrentJobError, ValidationError
+from ..store.models import Job
+from ..validation import validate_type
 
 Handler = Callable[[dict], object]
 
-logger = logging.getLogger(__name__)
+# The name from before handlers moved into worker/: log configs and JSON log consumers filter on it.
+logger = logging.getLogger("queue_core.handlers")
 _current_job: ContextVar[Job] = ContextVar("queue_core_current_job")
 
 
