@@ -31,8 +31,10 @@ from ..errors import QueueError
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
 from ..validation import validate_api_url, validate_token, validate_worker_id
+from .defaults import DEFAULTS, MAX_CONCURRENCY
+from .events import WorkerEvent
 from .handlers import registry
-from .loop import MAX_CONCURRENCY, Worker, WorkerEvent, default_worker_id
+from .loop import Worker, default_worker_id
 
 logger = logging.getLogger("queue_core.worker")
 
@@ -76,13 +78,20 @@ def build_parser() -> argparse.ArgumentParser:
     def seconds(name: str, kind, default: float, help: str) -> None:
         add(name, type=kind, default=default, metavar="S", help=f"{help} (default {default:g})")
 
-    add("--concurrency", type=concurrency, default=1, metavar="N", help="jobs run at once, one thread each (default 1)")
-    seconds("--poll-interval", positive_seconds, 0.5, "first wait when idle")
-    seconds("--max-poll-interval", positive_seconds, 5.0, "longest wait when idle")
-    seconds("--stale-after", positive_seconds, 300.0, "reap claims with no heartbeat for this long")
-    seconds("--shutdown-timeout", non_negative_seconds, 30.0, "on stop, how long running jobs may finish")
+    d = DEFAULTS  # the Worker's own defaults: one table, read here, by Worker() and by the console
+    add(
+        "--concurrency",
+        type=concurrency,
+        default=d.concurrency,
+        metavar="N",
+        help=f"jobs run at once, one thread each (default {d.concurrency})",
+    )
+    seconds("--poll-interval", positive_seconds, d.poll_interval, "first wait when idle")
+    seconds("--max-poll-interval", positive_seconds, d.max_poll_interval, "longest wait when idle")
+    seconds("--stale-after", positive_seconds, d.stale_after, "reap claims with no heartbeat for this long")
+    seconds("--shutdown-timeout", non_negative_seconds, d.shutdown_timeout, "on stop, how long running jobs may finish")
     prune_help = "delete finished jobs older than S seconds, checked hourly (default: keep them)"
-    add("--prune-after", type=positive_seconds, default=None, metavar="S", help=prune_help)
+    add("--prune-after", type=positive_seconds, default=d.prune_after, metavar="S", help=prune_help)
     add("--burst", action="store_true", help="exit once nothing is claimable and nothing runs")
     add("--log-level", type=str.lower, choices=LOG_LEVELS, default="info", help="(default info)")
     add("--log-format", choices=("text", "json"), default="text", help="one line per event (default text)")
