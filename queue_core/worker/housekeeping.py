@@ -2,8 +2,9 @@
 
 Every ``heartbeat_interval`` (``min(stale_after / 3, 10)`` seconds) it refreshes the jobs this worker runs
 and notices those taken back from it; every ``stale_after / 2`` seconds it reaps claims with no sign of
-life for ``stale_after``. With ``prune_after`` it deletes finished jobs older than that, at start and then
-hourly.
+life for ``stale_after``. With ``prune_after`` it deletes finished jobs older than that, one batch per tick
+while a backlog lasts, then hourly: a long prune on this thread would delay the beats that keep this
+worker's own jobs from looking stale.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 
+from ..store.repository import PRUNE_BATCH
 from .acks import ErrorReporter
 from .events import EventHub
 from .protocol import JobQueue, close_thread_connection
@@ -62,8 +64,8 @@ class Housekeeping:
                     self.reap()
                     next_reap = time.monotonic() + self.reap_interval
                 if self.prune_after is not None and time.monotonic() >= next_prune:
-                    self.prune()
-                    next_prune = time.monotonic() + PRUNE_INTERVAL
+                    more = self.prune_batch()
+                    next_prune = time.monotonic() + (0.0 if more else PRUNE_INTERVAL)
                 if session.heartbeat_stop.wait(self.heartbeat_interval):
                     return
                 self.beat(session)
@@ -102,10 +104,13 @@ class Housekeeping:
             )
             self._on_reaped()
 
-    def prune(self) -> None:
-        pruned = self._count("prune", lambda: self.queue.prune(timedelta(seconds=self.prune_after)))
+    def prune_batch(self) -> bool:
+        """Delete one batch of old finished jobs; True if it was full, so more may be waiting."""
+        age = timedelta(seconds=self.prune_after)
+        pruned = self._count("prune", lambda: self.queue.prune(age, batch=PRUNE_BATCH, max_batches=1))
         if pruned:
             logger.info("pruned %d finished job(s) older than %gs worker=%s", pruned, self.prune_after, self.worker_id)
+        return pruned >= PRUNE_BATCH
 
     def _count(self, action: str, call: Callable[[], int]) -> int:
         """A periodic queue call: how many jobs it took; a database error is an event, and 0."""

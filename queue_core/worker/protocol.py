@@ -77,8 +77,9 @@ class JobQueue(Protocol):
         """Take back claims with no sign of life for ``older_than``; how many were taken back."""
         ...
 
-    def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH) -> int:
-        """Delete finished jobs older than ``older_than``, ``batch`` per transaction; how many were deleted."""
+    def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH, max_batches: int | None = None) -> int:
+        """Delete finished jobs older than ``older_than``, ``batch`` per transaction, at most ``max_batches``
+        transactions (None: until done); how many were deleted."""
         ...
 
 
