@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+import peewee as pw
+
 from ..cli.admin import (
     CLIArgumentParser,
     api_token,
@@ -35,6 +37,7 @@ from .defaults import DEFAULTS, MAX_CONCURRENCY
 from .events import WorkerEvent
 from .handlers import registry
 from .loop import Worker, default_worker_id
+from .protocol import JobQueue
 
 logger = logging.getLogger("queue_core.worker")
 
@@ -192,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.token and not args.api:
         return fail("--token is for --api; a --db worker talks to the database directly")
     try:
-        queue, close = open_queue(args)
+        queue, database, close = open_queue(args)
     except QueueError as exc:
         return fail(str(exc))
     try:
@@ -209,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             prune_after=args.prune_after,
         )
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once (None on SQLite: polling).
-        database = getattr(queue, "db", None)  # None over the HTTP API: that worker polls the server
+        # No database over the HTTP API: that worker polls the server.
         listener = None if args.burst or database is None else listen_for_jobs(database, worker.wakeup)
         previous = install_signal_handlers(worker)
         try:
@@ -229,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_OK
 
 
-def open_queue(args) -> tuple[object, Callable[[], None]]:
-    """The queue to work on and how to close it: the HTTP API with ``--api``, else the database."""
+def open_queue(args) -> tuple[JobQueue, pw.Database | None, Callable[[], None]]:
+    """The queue to work on, its database (None over the HTTP API) and how to close it."""
     if args.api:
         # Imported here: the HTTP client pulls in httpx and FastAPI's models, ~0.4 s of start-up that a
         # worker on the database never needs (measured by python -m tests.bench, burst drains).
@@ -245,6 +248,6 @@ def open_queue(args) -> tuple[object, Callable[[], None]]:
         except QueueError:
             queue.close()
             raise
-        return queue, queue.close
+        return queue, None, queue.close
     db = open_for_command(args.db)
-    return JobRepository(db), db.close
+    return JobRepository(db), db, db.close

@@ -113,8 +113,6 @@ class Worker:
         )
         self.heartbeat_interval = self._housekeeping.heartbeat_interval
         self.reap_interval = self._housekeeping.reap_interval
-        # Until HttpQueue has complete_and_claim (and every JobQueue does), the HTTP client takes two calls.
-        self._chain = callable(getattr(queue, "complete_and_claim", None))
         if on_event is not None:
             self.subscribe(on_event)
 
@@ -321,7 +319,7 @@ class Worker:
         next_entry = None
         if error is not None:
             result = self._acks.fail(entry.job, error)
-        elif self._chain and not session.stopping.is_set():
+        elif not session.stopping.is_set():
             result, next_entry = self._complete_and_claim(session, entry)
         else:
             result = self._acks.complete(entry.job)
