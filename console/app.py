@@ -23,10 +23,10 @@ from textual.widgets import Footer, Header
 
 from queue_core.cli.admin import fail
 from queue_core.errors import QueueError
-from queue_core.handlers import registry as handler_registry
 from queue_core.store.database import DATABASE_ERRORS, default_url, open_database
 from queue_core.store.repository import JobRepository, has_retries_left
 from queue_core.worker.cli import import_handler_modules
+from queue_core.worker.handlers import registry as handler_registry
 
 from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls

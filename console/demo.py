@@ -17,11 +17,11 @@ from datetime import UTC, datetime, timedelta
 
 import peewee as pw
 
-from queue_core.handlers import BUILTINS
 from queue_core.store.repository import JobRepository, ManualClock
 from queue_core.validation import MAX_LIST_LIMIT
 from queue_core.worker import WorkerEvent, WorkerStats
-from queue_core.worker.loop import describe
+from queue_core.worker.events import describe
+from queue_core.worker.handlers import BUILTINS
 
 SCENE_END = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # "now" in every screenshot
 DEMO_KEY = "demo:"  # the idempotency key of every job seed_demo creates starts so: "demo:<run>:<n>"

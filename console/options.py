@@ -5,16 +5,14 @@ Argument types and handler-module loading are the headless worker's, so both acc
 
 from __future__ import annotations
 
-import inspect
-
 from queue_core.cli.admin import CLIArgumentParser, non_negative_seconds, positive_seconds
-from queue_core.worker import Worker
 from queue_core.worker.cli import concurrency, worker_id
+from queue_core.worker.defaults import DEFAULTS
 
 from .demo import FORCE_FLAG
 
 # The headless worker's default, so the console and the workers agree on what "stale" means.
-DEFAULT_STALE_AFTER: float = inspect.signature(Worker).parameters["stale_after"].default
+DEFAULT_STALE_AFTER: float = DEFAULTS.stale_after
 DEFAULT_REFRESH = 1.0
 DEFAULT_CONCURRENCY = 2
 

@@ -1,7 +1,8 @@
 """``HttpQueue``: the HTTP API seen as a queue, so the same ``Worker`` loop runs remotely.
 
-It has the methods of ``JobRepository`` that a worker calls (claim, claim_many, complete, fail,
-release, heartbeat, reap_stale, plus create for producers) with the same shapes and the same
+It has the methods of ``JobRepository`` that a worker calls (``queue_core.worker.protocol.JobQueue``:
+claim, complete, complete_and_claim, fail, release, heartbeat, reap_stale, prune; plus claim_many, and
+create for producers) with the same shapes and the same
 answers: a job, ``None`` when the job is not (or no longer) held, and ``ValidationError`` for bad
 input. Jobs come back as ``RemoteJob``: plain data, no database behind it.
 """
@@ -17,6 +18,7 @@ import httpx
 from .errors import IdempotencyConflict, QueueError, ValidationError
 from .server.problems import IDEMPOTENCY_CONFLICT
 from .store.models import priority_label
+from .store.repository import PRUNE_BATCH
 from .validation import validate_api_url, validate_token
 
 DEFAULT_TIMEOUT = 30.0
@@ -175,6 +177,20 @@ class HttpQueue:
             raise ValidationError("older_than", "must be a non-negative timedelta")
         return self._post("/jobs/reap", {"older_than_seconds": older_than.total_seconds()}).json()["reaped"]
 
+    def complete_and_claim(
+        self, job_id: int, types=None, *, worker_id: str, attempt: int
+    ) -> tuple[RemoteJob | None, RemoteJob | None]:
+        """Complete the held job and claim the next due one of ``types`` in one round trip: (completed, claimed)."""
+        body = {"worker_id": worker_id, "attempt": attempt, "types": _list_or_none(types)}
+        data = self._post(f"/jobs/{int(job_id)}/complete-and-claim", body).json()
+        return _remote_or_none(data["completed"]), _remote_or_none(data["claimed"])
+
+    def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH, max_batches: int | None = None) -> int:
+        if not isinstance(older_than, timedelta):
+            raise ValidationError("older_than", "must be a non-negative timedelta")
+        body = {"older_than_seconds": older_than.total_seconds(), "batch": batch, "max_batches": max_batches}
+        return self._post("/jobs/prune", body).json()["pruned"]
+
     def find_by_id(self, job_id: int) -> RemoteJob | None:
         response = self._request("GET", f"/jobs/{int(job_id)}", None, allow=(404,))
         return None if response.status_code == 404 else RemoteJob.from_dict(response.json())
@@ -197,6 +213,10 @@ class HttpQueue:
         if response.status_code < 400 or response.status_code in allow:
             return response
         raise error_from(response)
+
+
+def _remote_or_none(data: dict | None) -> RemoteJob | None:
+    return None if data is None else RemoteJob.from_dict(data)
 
 
 def _list_or_none(types):

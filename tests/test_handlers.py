@@ -8,7 +8,7 @@ import logging
 import pytest
 
 from queue_core.errors import NoCurrentJobError, QueueError, ValidationError
-from queue_core.handlers import (
+from queue_core.worker.handlers import (
     BUILTINS,
     DemoFailure,
     HandlerRegistry,
@@ -126,7 +126,7 @@ def test_demo_handlers_reject_bad_payloads_with_a_clear_message(name, payload, m
 
 def test_sleep_sleeps(monkeypatch):
     slept = []
-    monkeypatch.setattr("queue_core.handlers.time.sleep", slept.append)
+    monkeypatch.setattr("queue_core.worker.handlers.time.sleep", slept.append)
     BUILTINS["sleep"]({"seconds": 0.25})
     BUILTINS["sleep"]({})
     assert slept == [0.25, 1.0]

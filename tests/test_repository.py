@@ -317,6 +317,22 @@ def test_prune_works_in_batches_and_keeps_what_is_not_old_or_not_finished(repo, 
     assert repo.prune(timedelta(days=7), batch=3) == 0
 
 
+def test_prune_with_max_batches_stops_after_that_many_transactions(repo, clock):
+    # A worker prunes one batch per heartbeat: a backlog must not keep that thread busy.
+    for _ in range(7):
+        job, _ = repo.create("t")
+        repo.claim("w")
+        repo.complete(job.id)
+    clock.advance(days=8)
+    assert repo.prune(timedelta(days=7), batch=3, max_batches=1) == 3
+    assert repo.prune(timedelta(days=7), batch=3, max_batches=5) == 4  # a short batch ends it before the cap
+    assert repo.prune(timedelta(days=7), batch=3, max_batches=1) == 0
+    for bad in (0, -1, True, 1.5):
+        with pytest.raises(ValidationError) as caught:
+            repo.prune(timedelta(days=7), max_batches=bad)
+        assert caught.value.field == "max_batches"
+
+
 def test_counts_with_a_cap_stop_counting_past_it(repo):
     for _ in range(5):
         repo.create("a")

@@ -13,8 +13,8 @@ import peewee as pw
 import pytest
 
 from queue_core.errors import QueueError, ValidationError
-from queue_core.handlers import HandlerRegistry, current_job
 from queue_core.worker import Worker, WorkerEvent, WorkerStats, next_idle_delay
+from queue_core.worker.handlers import HandlerRegistry, current_job
 
 WAIT = 20  # seconds a test waits for something that should take milliseconds; only a guard against hangs
 
@@ -455,8 +455,8 @@ class FlakyAcks:
 def test_a_database_error_while_recording_an_outcome_is_retried_then_left_to_the_reaper(
     live_repo, handlers, events, make_worker, monkeypatch, failures
 ):
-    monkeypatch.setattr("queue_core.worker.loop.ACK_FIRST_WAIT", 0.01)
-    monkeypatch.setattr("queue_core.worker.loop.ACK_MAX_WAIT", 0.02)
+    monkeypatch.setattr("queue_core.worker.acks.ACK_FIRST_WAIT", 0.01)
+    monkeypatch.setattr("queue_core.worker.acks.ACK_MAX_WAIT", 0.02)
     handlers.register("t", lambda payload: None)
     job, _ = live_repo.create("t")
 

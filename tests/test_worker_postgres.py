@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from support import FakeClock
 
-from queue_core.handlers import HandlerRegistry
 from queue_core.store.notify import listen_for_jobs
 from queue_core.store.repository import JobRepository
 from queue_core.worker import Worker
+from queue_core.worker.handlers import HandlerRegistry
 
 ROOT = Path(__file__).resolve().parents[1]
 GUARD = 20  # seconds: far below the 60 s poll interval used here, so only a wake-up can beat it

@@ -36,6 +36,8 @@ from .schemas import (
     Ack,
     ClaimJob,
     ClaimMany,
+    CompleteAndClaim,
+    CompletedAndClaimed,
     CreateJob,
     FailJob,
     Health,
@@ -45,6 +47,8 @@ from .schemas import (
     JobDetail,
     JobOut,
     JobPage,
+    Prune,
+    PruneResult,
     Reap,
     ReapResult,
     Stats,
@@ -117,6 +121,33 @@ def idempotency_key_from(body: CreateJob, header: str | None) -> str | None:
     if body.idempotency_key is not None and body.idempotency_key != key:
         raise ValidationError("idempotency_key", "the Idempotency-Key header and the body's idempotency_key differ")
     return key
+
+
+# --- what only a remote worker needs: the chained ack and pruning ----------------------------------
+
+
+def _as_dict(job) -> dict | None:
+    return None if job is None else job.to_dict()
+
+
+def add_worker_routes(app: FastAPI, repo: JobRepository) -> None:
+    """complete-and-claim (a busy remote worker's one round trip per job) and prune, as ``HttpQueue`` calls them."""
+
+    @app.post(
+        "/jobs/{job_id:int}/complete-and-claim",
+        response_model=CompletedAndClaimed,
+        summary="Complete a job this worker holds and claim its next one, in one step",
+    )
+    def complete_and_claim(job_id: JobIdPath, body: CompleteAndClaim) -> JSONResponse:
+        # 200 either way, as the repository answers: a null `completed` is a claim no longer held (the ack's
+        # 404/409 cases), a null `claimed` is nothing due; the worker acts on both without asking why.
+        done, claimed = repo.complete_and_claim(job_id, body.types, worker_id=body.worker_id, attempt=body.attempt)
+        return JobsJSONResponse({"completed": _as_dict(done), "claimed": _as_dict(claimed)})
+
+    @app.post("/jobs/prune", response_model=PruneResult, summary="Delete finished jobs older than an age")
+    def prune(body: Prune) -> dict:
+        age = seconds("older_than_seconds", body.older_than_seconds)
+        return {"pruned": repo.prune(age, batch=body.batch, max_batches=body.max_batches)}
 
 
 # --- the app ---------------------------------------------------------------------------------------
@@ -205,6 +236,7 @@ def create_app(
 
     ack_route("complete", repo.complete, "Complete a running job")
     ack_route("release", repo.release, "Give a running job back without counting a retry (a worker shutting down)")
+    add_worker_routes(app, repo)
 
     @app.post(
         "/jobs/{job_id:int}/fail",

@@ -16,7 +16,7 @@ from pydantic_core import PydanticCustomError
 
 from ..errors import ValidationError
 from ..store.models import JobStatus, Priority
-from ..store.repository import DEFAULT_MAX_RETRIES
+from ..store.repository import DEFAULT_MAX_RETRIES, PRUNE_BATCH
 from ..validation import (
     MAX_LIST_LIMIT,
     MAX_RETRIES_LIMIT,
@@ -129,6 +129,25 @@ class Reap(Body):
     )
 
 
+class CompleteAndClaim(Body):
+    """A worker finishing the attempt it holds and asking for its next job in the same round trip."""
+
+    worker_id: WorkerId
+    attempt: Attempt
+    types: ClaimTypes | None = None
+
+
+class Prune(Body):
+    older_than_seconds: StrictFloat = Field(
+        description="delete completed and failed jobs finished longer ago than this", json_schema_extra={"minimum": 0}
+    )
+    # At most the repository's own batch: the server bounds how long one transaction holds its locks.
+    batch: Annotated[int, Field(strict=True, ge=1, le=PRUNE_BATCH, description="jobs per transaction")] = PRUNE_BATCH
+    max_batches: Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)] | None = Field(
+        default=None, description="stop after this many transactions; null: until nothing is left"
+    )
+
+
 class JobOut(BaseModel):
     """A job: every column of the ``jobs`` table, ``payload`` decoded, plus ``priority_label``."""
 
@@ -178,6 +197,15 @@ class HeartbeatResult(BaseModel):
 
 class ReapResult(BaseModel):
     reaped: int
+
+
+class CompletedAndClaimed(BaseModel):
+    completed: JobOut | None = Field(description="the job, completed; null if the claim was no longer held")
+    claimed: JobOut | None = Field(description="the next job, now running for worker_id; null if none is due")
+
+
+class PruneResult(BaseModel):
+    pruned: int
 
 
 class Stats(BaseModel):

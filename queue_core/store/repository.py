@@ -649,20 +649,24 @@ class JobRepository:
         query = Job.update(**changes).where((Job.id == job_id) & (Job.status == FAILED)).returning(Job)
         return self._announced(next(iter(query.execute()), None))
 
-    def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH) -> int:
+    def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH, max_batches: int | None = None) -> int:
         """Delete completed and failed jobs (and their error history) finished more than ``older_than`` ago.
 
         In transactions of ``batch`` jobs, so that a large backlog never holds locks (SQLite: the write
         lock every worker needs) for long, and PostgreSQL's autovacuum can reclaim space in between.
-        Returns how many jobs were deleted.
+        ``max_batches`` stops after that many (a worker prunes one per heartbeat, so that thread is never
+        busy long); None goes on until nothing is left. Returns how many jobs were deleted.
         """
         validate_age("older_than", older_than)
         validate_positive_int("batch", batch)
+        if max_batches is not None:
+            validate_positive_int("max_batches", max_batches)
         Job, JobError = self.Job, self.JobError
         cutoff = cutoff_before(self.now(), older_than)
         finished = Job.status.in_([COMPLETED, FAILED]) & (Job.updated_at < cutoff)
-        pruned = 0
+        pruned = batches = 0
         while True:
+            batches += 1
             with self.db.atomic():
                 # The ids first, then a delete by primary key: a DELETE ... WHERE id IN (subquery) can be
                 # planned as a scan of the whole table per batch on PostgreSQL.
@@ -673,7 +677,7 @@ class JobRepository:
                 if deleted:
                     JobError.delete().where(JobError.job_id.in_(deleted)).execute()
             pruned += len(deleted)
-            if len(found) < batch:
+            if len(found) < batch or batches == max_batches:
                 return pruned
 
     # --- read model -------------------------------------------------------------------------------

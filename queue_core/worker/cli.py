@@ -18,6 +18,8 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+import peewee as pw
+
 from ..cli.admin import (
     CLIArgumentParser,
     api_token,
@@ -28,11 +30,14 @@ from ..cli.admin import (
     positive_seconds,
 )
 from ..errors import QueueError
-from ..handlers import registry
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
 from ..validation import validate_api_url, validate_token, validate_worker_id
-from .loop import MAX_CONCURRENCY, Worker, WorkerEvent, default_worker_id
+from .defaults import DEFAULTS, MAX_CONCURRENCY
+from .events import WorkerEvent
+from .handlers import registry
+from .loop import Worker, default_worker_id
+from .protocol import JobQueue
 
 logger = logging.getLogger("queue_core.worker")
 
@@ -76,13 +81,20 @@ def build_parser() -> argparse.ArgumentParser:
     def seconds(name: str, kind, default: float, help: str) -> None:
         add(name, type=kind, default=default, metavar="S", help=f"{help} (default {default:g})")
 
-    add("--concurrency", type=concurrency, default=1, metavar="N", help="jobs run at once, one thread each (default 1)")
-    seconds("--poll-interval", positive_seconds, 0.5, "first wait when idle")
-    seconds("--max-poll-interval", positive_seconds, 5.0, "longest wait when idle")
-    seconds("--stale-after", positive_seconds, 300.0, "reap claims with no heartbeat for this long")
-    seconds("--shutdown-timeout", non_negative_seconds, 30.0, "on stop, how long running jobs may finish")
+    d = DEFAULTS  # the Worker's own defaults: one table, read here, by Worker() and by the console
+    add(
+        "--concurrency",
+        type=concurrency,
+        default=d.concurrency,
+        metavar="N",
+        help=f"jobs run at once, one thread each (default {d.concurrency})",
+    )
+    seconds("--poll-interval", positive_seconds, d.poll_interval, "first wait when idle")
+    seconds("--max-poll-interval", positive_seconds, d.max_poll_interval, "longest wait when idle")
+    seconds("--stale-after", positive_seconds, d.stale_after, "reap claims with no heartbeat for this long")
+    seconds("--shutdown-timeout", non_negative_seconds, d.shutdown_timeout, "on stop, how long running jobs may finish")
     prune_help = "delete finished jobs older than S seconds, checked hourly (default: keep them)"
-    add("--prune-after", type=positive_seconds, default=None, metavar="S", help=prune_help)
+    add("--prune-after", type=positive_seconds, default=d.prune_after, metavar="S", help=prune_help)
     add("--burst", action="store_true", help="exit once nothing is claimable and nothing runs")
     add("--log-level", type=str.lower, choices=LOG_LEVELS, default="info", help="(default info)")
     add("--log-format", choices=("text", "json"), default="text", help="one line per event (default text)")
@@ -183,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.token and not args.api:
         return fail("--token is for --api; a --db worker talks to the database directly")
     try:
-        queue, close = open_queue(args)
+        queue, database, close = open_queue(args)
     except QueueError as exc:
         return fail(str(exc))
     try:
@@ -200,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
             prune_after=args.prune_after,
         )
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once (None on SQLite: polling).
-        database = getattr(queue, "db", None)  # None over the HTTP API: that worker polls the server
+        # No database over the HTTP API: that worker polls the server.
         listener = None if args.burst or database is None else listen_for_jobs(database, worker.wakeup)
         previous = install_signal_handlers(worker)
         try:
@@ -220,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     return EXIT_OK
 
 
-def open_queue(args) -> tuple[object, Callable[[], None]]:
-    """The queue to work on and how to close it: the HTTP API with ``--api``, else the database."""
+def open_queue(args) -> tuple[JobQueue, pw.Database | None, Callable[[], None]]:
+    """The queue to work on, its database (None over the HTTP API) and how to close it."""
     if args.api:
         # Imported here: the HTTP client pulls in httpx and FastAPI's models, ~0.4 s of start-up that a
         # worker on the database never needs (measured by python -m tests.bench, burst drains).
@@ -236,6 +248,6 @@ def open_queue(args) -> tuple[object, Callable[[], None]]:
         except QueueError:
             queue.close()
             raise
-        return queue, queue.close
+        return queue, None, queue.close
     db = open_for_command(args.db)
-    return JobRepository(db), db.close
+    return JobRepository(db), db, db.close

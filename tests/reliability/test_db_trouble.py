@@ -12,10 +12,10 @@ import time
 
 import pytest
 
-from queue_core.handlers import HandlerRegistry
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
 from queue_core.worker import Worker
+from queue_core.worker.handlers import HandlerRegistry
 
 WAIT = 30
 

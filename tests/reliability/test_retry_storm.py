@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 import time
 
-from queue_core.handlers import HandlerRegistry
 from queue_core.worker import Worker
+from queue_core.worker.handlers import HandlerRegistry
 
 STORM_JOBS, HEALTHY_JOBS, MAX_RETRIES, BASE = 20, 300, 3, 0.1
 

@@ -1,0 +1,43 @@
+"""The worker's settings: one table of defaults, and the checks every setting passes.
+
+The ``Worker`` signature, the headless CLI's flags and the console's options all read ``DEFAULTS``, so a
+default changed here changes everywhere at once (the console and the workers must agree on what "stale"
+means). This module imports nothing from the worker, so the CLI and the console can read it cheaply.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..errors import ValidationError
+
+MAX_CONCURRENCY = 256
+
+
+@dataclass(frozen=True)
+class WorkerDefaults:
+    concurrency: int = 1  # claim threads, one job each
+    poll_interval: float = 0.5  # seconds: the first wait after an empty claim
+    max_poll_interval: float = 5.0  # seconds: idle waits double up to this
+    stale_after: float = 300.0  # seconds without a heartbeat before a claim is reaped
+    shutdown_timeout: float = 30.0  # seconds running jobs get to finish on a stop
+    prune_after: float | None = None  # seconds after which finished jobs are deleted; None keeps them
+
+
+DEFAULTS = WorkerDefaults()
+
+
+def positive_seconds(field: str, value, *, allow_zero: bool = False) -> float:
+    """``value`` as float seconds, or a ``ValidationError`` naming ``field`` (bools, NaN and inf are refused)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValidationError(field, f"must be a finite number of seconds, got {value!r}")
+    if value < 0 or (value == 0 and not allow_zero):
+        raise ValidationError(field, f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}")
+    return float(value)
+
+
+def valid_concurrency(value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
+        raise ValidationError("concurrency", f"must be an integer from 1 to {MAX_CONCURRENCY}, got {value!r}")
+    return value

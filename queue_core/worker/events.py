@@ -1,0 +1,116 @@
+"""What a worker reports: ``WorkerEvent``, the one-line text of each, and the list of who listens.
+
+The headless CLI logs every event and the console's worker pane shows them; a worker embedded in an
+application may have no listener at all, so an event (and its text) is only built when someone listens.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+logger = logging.getLogger(__name__)
+
+EVENT_KINDS = ("started", "claimed", "completed", "failed", "released", "lost", "reaped", "error", "stopped")
+
+
+@dataclass(frozen=True)
+class WorkerEvent:
+    """Something a worker did, for logs and for the console's worker pane."""
+
+    kind: str  # one of EVENT_KINDS
+    worker_id: str
+    job_id: int | None = None
+    job_type: str | None = None
+    attempt: int | None = None  # 1-based
+    duration: float | None = None  # seconds the handler ran
+    error: str | None = None
+    message: str = ""  # one human-readable line: what the log prints
+
+
+class EventHub:
+    """The subscribers of one worker; ``emit`` calls each, from whichever worker thread the event happened on."""
+
+    def __init__(self, worker_id: str):
+        self.worker_id = worker_id
+        self._lock = threading.Lock()
+        # A tuple replaced whole on subscribe: emit reads it without a lock on every job.
+        self._subscribers: tuple[Callable[[WorkerEvent], None], ...] = ()
+
+    def subscribe(self, callback: Callable[[WorkerEvent], None]) -> None:
+        with self._lock:
+            self._subscribers = (*self._subscribers, callback)
+
+    @property
+    def listening(self) -> bool:
+        return bool(self._subscribers)
+
+    def emit(
+        self,
+        kind: str,
+        job=None,
+        *,
+        duration: float | None = None,
+        error: str | None = None,
+        note: str = "",
+        message: str = "",
+    ) -> None:
+        subscribers = self._subscribers
+        if not subscribers:
+            return
+        if not message:
+            message = describe(kind, self.worker_id, job, duration, error, note)
+        event = WorkerEvent(
+            kind=kind,
+            worker_id=self.worker_id,
+            job_id=None if job is None else job.id,
+            job_type=None if job is None else job.type,
+            attempt=None if job is None else job.attempt,
+            duration=duration,
+            error=error,
+            message=message,
+        )
+        for callback in subscribers:
+            try:
+                callback(event)
+            except Exception:
+                logger.exception("worker event subscriber %r failed on a %s event", callback, kind)
+
+    def error(self, action: str, exc: Exception, *, retrying: bool = False) -> None:
+        """An ``error`` event: a queue call (``action``) raised ``exc``; ``retrying`` says it will be tried again."""
+        if not self._subscribers:
+            return
+        then = "; retrying" if retrying else ""
+        error = f"{type(exc).__name__}: {exception_message(exc)}"
+        message = f"error worker={self.worker_id} during={action} error={json.dumps(error)}{then}"
+        self.emit("error", error=error, message=message)
+
+
+def exception_message(exc: BaseException) -> str:
+    """``str(exc)``, or the exception's type name when that is empty, not a string, or raises.
+
+    A handler's exception is arbitrary code: its ``__str__`` raising (or returning a non-string, which makes
+    ``str()`` raise) must still end as a failed attempt, never take the worker thread down.
+    """
+    try:
+        message = str(exc)
+    except Exception:
+        message = ""
+    return message or type(exc).__name__
+
+
+def describe(kind: str, worker_id: str, job, duration: float | None, error: str | None, note: str) -> str:
+    """One log line: ``completed job=7 type=echo attempt=1 worker=w duration=0.012s``, then error and note."""
+    parts = [kind]
+    if job is not None:
+        parts += [f"job={job.id}", f"type={job.type}", f"attempt={job.attempt}"]
+    parts.append(f"worker={worker_id}")
+    if duration is not None:
+        parts.append(f"duration={duration:.3f}s")
+    if error is not None:
+        parts.append(f"error={json.dumps(error, ensure_ascii=False)}")
+    line = " ".join(parts)
+    return f"{line}: {note}" if note else line

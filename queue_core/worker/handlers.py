@@ -1,0 +1,208 @@
+"""Job handlers: the registry workers run jobs from, the job a handler is running, and demo handlers.
+
+Only registered functions ever run: a job's type picks a handler by name from the registry, and nothing is
+imported or executed because a payload or a job type says so.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import math
+import random
+import threading
+import time
+from collections.abc import Callable
+from contextvars import ContextVar
+
+from ..errors import NoCurrentJobError, ValidationError
+from ..store.models import Job
+from ..validation import validate_type
+
+Handler = Callable[[dict], object]
+
+# The name from before handlers moved into worker/: log configs and JSON log consumers filter on it.
+logger = logging.getLogger("queue_core.handlers")
+_current_job: ContextVar[Job] = ContextVar("queue_core_current_job")
+
+
+class HandlerRegistry:
+    """Job type -> handler function ``fn(payload: dict)``; its return is ignored, an exception fails the job.
+
+    Thread-safe. A new registry holds the built-in demo handlers unless ``with_builtins=False``.
+    """
+
+    def __init__(self, *, with_builtins: bool = True):
+        self._handlers: dict[str, Handler] = {}
+        self._lock = threading.Lock()
+        if with_builtins:
+            for name, fn in BUILTINS.items():
+                self.register(name, fn)
+
+    def register(self, name: str, fn: Handler, *, replace: bool = False) -> Handler:
+        """Register ``fn`` for jobs of type ``name``; a name taken by another function is an error."""
+        name = validate_type(name)
+        if not callable(fn):
+            raise ValidationError("handler", f"must be callable, got {type(fn).__name__}")
+        refused = _unsupported_kind(fn)
+        if refused is not None:
+            # Calling it would only create a coroutine or generator, never do the work: refuse it now rather
+            # than have every job of this type end without running.
+            raise ValidationError(
+                "handler",
+                f"{_qualified_name(fn)} is {refused}: not supported yet (workers call handlers and do not "
+                "await or iterate what they return); make it a plain function",
+            )
+        with self._lock:
+            existing = self._handlers.get(name)
+            # The same function registered again (a module imported twice, e.g. as __main__) is harmless.
+            if existing is not None and not replace and _qualified_name(existing) != _qualified_name(fn):
+                raise ValidationError(
+                    "handler",
+                    f"job type {name!r} already has handler {_qualified_name(existing)}; "
+                    "pick another name or pass replace=True",
+                )
+            self._handlers[name] = fn
+        return fn
+
+    def unregister(self, name: str) -> None:
+        with self._lock:
+            self._handlers.pop(name, None)
+
+    def get(self, name: str) -> Handler | None:
+        return self._handlers.get(name)
+
+    def names(self) -> list[str]:
+        """The job types this registry can run, sorted."""
+        with self._lock:
+            return sorted(self._handlers)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._handlers
+
+    def __len__(self) -> int:
+        return len(self._handlers)
+
+
+def _unsupported_kind(fn) -> str | None:
+    """What kind of function ``fn`` is if calling it would not run its body (async, generator), else None."""
+    candidates = [fn]
+    if not isinstance(fn, type):  # calling a class constructs it, whatever its instances' __call__ is
+        # An instance with an async __call__ is not itself a coroutine function; its bound __call__ is.
+        candidates.append(getattr(fn, "__call__", None))  # noqa: B004 (inspected, not a callable() test)
+    for candidate in candidates:
+        if inspect.isasyncgenfunction(candidate):
+            return "an async generator function"
+        if inspect.iscoroutinefunction(candidate):
+            return "an async function (async def)"
+        if inspect.isgeneratorfunction(candidate):
+            return "a generator function"
+    return None
+
+
+def _qualified_name(fn) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def handler(name: str, *, registry: HandlerRegistry | None = None) -> Callable[[Handler], Handler]:
+    """Decorator: ``@handler("send-invoice")`` registers the function in ``registry`` (default: the global one)."""
+    target = default_registry() if registry is None else registry
+
+    def register(fn: Handler) -> Handler:
+        return target.register(name, fn)
+
+    return register
+
+
+def current_job() -> Job:
+    """The job the calling handler is running (id, type, attempt, retry_count, ...).
+
+    Raises ``NoCurrentJobError`` (a ``QueueError`` and a ``LookupError``) outside a running handler.
+    """
+    try:
+        return _current_job.get()
+    except LookupError:
+        raise NoCurrentJobError("current_job() is only available inside a handler that a worker is running") from None
+
+
+def call_handler(fn: Handler, job: Job) -> None:
+    """Run ``fn(job.payload)`` with ``current_job()`` returning ``job`` for its duration."""
+    token = _current_job.set(job)
+    try:
+        returned = fn(job.payload)
+    finally:
+        _current_job.reset(token)
+    _refuse_unrun_work(returned)
+
+
+def _refuse_unrun_work(returned: object) -> None:
+    """Raise if a handler returned work it did not do (a coroutine, a generator), after closing it.
+
+    Registration refuses async and generator functions, but a plain function can still return one (a
+    lambda around an ``async def``): completing that job would mark undone work as done.
+    """
+    if inspect.iscoroutine(returned):
+        kind = "coroutine"
+    elif inspect.isgenerator(returned):
+        kind = "generator"
+    elif inspect.isasyncgen(returned):
+        kind = "async generator"
+    elif inspect.isawaitable(returned):
+        kind = "awaitable"
+    else:
+        return
+    close = getattr(returned, "close", None)
+    if callable(close):
+        close()  # no "coroutine was never awaited" warning, and a generator's finally blocks run now
+    raise TypeError(
+        f"the handler returned a {kind}, so its work was not run: async handlers are not supported yet; "
+        "make the handler a plain function that does the work itself"
+    )
+
+
+# --- built-in demo handlers: for operators and developers testing by hand -------------------------
+
+
+class DemoFailure(Exception):
+    """Raised on purpose by the ``fail`` and ``flaky`` demo handlers."""
+
+
+def _number(payload: dict, key: str, default: float, *, low: float, high: float) -> float:
+    value = payload.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"payload {key!r} must be a number from {low} to {high}, got {value!r}")
+    if not low <= value <= high:
+        raise ValueError(f"payload {key!r} must be from {low} to {high}, got {value!r}")
+    return float(value)
+
+
+def echo(payload: dict) -> None:
+    """Log the payload."""
+    logger.info("echo job %s: %s", current_job().id, json.dumps(payload, ensure_ascii=False))
+
+
+def sleep(payload: dict) -> None:
+    """Sleep ``{"seconds": x}`` (default 1, at most a day): a stand-in for slow work."""
+    time.sleep(_number(payload, "seconds", 1.0, low=0, high=86_400))
+
+
+def fail(payload: dict) -> None:
+    """Always raise, with ``{"error": "msg"}`` as the message."""
+    raise DemoFailure(str(payload.get("error") or "failed on purpose (the 'fail' demo handler)"))
+
+
+def flaky(payload: dict) -> None:
+    """Fail with probability ``{"p": 0.3}`` (default 0.3), otherwise succeed."""
+    p = _number(payload, "p", 0.3, low=0, high=1)
+    if random.random() < p:
+        raise DemoFailure(f"flaky failure (p={p:g})")
+
+
+BUILTINS: dict[str, Handler] = {"echo": echo, "sleep": sleep, "fail": fail, "flaky": flaky}
+
+registry = HandlerRegistry()
+
+
+def default_registry() -> HandlerRegistry:
+    return registry

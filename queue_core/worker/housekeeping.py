@@ -1,0 +1,121 @@
+"""The heartbeat thread of a worker: keep its claims alive, take back other workers' stale ones, prune.
+
+Every ``heartbeat_interval`` (``min(stale_after / 3, 10)`` seconds) it refreshes the jobs this worker runs
+and notices those taken back from it; every ``stale_after / 2`` seconds it reaps claims with no sign of
+life for ``stale_after``. With ``prune_after`` it deletes finished jobs older than that, one batch per tick
+while a backlog lasts, then hourly: a long prune on this thread would delay the beats that keep this
+worker's own jobs from looking stale.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from datetime import timedelta
+
+from ..store.repository import PRUNE_BATCH
+from .acks import ErrorReporter
+from .events import EventHub
+from .protocol import JobQueue, close_thread_connection
+from .session import Session
+
+logger = logging.getLogger(__name__)
+
+# Beat at least this often whatever stale_after is, so a worker with a short threshold does not reap the
+# live jobs of a worker configured with a long one.
+MAX_HEARTBEAT_INTERVAL = 10.0
+# A worker with prune_after prunes at start and then this often; several workers doing it is harmless.
+PRUNE_INTERVAL = 3600.0
+
+
+class Housekeeping:
+    """Beats, reaps and prunes for one worker; ``run(session)`` is the heartbeat thread's body."""
+
+    def __init__(
+        self,
+        queue: JobQueue,
+        worker_id: str,
+        *,
+        stale_after: float,
+        prune_after: float | None,
+        events: EventHub,
+        on_error: ErrorReporter,
+        on_reaped: Callable[[], None],
+    ):
+        self.queue = queue
+        self.worker_id = worker_id
+        self.stale_after = stale_after
+        self.prune_after = prune_after
+        self.heartbeat_interval = min(stale_after / 3, MAX_HEARTBEAT_INTERVAL)
+        self.reap_interval = stale_after / 2
+        self._events = events
+        self._on_error = on_error
+        self._on_reaped = on_reaped  # reaped jobs are pending again: wake idle claim threads
+
+    def run(self, session: Session) -> None:
+        next_reap = time.monotonic() + (self.reap_interval if session.burst else 0.0)  # a burst reaped at start
+        next_prune = time.monotonic()
+        try:
+            while True:
+                if time.monotonic() >= next_reap and not session.stopping.is_set():
+                    # Beat first: on a loaded machine a late beat must not make our own live jobs look stale.
+                    self.beat(session)
+                    self.reap()
+                    next_reap = time.monotonic() + self.reap_interval
+                if self.prune_after is not None and time.monotonic() >= next_prune:
+                    more = self.prune_batch()
+                    next_prune = time.monotonic() + (0.0 if more else PRUNE_INTERVAL)
+                if session.heartbeat_stop.wait(self.heartbeat_interval):
+                    return
+                self.beat(session)
+        finally:
+            close_thread_connection(self.queue)
+
+    def beat(self, session: Session) -> None:
+        with session.lock:
+            entries = session.live_entries()
+        if not entries:
+            return
+        try:
+            # Ids only, once each: a stale attempt and the newer one of the same job share the row, and both
+            # count as held while this worker holds the newer one (the stale run's ack is refused anyway).
+            job_ids = sorted({r.job.id for r in entries})
+            held = set(self.queue.heartbeat(job_ids, worker_id=self.worker_id))
+        except Exception as exc:
+            self._on_error("heartbeat", exc)
+            return
+        for entry in entries:
+            with session.lock:
+                # Finished since the snapshot: a completed job is not held any more, and not lost either.
+                if entry.job.id in held or entry.acking or session.running.get(entry.key) is not entry:
+                    continue
+                entry.lost = True
+            note = "claim taken back while running (reaped); its outcome will be discarded"
+            self._events.emit("lost", entry.job, note=note)
+
+    def reap(self) -> None:
+        reaped = self._count("reap", lambda: self.queue.reap_stale(timedelta(seconds=self.stale_after)))
+        if reaped:
+            self._events.emit(
+                "reaped",
+                message=f"reaped {reaped} stale job(s) worker={self.worker_id} "
+                f"(no heartbeat for {self.stale_after:g}s): back to pending, or failed without retries left",
+            )
+            self._on_reaped()
+
+    def prune_batch(self) -> bool:
+        """Delete one batch of old finished jobs; True if it was full, so more may be waiting."""
+        age = timedelta(seconds=self.prune_after)
+        pruned = self._count("prune", lambda: self.queue.prune(age, batch=PRUNE_BATCH, max_batches=1))
+        if pruned:
+            logger.info("pruned %d finished job(s) older than %gs worker=%s", pruned, self.prune_after, self.worker_id)
+        return pruned >= PRUNE_BATCH
+
+    def _count(self, action: str, call: Callable[[], int]) -> int:
+        """A periodic queue call: how many jobs it took; a database error is an event, and 0."""
+        try:
+            return call()
+        except Exception as exc:
+            self._on_error(action, exc)
+            return 0

@@ -1,0 +1,96 @@
+"""``JobQueue``: exactly what a ``Worker`` asks of its queue, so any queue that has it can be worked.
+
+``JobRepository`` (the database) and ``queue_core.client.HttpQueue`` (the HTTP API) both satisfy it; a test
+compares every method's signature with theirs. The worker calls these methods and nothing else, with no
+probing for what a queue can do: a queue that lacks one is incomplete, not a lesser kind of queue.
+
+Every acknowledgement (complete, fail, release, complete_and_claim) carries the claim it acknowledges
+(``worker_id`` and the 1-based ``attempt``, the fencing token) and answers ``None`` when that claim is no
+longer held: the job was reaped, maybe claimed again, and the late outcome must be discarded.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol
+
+from ..store.repository import PRUNE_BATCH
+
+logger = logging.getLogger(__name__)
+
+
+class ClaimedJob(Protocol):
+    """What the worker and a handler read of a job (``Job`` rows and ``RemoteJob`` both have it)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def payload(self) -> dict[str, Any]: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def retry_count(self) -> int: ...
+    @property
+    def max_retries(self) -> int: ...
+    @property
+    def run_at(self) -> datetime | None: ...
+    @property
+    def attempt(self) -> int: ...
+
+
+class JobQueue(Protocol):
+    """The queue operations a worker uses; see the module's docstring for what the answers mean."""
+
+    def claim(self, worker_id: str, *, types: Iterable[str] | None = None) -> ClaimedJob | None:
+        """The next due job of ``types`` (any type if None), now running for ``worker_id``; None if none is due."""
+        ...
+
+    def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> ClaimedJob | None:
+        """Mark the held job completed; None if the claim is no longer held."""
+        ...
+
+    def complete_and_claim(
+        self, job_id: int, types: Iterable[str] | None = None, *, worker_id: str, attempt: int
+    ) -> tuple[ClaimedJob | None, ClaimedJob | None]:
+        """``complete`` and ``claim`` in one step (one transaction, one round trip): (completed, claimed)."""
+        ...
+
+    def fail(
+        self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None
+    ) -> ClaimedJob | None:
+        """Record a failed attempt: pending again after a back-off while retries are left, else failed."""
+        ...
+
+    def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> ClaimedJob | None:
+        """Give the held job back to pending without counting a retry (a stopping worker)."""
+        ...
+
+    def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> Sequence[int]:
+        """Refresh the claims ``worker_id`` holds among ``job_ids``; the ids it still holds."""
+        ...
+
+    def reap_stale(self, older_than: timedelta) -> int:
+        """Take back claims with no sign of life for ``older_than``; how many were taken back."""
+        ...
+
+    def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH, max_batches: int | None = None) -> int:
+        """Delete finished jobs older than ``older_than``, ``batch`` per transaction, at most ``max_batches``
+        transactions (None: until done); how many were deleted."""
+        ...
+
+
+def close_thread_connection(queue: JobQueue) -> None:
+    """Close the calling thread's database connection, if ``queue`` has one (a ``JobRepository``: peewee keeps
+    one per thread). Not part of ``JobQueue``: an HTTP queue has a shared pool and nothing per thread."""
+    close = getattr(getattr(queue, "db", None), "close", None)
+    if close is None:
+        return
+    try:
+        close()
+    except Exception:
+        # Closing is clean-up: the next query on this thread reconnects either way.
+        logger.debug("closing a worker thread's connection failed", exc_info=True)

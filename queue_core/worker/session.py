@@ -1,0 +1,107 @@
+"""The state of one ``Worker.start()`` .. ``stop()``, shared by its claim threads and its heartbeat thread.
+
+A new session per start: threads left behind by an old session (stuck in a handler past a stop) only ever
+touch their own session's state, never a newer one's.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from .protocol import ClaimedJob
+
+
+@dataclass
+class Running:
+    """A job a claim thread holds, from its claim until its outcome is written (or it is released)."""
+
+    job: ClaimedJob
+    started: float
+    thread: threading.Thread
+    released: bool = False  # given back by a stop; the handler's late outcome is discarded
+    acking: bool = False  # its outcome is being written; a stop leaves it alone
+    lost: bool = False  # the heartbeat found the claim taken back
+
+    @property
+    def key(self) -> tuple[int, int]:
+        # A reaped job may be claimed again by this same worker while the stale run still executes: keyed
+        # by (id, attempt), the stale run's clean-up can never drop the newer attempt (and its heartbeat).
+        return (self.job.id, self.job.attempt)
+
+
+class Session:
+    """Events, threads and running jobs of one start() .. stop(), and the steps of its stop.
+
+    ``lock`` is the worker's (it also guards the worker's counters); it guards ``running``, ``in_flight``,
+    ``abandoned`` and each entry's flags.
+    """
+
+    def __init__(self, concurrency: int, burst: bool, shutdown_timeout: float, lock: threading.RLock):
+        self.burst = burst
+        self.shutdown_timeout = shutdown_timeout
+        self.lock = lock
+        self.stopping = threading.Event()  # no more claims
+        self.stopped = threading.Event()  # stop() finished
+        self.wake_main = threading.Event()  # run() has something to look at
+        self.heartbeat_stop = threading.Event()
+        self.slot_wakes = [threading.Event() for _ in range(concurrency)]
+        self.threads: list[threading.Thread] = []
+        self.heartbeat_thread: threading.Thread | None = None
+        self.running: dict[tuple[int, int], Running] = {}  # by Running.key: (job id, attempt)
+        self.abandoned: set[threading.Thread] = set()  # slots stuck in a handler whose job a stop released
+        self.in_flight = 0  # slots claiming or running a job (burst ends when none is)
+        self.deadline: float | None = None  # monotonic time by which running jobs must be done
+        self.stop_requested: float | None = None  # monotonic time of the first stop request
+        self.timeout: float | None = None  # the grace the first stop request gave running jobs
+        self.hurried = False  # a later request (a second signal) moved the deadline closer
+        self.stopper: int | None = None  # thread running stop()
+
+    def live_entries(self) -> list[Running]:
+        """The jobs still ours to beat for: not released, not lost, not being acknowledged (caller holds the lock)."""
+        return [r for r in self.running.values() if not (r.released or r.lost or r.acking)]
+
+    def request_stop(self, timeout: float | None) -> None:
+        """No more claims; running jobs get ``timeout`` (default: the shutdown timeout). A later, shorter
+        request (a second signal) moves the deadline closer."""
+        # No lock here: this runs in signal handlers; a float assignment is atomic under the GIL.
+        timeout = self.shutdown_timeout if timeout is None else max(0.0, timeout)
+        now = time.monotonic()
+        if self.deadline is None:
+            self.stop_requested, self.timeout, self.deadline = now, timeout, now + timeout
+        elif now + timeout < self.deadline:
+            self.deadline = now + timeout
+            self.hurried = True
+        self.stopping.set()
+        self.wake_main.set()
+        for wake in self.slot_wakes:
+            wake.set()
+
+    def join_slots(self, deadline: Callable[[], float]) -> None:
+        """Wait until every claim thread (but this one and the abandoned) ended, or ``deadline()`` passed."""
+        current = threading.current_thread()
+        while True:
+            with self.lock:
+                alive = [t for t in self.threads if t.is_alive() and t is not current and t not in self.abandoned]
+            remaining = deadline() - time.monotonic()
+            if not alive or remaining <= 0:
+                return
+            alive[0].join(min(remaining, 0.05))
+
+    def take_leftovers(self) -> list[Running]:
+        """Mark the jobs still running (not being acknowledged) released, their threads abandoned; return them."""
+        with self.lock:
+            leftovers = [r for r in self.running.values() if not r.acking and not r.released]
+            for entry in leftovers:
+                entry.released = True
+                self.abandoned.add(entry.thread)
+        return leftovers
+
+    def release_reason(self) -> str:
+        """Why a stop released the jobs still running: the timeout ran out, or a second request cut it short."""
+        if self.hurried:
+            waited = time.monotonic() - self.stop_requested
+            return f"released by a second stop request {waited:.1f}s into the {self.timeout:g}s shutdown timeout"
+        return f"still running after the shutdown timeout ({self.timeout:g}s)"

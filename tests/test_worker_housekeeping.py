@@ -1,0 +1,76 @@
+"""The heartbeat thread's housekeeping: a backlog of old finished jobs is pruned one batch per beat."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from queue_core.store.repository import JobRepository, ManualClock
+from queue_core.worker import Worker
+from queue_core.worker.handlers import HandlerRegistry
+
+WAIT = 20  # seconds; only a guard against hangs
+
+
+class PruneSpy:
+    """The repository, recording each prune call (its options, how many it deleted, when)."""
+
+    def __init__(self, repo: JobRepository):
+        self.repo = repo
+        self.calls: list[tuple[dict, int, float]] = []
+        self.changed = threading.Condition()
+
+    def prune(self, older_than, **options):
+        pruned = self.repo.prune(older_than, **options)
+        with self.changed:
+            self.calls.append((options, pruned, time.monotonic()))
+            self.changed.notify_all()
+        return pruned
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+
+def finished_jobs(db, n: int, age: timedelta) -> None:
+    past = JobRepository(db, clock=ManualClock(datetime.now(UTC) - age))
+    for _ in range(n):
+        job, _ = past.create("t")
+        past.claim("w-old")
+        past.complete(job.id)
+
+
+@pytest.fixture
+def spy(db, live_repo, monkeypatch):
+    monkeypatch.setattr("queue_core.worker.housekeeping.PRUNE_BATCH", 3)
+    finished_jobs(db, 7, timedelta(days=2))
+    return PruneSpy(live_repo)
+
+
+def test_a_backlog_is_pruned_one_batch_per_beat_then_pruning_waits_an_hour(spy, live_repo):
+    fresh, _ = live_repo.create("t")  # not finished, and new: kept
+    registry = HandlerRegistry(with_builtins=False)
+    worker = Worker(spy, worker_id="w", registry=registry, stale_after=0.3, prune_after=86400)
+    worker.start()
+    try:
+        with spy.changed:
+            assert spy.changed.wait_for(lambda: len(spy.calls) >= 3, WAIT), spy.calls
+        time.sleep(6 * worker.heartbeat_interval)  # several more beats: a short batch means the backlog is gone
+    finally:
+        worker.stop()
+    assert [(options, pruned) for options, pruned, _ in spy.calls] == [({"batch": 3, "max_batches": 1}, 3)] * 2 + [
+        ({"batch": 3, "max_batches": 1}, 1)
+    ]
+    started = [at for _, _, at in spy.calls]
+    # One batch per tick: each call waited for a beat after the one before.
+    assert all(later - earlier >= worker.heartbeat_interval * 0.9 for earlier, later in itertools.pairwise(started))
+    assert [job.id for job in live_repo.list()] == [fresh.id]
+
+
+def test_a_burst_worker_prunes_one_batch_at_start(spy, live_repo):
+    Worker(spy, worker_id="w", registry=HandlerRegistry(with_builtins=False), prune_after=86400).run(burst=True)
+    assert [(options, pruned) for options, pruned, _ in spy.calls] == [({"batch": 3, "max_batches": 1}, 3)]
+    assert len(live_repo.list()) == 4
