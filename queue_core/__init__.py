@@ -1,21 +1,31 @@
-"""A persistent background job queue on peewee: SQLite by default, PostgreSQL to scale out."""
+"""A persistent background job queue on peewee: SQLite by default, PostgreSQL to scale out.
 
-from .errors import DatabaseURLError, IdempotencyConflict, QueueError, ValidationError
+The public API, re-exported here so application code needs one import (``from queue_core import Queue``).
+"""
+
+from .errors import DatabaseURLError, IdempotencyConflict, NoCurrentJobError, QueueError, ValidationError
 from .store.database import open_database
 from .store.models import Job, JobStatus, Priority, parse_priority, priority_label
 from .store.repository import JobRepository
 from .tasks import Queue
+from .worker import Worker
+from .worker.handlers import HandlerRegistry, current_job, handler
 
 __all__ = [
     "DatabaseURLError",
+    "HandlerRegistry",
     "IdempotencyConflict",
     "Job",
     "JobRepository",
     "JobStatus",
+    "NoCurrentJobError",
     "Priority",
     "Queue",
     "QueueError",
     "ValidationError",
+    "Worker",
+    "current_job",
+    "handler",
     "open_database",
     "parse_priority",
     "priority_label",

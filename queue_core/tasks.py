@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from .errors import ValidationError
-from .handlers import HandlerRegistry, default_registry
+from .worker.handlers import HandlerRegistry, default_registry
 from .job_options import JOB_OPTIONS, create_arguments, validate_job_options
 from .store.database import open_database
 from .store.models import Job
