@@ -27,12 +27,12 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from .errors import ValidationError
-from .worker.handlers import HandlerRegistry, default_registry
 from .job_options import JOB_OPTIONS, create_arguments, validate_job_options
 from .store.database import open_database
 from .store.models import Job
 from .store.repository import JobRepository
 from .validation import validate_aware
+from .worker.handlers import HandlerRegistry, default_registry
 from .worker.scheduler import Schedule, Scheduler, parse_cron
 
 # Keyword-only options of Task.enqueue: a handler parameter of one of these names could never be given.
