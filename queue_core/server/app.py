@@ -22,6 +22,7 @@ from fastapi import FastAPI, Header, Path, Query
 from fastapi.openapi.utils import get_openapi
 from starlette.responses import JSONResponse, Response
 
+from .. import wire
 from ..cli.admin import CLIArgumentParser, api_token, bounded_number, fail, open_for_command
 from ..errors import QueueError, ValidationError
 from ..store.database import default_url
@@ -81,7 +82,7 @@ def job_response(job, status: int = 200) -> JSONResponse:
 
 
 def not_found(job_id: int) -> Response:
-    return problem_response(404, f"no job with id {job_id}", type=problems.NOT_FOUND, job_id=job_id)
+    return problem_response(404, f"no job with id {job_id}", type=wire.NOT_FOUND, job_id=job_id)
 
 
 def not_finishable(repo: JobRepository, job_id: int, ack: Ack, verb: str) -> Response:
@@ -96,7 +97,7 @@ def not_finishable(repo: JobRepository, job_id: int, ack: Ack, verb: str) -> Res
     else:
         reason = f"attempt {ack.attempt} is over; the job is now on attempt {job.attempt}"
     return problem_response(
-        409, f"cannot {verb} job {job_id}: {reason}", type=problems.NOT_HELD, title="Job not held", job_id=job_id
+        409, f"cannot {verb} job {job_id}: {reason}", type=wire.NOT_HELD, title="Job not held", job_id=job_id
     )
 
 
@@ -236,7 +237,7 @@ def create_app(
         return problem_response(
             409,
             f"cannot retry job {job_id}: it is {found.status}; only failed jobs can be retried",
-            type=problems.NOT_FAILED,
+            type=wire.NOT_FAILED,
             title="Job not failed",
             job_id=job_id,
         )
