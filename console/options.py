@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import inspect
 
-from queue_core.cli.admin import CLIArgumentParser, non_negative_seconds, positive_seconds
+from queue_core.cli.args import CLIArgumentParser, non_negative_seconds, positive_seconds
 from queue_core.worker import Worker
 from queue_core.worker.cli import concurrency, worker_id
 

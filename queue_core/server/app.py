@@ -23,7 +23,7 @@ from fastapi.openapi.utils import get_openapi
 from starlette.responses import JSONResponse, Response
 
 from .. import wire
-from ..cli.admin import CLIArgumentParser, api_token, bounded_number, fail, open_for_command
+from ..cli.args import EXIT_USAGE, CLIArgumentParser, api_token, bounded_number, fail, open_for_command
 from ..errors import QueueError, ValidationError
 from ..store.database import default_url
 from ..store.repository import JobRepository
@@ -52,7 +52,6 @@ from .schemas import (
 )
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
-EXIT_USAGE = 2
 
 JobIdPath = Annotated[int, Path(ge=1, le=INT64_MAX, description="the job's id")]
 

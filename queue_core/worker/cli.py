@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable
 from datetime import UTC, datetime
 
-from ..cli.admin import (
+from ..cli.args import (
     CLIArgumentParser,
     api_token,
     bounded_number,
