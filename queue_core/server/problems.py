@@ -125,11 +125,23 @@ def on_http_error(request: Request, exc: HTTPException) -> Response:
 def allowed_methods(request: Request) -> str:
     """Every method some route serves at this path: Starlette's own Allow names only the first route's."""
     methods = set()
-    for route in request.app.router.routes:
+    for route in endpoint_routes(request.app.router.routes):
         match, _ = route.matches({**request.scope, "method": "GET"})
         if match != Match.NONE and getattr(route, "methods", None):
             methods |= route.methods
     return ", ".join(sorted(methods))
+
+
+def endpoint_routes(routes):
+    """The routes that serve requests, through included routers: recent FastAPI keeps an included router
+    as one node (holding ``original_router``) instead of copying its routes into the app's list. Our
+    routers are included without a prefix, so their routes' paths are the app's paths."""
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        if included is None:
+            yield route
+        else:
+            yield from endpoint_routes(included.routes)
 
 
 def on_database_unavailable(request: Request, exc: pw.DatabaseError) -> Response:
