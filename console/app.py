@@ -21,7 +21,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import Footer, Header
 
-from queue_core.cli.admin import fail
+from queue_core.cli.args import fail
 from queue_core.errors import QueueError
 from queue_core.store.database import DATABASE_ERRORS, default_url, open_database
 from queue_core.store.repository import JobRepository, has_retries_left

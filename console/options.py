@@ -5,7 +5,7 @@ Argument types and handler-module loading are the headless worker's, so both acc
 
 from __future__ import annotations
 
-from queue_core.cli.admin import CLIArgumentParser, non_negative_seconds, positive_seconds
+from queue_core.cli.args import CLIArgumentParser, non_negative_seconds, positive_seconds
 from queue_core.worker.cli import concurrency, worker_id
 from queue_core.worker.defaults import DEFAULTS
 

@@ -16,10 +16,10 @@ from typing import Any
 import httpx
 
 from .errors import IdempotencyConflict, QueueError, ValidationError
-from .server.problems import IDEMPOTENCY_CONFLICT
 from .store.models import priority_label
 from .store.repository import PRUNE_BATCH
 from .validation import validate_api_url, validate_token
+from .wire import IDEMPOTENCY_CONFLICT
 
 DEFAULT_TIMEOUT = 30.0
 TIME_FIELDS = ("claimed_at", "created_at", "updated_at", "run_at", "heartbeat_at")

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from test_server import JSON_BODY, assert_problem
 
-from queue_core.server import problems
+from queue_core import wire
 from queue_core.server.app import create_app
 from queue_core.server.schemas import MAX_CLAIM_TYPES
 
@@ -111,11 +111,11 @@ def test_path_ids_beyond_64_bits_are_never_a_500(http, path, job_id):
 def test_retrying_a_job_that_is_not_failed_has_its_own_problem_type(http, repo):
     job, _ = repo.create("echo")
     problem = assert_problem(http.post(f"/jobs/{job.id}/retry"), 409)
-    assert problem["type"] == problems.NOT_FAILED and problem["title"] == "Job not failed"
-    assert problems.NOT_FAILED != problems.NOT_HELD
+    assert problem["type"] == wire.NOT_FAILED and problem["title"] == "Job not failed"
+    assert wire.NOT_FAILED != wire.NOT_HELD
     # The not-held 409 keeps its own type.
     held = assert_problem(http.post(f"/jobs/{job.id}/complete"), 409)
-    assert held["type"] == problems.NOT_HELD and held["title"] == "Job not held"
+    assert held["type"] == wire.NOT_HELD and held["title"] == "Job not held"
 
 
 @pytest.mark.parametrize("depth", [980, 5000])

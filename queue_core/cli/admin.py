@@ -7,61 +7,22 @@ import json
 import sys
 from datetime import timedelta
 
-import peewee as pw
-
-from ..errors import DatabaseURLError, QueueError
-from ..store.database import DATABASE_ERRORS, default_url, open_database, without_password
+from ..errors import QueueError
+from ..store.database import DATABASE_ERRORS, default_url, without_password
 from ..store.models import JobStatus
 from ..store.repository import DEFAULT_MAX_RETRIES, JobRepository
-from ..validation import MAX_LIST_LIMIT, parse_payload, validate_token
+from ..validation import MAX_LIST_LIMIT, parse_payload
+from .args import (
+    EXIT_FAILURE,
+    CLIArgumentParser,
+    bounded_number,
+    fail,
+    non_negative_seconds,
+    one_line,
+    open_for_command,
+)
 
-EXIT_USAGE = 2
-EXIT_FAILURE = 1
-COMMANDS = ("enqueue", "list", "show", "stats", "retry", "reap", "prune")
 INT64_MAX = 2**63 - 1  # ids are the database's 64-bit signed integers
-
-
-# How deeply a --payload may nest objects and lists (the object itself is level 1). Deeper JSON would be
-# a poison job: stored, then unreadable (RecursionError) by every reader.
-class CLIArgumentParser(argparse.ArgumentParser):
-    """argparse whose usage errors look like every other error of ours: one line, ``error: ...``, exit 2.
-
-    (argparse's own starts with the program name and prints the whole usage first.) The program, a
-    sub-command's included, is named at the end with where to read its usage.
-    """
-
-    def error(self, message):
-        self.exit(EXIT_USAGE, f"error: {one_line(message)} (see {self.prog} --help)\n")
-
-
-def one_line(message: str) -> str:
-    """The message with control characters escaped, so an error is always exactly one line."""
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
-
-
-MAX_SECONDS = 100 * 365 * 24 * 3600  # a century: more than any delay or retention anyone means
-
-
-def bounded_number(text: str, parse, low, high, what: str, range_what: str = ""):
-    """``parse(text)`` if it lies in [low, high]; else an argparse error naming ``what`` was expected."""
-    try:
-        value = parse(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-    if not low <= value <= high:
-        raise argparse.ArgumentTypeError(f"{text!r} must be {range_what}from {low} to {high}")
-    return value
-
-
-def non_negative_seconds(text: str) -> float:
-    return bounded_number(text, float, 0, MAX_SECONDS, "a number of seconds", "a number of seconds ")
-
-
-def positive_seconds(text: str) -> float:
-    value = non_negative_seconds(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds > 0")
-    return value
 
 
 def job_id(text: str) -> int:
@@ -76,32 +37,12 @@ def list_limit(text: str) -> int:
     return bounded_number(text, int, 1, MAX_LIST_LIMIT, "a whole number")
 
 
-def api_token(text: str) -> str:
-    """A bearer token, refused here if an HTTP header cannot carry it (a non-ASCII character, a space)."""
-    try:
-        return validate_token("token", text)
-    except QueueError as exc:
-        raise argparse.ArgumentTypeError(exc.message) from None
-
-
 def json_object(text: str) -> dict:
     """``--payload``: a JSON object within the payload rules (validation.parse_payload), as a usage error."""
     try:
         return parse_payload(text)
     except QueueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def open_for_command(url: str | None) -> pw.Database:
-    """``open_database``, with every way the open can fail as a ``QueueError`` for the one-line error:
-    a file that is not SQLite (sqlite3's DatabaseError), a schema whose version it cannot read."""
-    try:
-        return open_database(url)
-    except QueueError:
-        raise
-    except (*DATABASE_ERRORS, ValueError) as exc:
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise DatabaseURLError(f"cannot open {without_password(url or default_url())}: {reason}") from exc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -164,56 +105,85 @@ def print_table(jobs) -> None:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
 
 
-def run(args, repo: JobRepository) -> int:
-    if args.command == "enqueue":
-        run_at = repo.now() + timedelta(seconds=args.delay) if args.delay else None
-        job, created = repo.create(
-            args.type,
-            args.payload,
-            priority=args.priority,
-            max_retries=args.max_retries,
-            idempotency_key=args.idempotency_key,
-            run_at=run_at,
-        )
-        print(job_json(repo, job))
-        if not created:
-            print(f"job {job.id} already exists with this idempotency key; nothing new enqueued", file=sys.stderr)
-    elif args.command == "list":
-        jobs = repo.list(args.status, args.type, limit=args.limit, after=args.after)
-        if args.json:
-            for job in jobs:
-                print(json.dumps(job.to_dict(), ensure_ascii=False))
-        else:
-            print_table(jobs)
-    elif args.command == "show":
-        job = repo.find_by_id(args.id)
-        if job is None:
-            return fail(f"no job with id {args.id}")
-        print(job_json(repo, job, with_errors=True))
-    elif args.command == "stats":
-        stats = {
-            "counts": repo.counts(),
-            "per_minute_last_5m": repo.throughput(),
-            "db": without_password(args.db or default_url()),
-        }
-        print(json.dumps(stats, indent=2))
-    elif args.command == "retry":
-        job = repo.retry(args.id)
-        if job is None:
-            found = repo.find_by_id(args.id)
-            reason = "no such job" if found is None else f"it is {found.status}; only failed jobs can be retried"
-            return fail(f"cannot retry job {args.id}: {reason}")
-        print(job_json(repo, job))
-    elif args.command == "reap":
-        print(json.dumps({"reaped": repo.reap_stale(timedelta(seconds=args.older_than))}))
-    elif args.command == "prune":
-        print(json.dumps({"pruned": repo.prune(timedelta(seconds=args.older_than))}))
+def run_enqueue(args, repo: JobRepository) -> int:
+    run_at = repo.now() + timedelta(seconds=args.delay) if args.delay else None
+    job, created = repo.create(
+        args.type,
+        args.payload,
+        priority=args.priority,
+        max_retries=args.max_retries,
+        idempotency_key=args.idempotency_key,
+        run_at=run_at,
+    )
+    print(job_json(repo, job))
+    if not created:
+        print(f"job {job.id} already exists with this idempotency key; nothing new enqueued", file=sys.stderr)
     return 0
 
 
-def fail(message: str) -> int:
-    print(f"error: {one_line(message)}", file=sys.stderr)
-    return EXIT_USAGE
+def run_list(args, repo: JobRepository) -> int:
+    jobs = repo.list(args.status, args.type, limit=args.limit, after=args.after)
+    if args.json:
+        for job in jobs:
+            print(json.dumps(job.to_dict(), ensure_ascii=False))
+    else:
+        print_table(jobs)
+    return 0
+
+
+def run_show(args, repo: JobRepository) -> int:
+    job = repo.find_by_id(args.id)
+    if job is None:
+        return fail(f"no job with id {args.id}")
+    print(job_json(repo, job, with_errors=True))
+    return 0
+
+
+def run_stats(args, repo: JobRepository) -> int:
+    stats = {
+        "counts": repo.counts(),
+        "per_minute_last_5m": repo.throughput(),
+        "db": without_password(args.db or default_url()),
+    }
+    print(json.dumps(stats, indent=2))
+    return 0
+
+
+def run_retry(args, repo: JobRepository) -> int:
+    job = repo.retry(args.id)
+    if job is None:
+        found = repo.find_by_id(args.id)
+        reason = "no such job" if found is None else f"it is {found.status}; only failed jobs can be retried"
+        return fail(f"cannot retry job {args.id}: {reason}")
+    print(job_json(repo, job))
+    return 0
+
+
+def run_reap(args, repo: JobRepository) -> int:
+    print(json.dumps({"reaped": repo.reap_stale(timedelta(seconds=args.older_than))}))
+    return 0
+
+
+def run_prune(args, repo: JobRepository) -> int:
+    print(json.dumps({"pruned": repo.prune(timedelta(seconds=args.older_than))}))
+    return 0
+
+
+# One function per sub-command of build_parser, in the order --help lists them.
+RUNNERS = {
+    "enqueue": run_enqueue,
+    "list": run_list,
+    "show": run_show,
+    "stats": run_stats,
+    "retry": run_retry,
+    "reap": run_reap,
+    "prune": run_prune,
+}
+COMMANDS = tuple(RUNNERS)
+
+
+def run(args, repo: JobRepository) -> int:
+    return RUNNERS[args.command](args, repo)
 
 
 def main(argv: list[str] | None = None) -> int:

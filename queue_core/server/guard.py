@@ -9,7 +9,7 @@ from __future__ import annotations
 import hmac
 import logging
 
-from . import problems
+from .. import wire
 from .problems import problem_response
 
 logger = logging.getLogger("queue_core.server")
@@ -44,7 +44,7 @@ class RequestGuard:
                 response = problem_response(
                     401,
                     "send the server's token as 'Authorization: Bearer <token>'",
-                    type=problems.UNAUTHORIZED,
+                    type=wire.UNAUTHORIZED,
                     headers={"WWW-Authenticate": 'Bearer realm="queue-core"'},
                 )
                 return await response(scope, receive, send)
@@ -53,16 +53,14 @@ class RequestGuard:
                 response = problem_response(
                     413,
                     f"the request body is larger than {self.max_body_bytes} bytes; send a smaller payload",
-                    type=problems.BODY_TOO_LARGE,
+                    type=wire.BODY_TOO_LARGE,
                 )
                 return await response(scope, receive, send)
             await self.app(scope, replay(body, receive), tracking_send)
         except Exception:
             logger.exception("internal error on %s %s", scope.get("method"), scope.get("path"))
             if not started:
-                response = problem_response(
-                    500, "the server hit an unexpected error; it is logged", type=problems.INTERNAL
-                )
+                response = problem_response(500, "the server hit an unexpected error; it is logged", type=wire.INTERNAL)
                 await response(scope, receive, send)
 
     def authorized(self, scope) -> bool:

@@ -20,24 +20,9 @@ from starlette.responses import Response
 from starlette.routing import Match
 
 from ..errors import IdempotencyConflict, ValidationError
+from ..wire import BLANK, IDEMPOTENCY_CONFLICT, MALFORMED_JSON, PROBLEM_JSON, UNAVAILABLE, VALIDATION
 
 logger = logging.getLogger("queue_core.server")
-
-PROBLEM_JSON = "application/problem+json"
-# Problem types: URNs, not URLs, because nothing is served at them; "about:blank" means the
-# status code says it all (RFC 9457 section 4.2.1).
-BLANK = "about:blank"
-VALIDATION = "urn:queue-core:problem:validation-error"
-MALFORMED_JSON = "urn:queue-core:problem:malformed-json"
-IDEMPOTENCY_CONFLICT = "urn:queue-core:problem:idempotency-conflict"
-NOT_FOUND = "urn:queue-core:problem:job-not-found"
-# One type per cause of a 409: a client may branch on it (a worker's lost claim vs an operator's retry).
-NOT_HELD = "urn:queue-core:problem:job-not-held"
-NOT_FAILED = "urn:queue-core:problem:job-not-failed"
-UNAUTHORIZED = "urn:queue-core:problem:unauthorized"
-BODY_TOO_LARGE = "urn:queue-core:problem:body-too-large"
-UNAVAILABLE = "urn:queue-core:problem:database-unavailable"
-INTERNAL = "urn:queue-core:problem:internal-error"
 
 
 class FieldError(BaseModel):
@@ -140,11 +125,23 @@ def on_http_error(request: Request, exc: HTTPException) -> Response:
 def allowed_methods(request: Request) -> str:
     """Every method some route serves at this path: Starlette's own Allow names only the first route's."""
     methods = set()
-    for route in request.app.router.routes:
+    for route in endpoint_routes(request.app.router.routes):
         match, _ = route.matches({**request.scope, "method": "GET"})
         if match != Match.NONE and getattr(route, "methods", None):
             methods |= route.methods
     return ", ".join(sorted(methods))
+
+
+def endpoint_routes(routes):
+    """The routes that serve requests, through included routers: recent FastAPI keeps an included router
+    as one node (holding ``original_router``) instead of copying its routes into the app's list. Our
+    routers are included without a prefix, so their routes' paths are the app's paths."""
+    for route in routes:
+        included = getattr(route, "original_router", None)
+        if included is None:
+            yield route
+        else:
+            yield from endpoint_routes(included.routes)
 
 
 def on_database_unavailable(request: Request, exc: pw.DatabaseError) -> Response:

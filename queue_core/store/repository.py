@@ -783,6 +783,19 @@ class JobRepository:
         minutes = period.total_seconds() / 60
         return {"completed": completed / minutes, "failed": failed / minutes}
 
+    def refusal(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> str | None:
+        """Why an ack of ``job_id`` by ``worker_id`` at ``attempt`` is refused now; None if it would be taken."""
+        job = self.find_by_id(job_id)
+        if job is None:
+            return f"no job with id {job_id}"
+        if job.status != RUNNING:
+            return f"it is {job.status}, not running"
+        if worker_id is not None and job.worker_id != worker_id:
+            return f"it is held by worker {job.worker_id!r}, not {worker_id!r}"
+        if attempt is not None and job.attempt != attempt:
+            return f"attempt {attempt} is over; the job is now on attempt {job.attempt}"
+        return None
+
 
 def _padded(types: list[str] | None) -> list[str] | None:
     """``types`` grown to the next power of two by repeating its last name: the same claim, and a list of

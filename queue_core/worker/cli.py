@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 
 import peewee as pw
 
-from ..cli.admin import (
+from ..cli.args import (
     CLIArgumentParser,
     api_token,
     bounded_number,

@@ -1,0 +1,83 @@
+"""The argument kit every entry point shares: the admin CLI, ``queue-server``, ``queue-worker`` and the console.
+
+One parser class, one set of argument types and one way to print an error, so every command accepts,
+refuses and reports the same way: one ``error: ...`` line, exit 2 for usage, 1 for a failed operation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import peewee as pw
+
+from ..errors import DatabaseURLError, QueueError
+from ..store.database import DATABASE_ERRORS, default_url, open_database, without_password
+from ..validation import validate_token
+
+EXIT_USAGE = 2
+EXIT_FAILURE = 1
+MAX_SECONDS = 100 * 365 * 24 * 3600  # a century: more than any delay or retention anyone means
+
+
+class CLIArgumentParser(argparse.ArgumentParser):
+    """argparse whose usage errors look like every other error of ours: one line, ``error: ...``, exit 2.
+
+    (argparse's own starts with the program name and prints the whole usage first.) The program, a
+    sub-command's included, is named at the end with where to read its usage.
+    """
+
+    def error(self, message):
+        self.exit(EXIT_USAGE, f"error: {one_line(message)} (see {self.prog} --help)\n")
+
+
+def one_line(message: str) -> str:
+    """The message with control characters escaped, so an error is always exactly one line."""
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
+def fail(message: str) -> int:
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    return EXIT_USAGE
+
+
+def bounded_number(text: str, parse, low, high, what: str, range_what: str = ""):
+    """``parse(text)`` if it lies in [low, high]; else an argparse error naming ``what`` was expected."""
+    try:
+        value = parse(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if not low <= value <= high:
+        raise argparse.ArgumentTypeError(f"{text!r} must be {range_what}from {low} to {high}")
+    return value
+
+
+def non_negative_seconds(text: str) -> float:
+    return bounded_number(text, float, 0, MAX_SECONDS, "a number of seconds", "a number of seconds ")
+
+
+def positive_seconds(text: str) -> float:
+    value = non_negative_seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds > 0")
+    return value
+
+
+def api_token(text: str) -> str:
+    """A bearer token, refused here if an HTTP header cannot carry it (a non-ASCII character, a space)."""
+    try:
+        return validate_token("token", text)
+    except QueueError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+
+
+def open_for_command(url: str | None) -> pw.Database:
+    """``open_database``, with every way the open can fail as a ``QueueError`` for the one-line error:
+    a file that is not SQLite (sqlite3's DatabaseError), a schema whose version it cannot read."""
+    try:
+        return open_database(url)
+    except QueueError:
+        raise
+    except (*DATABASE_ERRORS, ValueError) as exc:
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise DatabaseURLError(f"cannot open {without_password(url or default_url())}: {reason}") from exc

@@ -1,0 +1,87 @@
+"""``python -m queue_core.server`` (script ``queue-server``): serve the HTTP API with uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+import sys
+
+from ..cli.args import EXIT_USAGE, CLIArgumentParser, api_token, bounded_number, fail, open_for_command
+from ..errors import QueueError
+from ..store.database import default_url
+from ..validation import validate_token
+from .app import DEFAULT_MAX_BODY_BYTES, create_app
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return value
+
+
+def port_number(text: str) -> int:
+    return bounded_number(text, int, 1, 65535, "a port number")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = CLIArgumentParser(prog="python -m queue_core.server", description="HTTP API of the job queue.")
+    parser.add_argument("--db", default=None, help="database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)")
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    parser.add_argument("--port", type=port_number, default=8000, help="port to listen on, 1-65535 (default 8000)")
+    token_help = "require 'Authorization: Bearer TOKEN' (default: $QUEUE_API_TOKEN)"
+    parser.add_argument("--token", type=api_token, default=None, help=token_help)
+    parser.add_argument("--insecure", action="store_true", help="allow a non-loopback address without a token")
+    body_help = f"refuse request bodies larger than this with 413 (default {DEFAULT_MAX_BODY_BYTES})"
+    parser.add_argument("--max-body-bytes", type=positive_int, default=DEFAULT_MAX_BODY_BYTES, help=body_help)
+    levels = ["critical", "error", "warning", "info", "debug"]
+    parser.add_argument("--log-level", default="info", choices=levels, help="(default info)")
+    return parser
+
+
+def token_from(args) -> str | None:
+    """--token (checked by argparse), else $QUEUE_API_TOKEN, checked here the same way."""
+    token = args.token or os.environ.get("QUEUE_API_TOKEN") or None
+    if token is not None and args.token is None:
+        validate_token("QUEUE_API_TOKEN", token)
+    return token
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        token = token_from(args)
+    except QueueError as exc:
+        return fail(str(exc))
+    if token is None and not is_loopback(args.host) and not args.insecure:
+        print(
+            f"error: refusing to listen on {args.host} without a token: set --token or QUEUE_API_TOKEN "
+            "(or pass --insecure to expose the queue to anyone who can reach it)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    try:
+        db = open_for_command(args.db or default_url())
+    except QueueError as exc:
+        return fail(str(exc))
+    import uvicorn  # here, not at the top: --help and a bad argument answer without loading the server stack
+
+    app = create_app(db, token=token, max_body_bytes=args.max_body_bytes)
+    try:
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+    finally:
+        db.close()
+    return 0

@@ -1,0 +1,112 @@
+"""A worker's side of the lifecycle: claim jobs, keep their claims alive, and complete, fail or release them.
+
+An acknowledgement names the worker and the attempt it holds; one that matches nothing is a 404 (no such
+job) or a 409 whose detail is the repository's own reason (``JobRepository.refusal``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from fastapi import APIRouter
+from starlette.responses import JSONResponse, Response
+
+from ... import wire
+from ...store.repository import JobRepository
+from ..problems import problem_doc, problem_response
+from ..schemas import (
+    Ack,
+    ClaimJob,
+    ClaimMany,
+    CompleteAndClaim,
+    CompletedAndClaimed,
+    FailJob,
+    Heartbeat,
+    HeartbeatResult,
+    JobBatch,
+    JobOut,
+)
+from .common import NOT_FOUND, JobIdPath, JobsJSONResponse, Repo, job_response, not_found
+
+router = APIRouter()
+
+NOT_HELD = {409: problem_doc("the job is not running, or is held by another worker or attempt")}
+ACK_DOCS = {200: {"model": JobOut, "description": "the job after the change"}, **NOT_FOUND, **NOT_HELD}
+
+
+def refused(repo: JobRepository, job_id: int, ack: Ack, verb: str) -> Response:
+    """The 404 or 409 for a complete/fail/release that matched nothing, saying which it was."""
+    if repo.find_by_id(job_id) is None:
+        return not_found(job_id)
+    reason = repo.refusal(job_id, worker_id=ack.worker_id, attempt=ack.attempt)
+    # None: the job became ackable after the ack missed it (a pending job claimed in between).
+    reason = reason or "it was not held when the request arrived"
+    return problem_response(
+        409, f"cannot {verb} job {job_id}: {reason}", type=wire.NOT_HELD, title="Job not held", job_id=job_id
+    )
+
+
+@router.post(
+    "/jobs/claim",
+    status_code=200,
+    response_model=None,
+    responses={200: {"model": JobOut, "description": "the job, now running"}, 204: {"description": "no job due"}},
+    summary="Claim the next due job",
+)
+def claim_job(body: ClaimJob, repo: Repo) -> Response:
+    job = repo.claim(body.worker_id, types=body.types)
+    return Response(status_code=204) if job is None else job_response(job)
+
+
+@router.post("/jobs/claim-many", response_model=JobBatch, summary="Claim up to n due jobs at once")
+def claim_many(body: ClaimMany, repo: Repo) -> JSONResponse:
+    jobs = repo.claim_many(body.worker_id, body.n, types=body.types)
+    return JobsJSONResponse({"jobs": [job.to_dict() for job in jobs]})
+
+
+@router.post("/jobs/heartbeat", response_model=HeartbeatResult, summary="Keep running jobs' claims fresh")
+def heartbeat(body: Heartbeat, repo: Repo) -> dict:
+    return {"held": repo.heartbeat(body.job_ids, worker_id=body.worker_id)}
+
+
+def ack_route(verb: str, transition: Callable, summary: str) -> None:
+    """complete and release: the same body, the same 404/409 when the transition matched nothing."""
+
+    @router.post(
+        f"/jobs/{{job_id:int}}/{verb}", name=f"{verb}_job", response_model=None, responses=ACK_DOCS, summary=summary
+    )
+    def ack(job_id: JobIdPath, repo: Repo, body: Ack | None = None) -> Response:
+        body = body or Ack()
+        job = transition(repo, job_id, worker_id=body.worker_id, attempt=body.attempt)
+        return refused(repo, job_id, body, verb) if job is None else job_response(job)
+
+
+ack_route("complete", JobRepository.complete, "Complete a running job")
+ack_route("release", JobRepository.release, "Give a running job back without counting a retry (a worker shutting down)")
+
+
+@router.post(
+    "/jobs/{job_id:int}/fail",
+    response_model=None,
+    responses=ACK_DOCS,
+    summary="Fail an attempt: back to pending while retries are left, else failed",
+)
+def fail_job(job_id: JobIdPath, body: FailJob, repo: Repo) -> Response:
+    job = repo.fail(job_id, body.error, worker_id=body.worker_id, attempt=body.attempt)
+    return refused(repo, job_id, body, "fail") if job is None else job_response(job)
+
+
+@router.post(
+    "/jobs/{job_id:int}/complete-and-claim",
+    response_model=CompletedAndClaimed,
+    summary="Complete a job this worker holds and claim its next one, in one step",
+)
+def complete_and_claim(job_id: JobIdPath, body: CompleteAndClaim, repo: Repo) -> JSONResponse:
+    # 200 either way, as the repository answers: a null `completed` is a claim no longer held (the ack's
+    # 404/409 cases), a null `claimed` is nothing due; the worker acts on both without asking why.
+    done, claimed = repo.complete_and_claim(job_id, body.types, worker_id=body.worker_id, attempt=body.attempt)
+    return JobsJSONResponse({"completed": _as_dict(done), "claimed": _as_dict(claimed)})
+
+
+def _as_dict(job) -> dict | None:
+    return None if job is None else job.to_dict()

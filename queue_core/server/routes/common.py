@@ -1,0 +1,42 @@
+"""What every route module shares: the repository as a dependency, the job id in a path, JSON for jobs,
+and the 404 a route answers for an unknown job."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from fastapi import Depends, Path, Request
+from starlette.responses import JSONResponse, Response
+
+from ... import wire
+from ...store.repository import JobRepository
+from ..problems import problem_doc, problem_response
+from ..schemas import INT64_MAX
+
+
+async def repository(request: Request) -> JobRepository:
+    # async: FastAPI calls it on the event loop, not through its thread pool (no extra hop per request).
+    return request.app.state.repo
+
+
+Repo = Annotated[JobRepository, Depends(repository)]
+JobIdPath = Annotated[int, Path(ge=1, le=INT64_MAX, description="the job's id")]
+
+NOT_FOUND = {404: problem_doc("no job with this id")}
+
+
+class JobsJSONResponse(JSONResponse):
+    """JSON with non-ASCII escaped: a payload may hold any string JSON can escape, a lone surrogate included,
+    which UTF-8 cannot encode (Starlette's JSONResponse would fail with a 500)."""
+
+    def render(self, content) -> bytes:
+        return json.dumps(content, allow_nan=False, separators=(",", ":")).encode("ascii")
+
+
+def job_response(job, status: int = 200) -> JSONResponse:
+    return JobsJSONResponse(job.to_dict(), status_code=status)
+
+
+def not_found(job_id: int) -> Response:
+    return problem_response(404, f"no job with id {job_id}", type=wire.NOT_FOUND, job_id=job_id)

@@ -1,0 +1,107 @@
+"""``/jobs``: enqueue a job, list them a page at a time, read one with its errors, retry a failed one."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query
+from starlette.responses import JSONResponse, Response
+
+from ... import wire
+from ...errors import ValidationError
+from ..problems import problem_doc, problem_response
+from ..schemas import INT64_MAX, LIST_LIMIT_DOC, CreateJob, JobDetail, JobOut, JobPage
+from .common import NOT_FOUND, JobIdPath, JobsJSONResponse, Repo, job_response, not_found
+
+router = APIRouter()
+
+
+def idempotency_key_from(body: CreateJob, header: str | None) -> str | None:
+    if header is None:
+        return body.idempotency_key
+    # The IETF draft sends the key as a structured-field string ("abc"); plain abc is accepted too.
+    key = header[1:-1] if len(header) >= 2 and header[0] == header[-1] == '"' else header
+    if body.idempotency_key is not None and body.idempotency_key != key:
+        raise ValidationError("idempotency_key", "the Idempotency-Key header and the body's idempotency_key differ")
+    return key
+
+
+@router.post(
+    "/jobs",
+    status_code=201,
+    response_model=None,
+    responses={
+        201: {"model": JobOut, "description": "the job was enqueued"},
+        200: {"model": JobOut, "description": "a job with this idempotency key already exists; nothing new"},
+    },
+    summary="Enqueue a job",
+)
+def create_job(
+    body: CreateJob,
+    repo: Repo,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+) -> Response:
+    job, created = repo.create(
+        body.type,
+        body.payload,
+        priority=body.priority,
+        max_retries=body.max_retries,
+        idempotency_key=idempotency_key_from(body, idempotency_key),
+        run_at=body.run_at,
+        retry_backoff=body.retry_backoff,
+    )
+    return job_response(job, 201 if created else 200)
+
+
+@router.post(
+    "/jobs/{job_id:int}/retry",
+    response_model=None,
+    responses={
+        200: {"model": JobOut, "description": "the job, pending again"},
+        **NOT_FOUND,
+        409: problem_doc("the job is not failed"),
+    },
+    summary="Retry a failed job now",
+)
+def retry_job(job_id: JobIdPath, repo: Repo) -> Response:
+    job = repo.retry(job_id)
+    if job is not None:
+        return job_response(job)
+    found = repo.find_by_id(job_id)
+    if found is None:
+        return not_found(job_id)
+    return problem_response(
+        409,
+        f"cannot retry job {job_id}: it is {found.status}; only failed jobs can be retried",
+        type=wire.NOT_FAILED,
+        title="Job not failed",
+        job_id=job_id,
+    )
+
+
+@router.get("/jobs", response_model=JobPage, summary="List jobs in id order, a page at a time")
+def list_jobs(
+    repo: Repo,
+    status: str | None = None,
+    type: str | None = None,
+    limit: Annotated[int, Query(json_schema_extra=LIST_LIMIT_DOC)] = 100,
+    after: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="the last id of the previous page")] = None,
+) -> JSONResponse:
+    jobs = repo.list(status, type, limit=limit, after=after)
+    next_after = jobs[-1].id if len(jobs) == limit else None
+    return JobsJSONResponse({"jobs": [job.to_dict() for job in jobs], "next_after": next_after})
+
+
+@router.get(
+    "/jobs/{job_id:int}",
+    response_model=None,
+    responses={200: {"model": JobDetail, "description": "the job and its failed attempts"}, **NOT_FOUND},
+    summary="One job, with every failed attempt's error",
+)
+def get_job(job_id: JobIdPath, repo: Repo) -> Response:
+    job = repo.find_by_id(job_id)
+    if job is None:
+        return not_found(job_id)
+    data = job.to_dict()
+    data["errors"] = [error.to_dict() for error in repo.errors_for(job_id)]
+    return JobsJSONResponse(data)

@@ -1,0 +1,24 @@
+"""What the HTTP API and its client agree on, with no web framework behind it.
+
+``queue_core.client`` (a remote worker's queue) reads these; ``queue_core.server`` writes them. Kept
+apart from the server so that ``queue-worker --api`` never imports FastAPI or Starlette.
+"""
+
+from __future__ import annotations
+
+PROBLEM_JSON = "application/problem+json"
+
+# RFC 9457 problem types: URNs, not URLs, because nothing is served at them; "about:blank" means the
+# status code says it all (RFC 9457 section 4.2.1).
+BLANK = "about:blank"
+VALIDATION = "urn:queue-core:problem:validation-error"
+MALFORMED_JSON = "urn:queue-core:problem:malformed-json"
+IDEMPOTENCY_CONFLICT = "urn:queue-core:problem:idempotency-conflict"
+NOT_FOUND = "urn:queue-core:problem:job-not-found"
+# One type per cause of a 409: a client may branch on it (a worker's lost claim vs an operator's retry).
+NOT_HELD = "urn:queue-core:problem:job-not-held"
+NOT_FAILED = "urn:queue-core:problem:job-not-failed"
+UNAUTHORIZED = "urn:queue-core:problem:unauthorized"
+BODY_TOO_LARGE = "urn:queue-core:problem:body-too-large"
+UNAVAILABLE = "urn:queue-core:problem:database-unavailable"
+INTERNAL = "urn:queue-core:problem:internal-error"
