@@ -11,7 +11,7 @@ from console.screens.detail import JobDetailScreen
 from console.screens.enqueue import EnqueueScreen
 from console.screens.help import HelpScreen
 from console.screens.prompt import PromptScreen
-from console.widgets.job_table import JobTable
+from console.widgets.jobs.table import JobTable
 
 pytestmark = pytest.mark.asyncio
 
@@ -131,6 +131,7 @@ async def test_reap_takes_back_the_stale_claim(pilot, scene):
     assert scene.counts()["running"] == 3
     assert any("Reaped 1 stale claim" in m for m in notifications(app))
     await pilot.press("x")
+    await settle(pilot)  # the reap answers from its thread worker
     assert any("No stale claims" in m for m in notifications(app))
 
 
@@ -237,6 +238,7 @@ async def test_a_database_error_while_enqueueing_keeps_the_form_and_says_why(pil
 
     monkeypatch.setattr(app.repo, "create", gone)
     await pilot.press("n", *"echo", "enter")
+    await settle(pilot)  # the create answers from its thread worker
     assert isinstance(app.screen, EnqueueScreen) and app.is_running
     assert "database error: connection already closed" in str(app.screen.query_one("#form-error").render())
     assert scene.counts() == before
