@@ -3,15 +3,19 @@
 Reads and writes of the database run on thread workers and never touch a widget; they post one of these
 (``post_message`` is thread-safe) and a handler on the UI thread renders the outcome. Named after what
 happened, so a handler reads as ``on_job_retried``, ``on_snapshot_loaded``.
+
+Dataclasses, as many of Textual's own messages are (``Message.__post_init__`` sets up the rest);
+``eq=False`` keeps a message equal only to itself, as a plain Message is.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from textual.message import Message
 
-if TYPE_CHECKING:  # types only: the messages module stays free of the database and widget modules
+if TYPE_CHECKING:  # types only: this module stays free of the database and widget modules
     from rich.text import Text
 
     from queue_core.store.models import Job
@@ -19,106 +23,95 @@ if TYPE_CHECKING:  # types only: the messages module stays free of the database 
     from .detail_text import JobDetail
     from .snapshot import Snapshot
 
+message = dataclass(eq=False)
+
 
 # --- refresh (console.app) ------------------------------------------------------------------------
 
 
+@message
 class SnapshotLoaded(Message):
-    def __init__(self, snapshot: Snapshot) -> None:
-        super().__init__()
-        self.snapshot = snapshot
+    snapshot: Snapshot
 
 
+@message
 class RefreshFailed(Message):
-    def __init__(self, error: str) -> None:
-        super().__init__()
-        self.error = error
+    error: str
 
 
 # --- writes from the job keys (console.actions) ---------------------------------------------------
 
 
+@message
 class JobRetried(Message):
-    def __init__(self, job_id: int, job: Job | None) -> None:
-        super().__init__()
-        self.job_id = job_id
-        self.job = job  # None: it was no longer failed, nothing changed
+    job_id: int
+    job: Job | None  # None: it was no longer failed, nothing changed
 
 
+@message
 class JobFailedByOperator(Message):
-    def __init__(self, job_id: int, job: Job | None) -> None:
-        super().__init__()
-        self.job_id = job_id
-        self.job = job  # None: it was no longer running, nothing changed
+    job_id: int
+    job: Job | None  # None: it was no longer running, nothing changed
 
 
+@message
 class StaleReaped(Message):
-    def __init__(self, count: int) -> None:
-        super().__init__()
-        self.count = count
+    count: int
 
 
+@message
 class WriteFailed(Message):
     """The database refused a write (locked past its busy timeout, gone, a rule said no): nothing changed."""
 
-    def __init__(self, what: str, error: str) -> None:
-        super().__init__()
-        self.what = what  # the verb: "retry", "fail", "reap"
-        self.error = error
+    what: str  # the verb: "retry", "fail", "reap"
+    error: str
 
 
 # --- the enqueue form (console.screens.enqueue) ---------------------------------------------------
 
 
+@message
 class JobEnqueued(Message):
-    def __init__(self, job: Job, created: bool) -> None:
-        super().__init__()
-        self.job = job
-        self.created = created  # False: the idempotency key already belonged to ``job``
+    job: Job
+    created: bool  # False: the idempotency key already belonged to ``job``
 
 
+@message
 class EnqueueRefused(Message):
-    def __init__(self, error: str, field: str) -> None:
-        super().__init__()
-        self.error = error
-        self.field = field  # the form field to mark and focus
+    error: str
+    field: str  # the form field to mark and focus
 
 
 # --- job detail (console.screens.detail) ----------------------------------------------------------
 
 
+@message
 class DetailLoaded(Message):
-    def __init__(self, detail: JobDetail | None, page: Text | None) -> None:
-        super().__init__()
-        self.detail = detail  # None: the job is gone (pruned)
-        self.page = page
+    detail: JobDetail | None  # None: the job is gone (pruned)
+    page: Text | None
 
 
+@message
 class DetailFailed(Message):
-    def __init__(self, error: str) -> None:
-        super().__init__()
-        self.error = error
+    error: str
 
 
+@message
 class PageRendered(Message):
-    def __init__(self, index: int, page: Text) -> None:
-        super().__init__()
-        self.index = index
-        self.page = page
+    index: int
+    page: Text
 
 
-# --- the embedded worker (console.embedded_worker, console.widgets.worker) --------------------------
+# --- the embedded worker (console.embedded_worker, console.widgets.worker) ------------------------
 
 
+@message
 class WorkerEventReceived(Message):
     """One ``queue_core.worker.WorkerEvent``, carried from a worker thread to the pane, then to the app."""
 
-    def __init__(self, event) -> None:
-        super().__init__()
-        self.event = event
+    event: Any
 
 
+@message
 class QueueWorkerStopped(Message):
-    def __init__(self, then_exit: bool) -> None:
-        super().__init__()
-        self.then_exit = then_exit
+    then_exit: bool

@@ -188,6 +188,23 @@ async def test_help_lists_every_key_and_the_palette_has_every_action(pilot):
         assert titles.count(binding.description) == 1
 
 
+async def test_footer_help_and_palette_name_every_key_alike(pilot):
+    """One list, BINDINGS (each with a description, an id and a tooltip), read by all three: no key is missing
+    from one of them or named differently there."""
+    app = pilot.app
+    assert all(binding.description and binding.id and binding.tooltip for binding in app.BINDINGS)
+    assert len({binding.id for binding in app.BINDINGS}) == len(app.BINDINGS)
+    ours = {binding.action: binding.description for binding in app.BINDINGS}
+    footer = {key.action: key.description for key in app.query("FooterKey")}
+    assert footer.pop("command_palette") == "palette"  # Textual's own; the help lists it under "ctrl+p"
+    assert footer == ours
+    palette = {command.title for command in app.get_system_commands(app.screen)}
+    assert set(ours.values()) <= palette
+    await pilot.press("question_mark")
+    help_text = str(app.screen.query("Static").first().render())
+    assert all(description in help_text for description in ours.values())
+
+
 async def test_palette_runs_an_action_by_name(pilot, scene):
     app = pilot.app
     _table, job_id = await focus_table(pilot, "failed")
