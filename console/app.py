@@ -1,13 +1,13 @@
 """The operator console: live pending / running / failed tables, actions on jobs, and an embedded worker.
 
-Reads happen on a thread worker (``load_snapshot``) and come back as a message; the UI thread only
-renders, so a slow refresh against a big database never blocks a key press.
+Reads happen on a thread worker (``load_snapshot``) and come back as a message; writes too (the keys that
+change jobs, ``console.actions``). The UI thread only renders, so neither a slow refresh against a big
+database nor a write waiting for another process's lock ever blocks a key press.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
 from datetime import timedelta
 from functools import partial
 from typing import ClassVar, NoReturn
@@ -17,56 +17,34 @@ from textual import work
 from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.containers import Vertical
-from textual.message import Message
 from textual.widgets import Footer, Header
 
 from queue_core.cli.args import fail
 from queue_core.errors import QueueError
 from queue_core.store.database import DATABASE_ERRORS, default_url, open_database
-from queue_core.store.repository import JobRepository, has_retries_left
+from queue_core.store.repository import JobRepository
 from queue_core.worker.cli import import_handler_modules
 from queue_core.worker.handlers import registry as handler_registry
 
+from .actions import JobActions
 from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls
 from .formatting import time_of_day
+from .messages import RefreshFailed, SnapshotLoaded
 from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
 from .screens.detail import JobDetailScreen
-from .screens.enqueue import EnqueueScreen
 from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
 from .snapshot import WINDOW, Snapshot, load_snapshot
-from .widgets.job_table import JobTable, share_height
-from .widgets.stats_bar import StatsBar
-from .widgets.worker_pane import WorkerPane
+from .widgets.jobs.stack import TableStack
+from .widgets.jobs.stats_bar import StatsBar
+from .widgets.jobs.table import JobTable
+from .widgets.worker.pane import WorkerPane
 
-MIN_TABLE_HEIGHT = 5  # border, header and two rows
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
-TABLES = (("pending", "Pending"), ("running", "Running"), ("failed", "Failed"))
-WRITE_FAILED = object()  # what ``QueueConsole.write`` returns when the database refused (already notified)
 
 
-class SnapshotLoaded(Message):
-    def __init__(self, snapshot: Snapshot) -> None:
-        super().__init__()
-        self.snapshot = snapshot
-
-
-class RefreshFailed(Message):
-    def __init__(self, error: str) -> None:
-        super().__init__()
-        self.error = error
-
-
-class TableStack(Vertical):
-    """The three tables; whenever its height changes (terminal, worker pane), the tables share it again."""
-
-    def on_resize(self) -> None:
-        self.app.fit_tables()
-
-
-class QueueConsole(EmbeddedWorkerControls, App):
+class QueueConsole(JobActions, EmbeddedWorkerControls, App):
     CSS_PATH = "console.tcss"
     TITLE = "queue-core"
     BINDINGS: ClassVar[list[Binding]] = [
@@ -119,9 +97,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
     def compose(self) -> ComposeResult:
         yield Header()
         yield StatsBar("loading…", id="stats")
-        with TableStack(id="tables"):
-            for status, title in TABLES:
-                yield JobTable(status, title, id=status)
+        yield TableStack(id="tables")
         yield WorkerPane(clock=self.repo.now, id="worker-pane")
         yield Footer()
 
@@ -136,7 +112,7 @@ class QueueConsole(EmbeddedWorkerControls, App):
 
     @property
     def tables(self) -> list[JobTable]:
-        return list(self.query(JobTable))
+        return self.query_one(TableStack).tables
 
     @property
     def current_table(self) -> JobTable:
@@ -218,136 +194,9 @@ class QueueConsole(EmbeddedWorkerControls, App):
         self.sub_title = f"{self.db_label} · {scope} · {time_of_day(snapshot.now)} UTC"
         with self.batch_update():
             self.query_one(StatsBar).show(snapshot)
-            for table in self.tables:
-                table.show(snapshot)
-            self.fit_tables()
+            self.query_one(TableStack).show(snapshot)
 
-    def fit_tables(self) -> None:
-        """Share the height between the tables by need: a short table shrinks, a long one gets the rest."""
-        tables = self.tables
-        space = self.query_one("#tables").size.height
-        if not space:
-            return
-        heights = share_height(space, [table.wanted_height for table in tables], minimum=MIN_TABLE_HEIGHT)
-        for table, height in zip(tables, heights, strict=True):
-            table.styles.height = height
-
-    # --- actions on jobs ---------------------------------------------------------------------------
-
-    def selection(self, action: str, status: str) -> int | None:
-        """The selected job's id if it is in the ``status`` table; otherwise say why nothing happens."""
-        table = self.current_table
-        job_id = table.selected_job_id
-        where = f"select one in the {status.capitalize()} table (tab moves between tables)"
-        if job_id is None:
-            self.notify(f"No job to {action}: {where}.", severity="warning")
-            return None
-        if table.status != status:
-            self.notify(
-                f"{action.capitalize()} works on {status} jobs; job {job_id} is {table.status}: {where}.",
-                severity="warning",
-            )
-            return None
-        return job_id
-
-    def write(self, what: str, operation: Callable):
-        """``guarded``, for a call that changes the queue: the tables refresh after it."""
-        try:
-            return self.guarded(what, operation)
-        finally:
-            self.request_refresh()
-
-    def guarded(self, what: str, operation: Callable):
-        """Run one repository call; a database error becomes a notification (and WRITE_FAILED), not a traceback."""
-        try:
-            return operation()
-        except (QueueError, *DATABASE_ERRORS) as exc:
-            self.notify(f"Could not {what}: {exc}", title="Database error", severity="error")
-            return WRITE_FAILED
-
-    def action_enqueue(self) -> None:
-        self._on_main_screen()
-        self.push_screen(EnqueueScreen(self.repo, self.known_types()), self._enqueued)
-
-    def _enqueued(self, result) -> None:
-        if result is None:
-            return
-        job, created = result
-        if created:
-            self.notify(f"Enqueued job {job.id}: {job.type}, {job.priority_label}.", title="Enqueued")
-            if self.queue_worker is not None and self.queue_worker.is_running:
-                self.queue_worker.wakeup()  # run it now, not at the next poll
-        else:
-            self.notify(
-                f"Not enqueued: key {job.idempotency_key!r} already belongs to job {job.id} ({job.status}).",
-                title="Already there",
-                severity="warning",
-            )
-        self.request_refresh()
-
-    def action_retry(self) -> None:
-        self._on_main_screen()
-        job_id = self.selection("retry", "failed")
-        if job_id is None:
-            return
-        job = self.write("retry", lambda: self.repo.retry(job_id))
-        if job is WRITE_FAILED:
-            return
-        if job is None:
-            self.notify(f"Job {job_id} is no longer failed; nothing changed.", severity="warning")
-        else:
-            self.notify(f"Job {job_id} ({job.type}) is pending again, retries reset to 0/{job.max_retries}.")
-
-    def action_fail(self) -> None:
-        self._on_main_screen()
-        job_id = self.selection("fail", "running")
-        if job_id is None:
-            return
-        prompt = PromptScreen(
-            f"Fail running job {job_id}",
-            f"{self.fail_outcome(job_id)} Why?",
-            value="failed by the operator",
-            id="fail-reason",
-        )
-        self.push_screen(prompt, partial(self._fail, job_id))
-
-    def fail_outcome(self, job_id: int) -> str:
-        """What failing this job will do, from the rows on screen (the repository decides at the time)."""
-        job = next((job for job in self.snapshot.rows["running"] if job.id == job_id), None) if self.snapshot else None
-        if job is None:
-            return "A failed attempt, as if its worker had failed it."
-        head = f"{job.type}, retries {job.retry_count}/{job.max_retries}: a failed attempt, as if its worker failed it"
-        if has_retries_left(job):
-            return f"{head}; retries are left, so it goes back to pending."
-        return f"{head}; no retries are left, so it fails for good."
-
-    def _fail(self, job_id: int, reason: str | None) -> None:
-        if reason is None:
-            return
-        job = self.write("fail", lambda: self.repo.fail(job_id, reason or "failed by the operator"))
-        if job is WRITE_FAILED:
-            return
-        if job is None:
-            self.notify(f"Job {job_id} is no longer running (finished or reaped); nothing changed.", severity="warning")
-        elif job.status == "failed":
-            self.notify(f"Job {job_id} failed for good: no retries left ({job.retry_count}/{job.max_retries}).")
-        else:
-            wait = max(0.0, (job.run_at - job.updated_at).total_seconds())  # fail wrote both at one "now"
-            self.notify(
-                f"Job {job_id} failed attempt {job.retry_count}; re-enqueued, "
-                f"retry {job.retry_count} of {job.max_retries} in {wait:.0f}s."
-            )
-
-    def action_reap(self) -> None:
-        self._on_main_screen()
-        seconds = f"{self.stale_after.total_seconds():g} s"
-        reaped = self.write("reap", lambda: self.repo.reap_stale(self.stale_after))
-        if reaped is WRITE_FAILED:
-            return
-        if reaped:
-            self.notify(f"Reaped {reaped} stale claim{'s' if reaped != 1 else ''} (no heartbeat for {seconds}).")
-        else:
-            self.notify(f"No stale claims: every running job showed life in the last {seconds}.")
+    # --- keys that look (the keys that change jobs are in console.actions) -------------------------
 
     async def on_data_table_row_selected(self) -> None:
         """A click on the highlighted row opens its detail, as enter does."""

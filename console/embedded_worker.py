@@ -9,24 +9,18 @@ from __future__ import annotations
 from functools import partial
 
 from textual import work
-from textual.message import Message
 
 from queue_core.store.notify import JobListener, listen_for_jobs
 from queue_core.worker import Worker
 
-from .widgets.worker_pane import WorkerPane
-
-
-class QueueWorkerStopped(Message):
-    def __init__(self, then_exit: bool) -> None:
-        super().__init__()
-        self.then_exit = then_exit
+from .messages import QueueWorkerStopped, WorkerEventReceived
+from .widgets.worker.pane import WorkerPane
 
 
 def forward_event(pane: WorkerPane, event) -> None:
     """Called on a worker thread: hand the event to the UI thread (post_message is thread-safe); never
     query or touch a widget here."""
-    pane.post_message(WorkerPane.EventReceived(event))
+    pane.post_message(WorkerEventReceived(event))
 
 
 class EmbeddedWorkerControls:
@@ -70,7 +64,7 @@ class EmbeddedWorkerControls:
             self.job_listener.stop()
             self.job_listener = None
 
-    def on_worker_pane_event_received(self, message: WorkerPane.EventReceived) -> None:
+    def on_worker_event_received(self, message: WorkerEventReceived) -> None:
         self.refresh_soon()
 
     def stop_queue_worker(self, *, then_exit: bool = False) -> None:

@@ -13,31 +13,11 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.widgets import Static
 
 from ..detail_text import JobDetail, build_detail, highlight_page, page_note
+from ..messages import DetailFailed, DetailLoaded, PageRendered
 from .dialog import Dialog
-
-
-class DetailLoaded(Message):
-    def __init__(self, detail: JobDetail | None, page: Text | None) -> None:
-        super().__init__()
-        self.detail = detail  # None: the job is gone (pruned)
-        self.page = page
-
-
-class DetailFailed(Message):
-    def __init__(self, error: str) -> None:
-        super().__init__()
-        self.error = error
-
-
-class PageRendered(Message):
-    def __init__(self, index: int, page: Text) -> None:
-        super().__init__()
-        self.index = index
-        self.page = page
 
 
 class JobDetailScreen(Dialog):

@@ -1,6 +1,8 @@
 """The enqueue form: type, payload JSON, priority, max_retries and an idempotency key.
 
-The repository validates; its error is shown in the form and nothing is written until the input is valid.
+The input is checked on the UI thread with the repository's own rules (pure functions, no database), so a
+typo is answered at once; the job is then written on a thread worker, and the form stays open, showing any
+error the repository or the database gives, until the write's answer arrives.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import json
 from typing import ClassVar
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid, Horizontal, Vertical
@@ -18,9 +20,11 @@ from textual.widgets import Button, Input, Label, Select, Static
 
 from queue_core.errors import IdempotencyConflict, ValidationError
 from queue_core.store.database import DATABASE_ERRORS
-from queue_core.store.models import Priority
+from queue_core.store.models import Priority, parse_priority
 from queue_core.store.repository import DEFAULT_MAX_RETRIES
+from queue_core.validation import encode_payload, validate_idempotency_key, validate_max_retries, validate_type
 
+from ..messages import EnqueueRefused, JobEnqueued
 from .dialog import Dialog
 
 PRIORITY_OPTIONS = [(p.name.lower(), p.name.lower()) for p in Priority]
@@ -29,7 +33,7 @@ PRIORITY_OPTIONS = [(p.name.lower(), p.name.lower()) for p in Priority]
 class EnqueueScreen(Dialog):
     """Dismisses with ``(job, created)`` after a successful create, ``None`` on cancel.
 
-    Creates at most one job: once answered, a late Enter does nothing (see ``Dialog``).
+    Creates at most one job: while its write is on the way, and once answered, a late Enter does nothing.
     """
 
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "cancel", "Cancel", id="cancel-enqueue")]
@@ -38,6 +42,7 @@ class EnqueueScreen(Dialog):
         super().__init__()
         self.repo = repo
         self.known_types = known_types
+        self.writing = False  # a create is on its thread; the form waits for its answer
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="form"):
@@ -69,28 +74,64 @@ class EnqueueScreen(Dialog):
     @on(Input.Submitted)
     @on(Button.Pressed, "#submit")
     def submit(self) -> None:
-        if self.answered:
+        if self.answered or self.writing:
             return
         self.clear_error()
         try:
-            job, created = self.repo.create(
-                self.query_one("#type", Input).value.strip(),
-                self.payload(),
-                priority=self.query_one("#priority", Select).value,
-                max_retries=self.max_retries(),
-                idempotency_key=self.query_one("#idempotency_key", Input).value.strip() or None,
-            )
+            request = self.request()
         except ValidationError as exc:
             self.show_error(str(exc), exc.field)
+            return
+        self.writing = True
+        self.show_note("enqueueing…")
+        self.create(request)
+
+    def request(self) -> dict:
+        """The fields as ``create``'s arguments, checked as the repository checks them, in its order (its
+        first complaint is the one shown); the repository checks again when it writes and is the authority."""
+        request = {
+            "type": self.query_one("#type", Input).value.strip(),
+            "payload": self.payload(),
+            "priority": self.query_one("#priority", Select).value,
+            "max_retries": self.max_retries(),
+            "idempotency_key": self.query_one("#idempotency_key", Input).value.strip() or None,
+        }
+        validate_type(request["type"])
+        encode_payload(request["payload"])
+        parse_priority(request["priority"])
+        validate_max_retries(request["max_retries"])
+        validate_idempotency_key(request["idempotency_key"])
+        return request
+
+    @work(thread=True, group="enqueue")
+    def create(self, request: dict) -> None:
+        # On the worker thread: only post. Any other exception is a bug and crashes the app, as before.
+        try:
+            with self.repo.db.connection_context():
+                job, created = self.repo.create(**request)
+        except ValidationError as exc:
+            self.post_message(EnqueueRefused(str(exc), exc.field))
         except IdempotencyConflict as exc:
-            self.show_error(str(exc), "idempotency_key")
+            self.post_message(EnqueueRefused(str(exc), "idempotency_key"))
         except DATABASE_ERRORS as exc:  # nothing was written; the form stays, so the operator can try again
-            self.show_error(f"database error: {exc}", "type")
+            self.post_message(EnqueueRefused(f"database error: {exc}", "type"))
         else:
-            self.answer((job, created))
+            self.post_message(JobEnqueued(job, created))
+
+    def on_job_enqueued(self, message: JobEnqueued) -> None:
+        message.stop()  # the form's own answer; the app hears of it through the dismiss callback
+        self.answer((message.job, message.created))
+
+    def on_enqueue_refused(self, message: EnqueueRefused) -> None:
+        message.stop()
+        self.writing = False
+        self.show_error(message.error, message.field)
 
     @on(Button.Pressed, "#cancel")
     def action_cancel(self) -> None:
+        if self.writing:  # closing now would hide whether the job was written: wait for the answer
+            self.show_note("still enqueueing: the form closes when the database answers")
+            return
         self.answer(None)
 
     def payload(self):
@@ -109,12 +150,22 @@ class EnqueueScreen(Dialog):
 
     def show_error(self, message: str, field: str) -> None:
         # The message quotes what was typed ("[/x" in max retries): text, never markup.
-        self.query_one("#form-error", Static).update(Text.assemble(("✗", "bold"), " ", message))
+        line = self.query_one("#form-error", Static)
+        line.update(Text.assemble(("✗", "bold"), " ", message))
+        line.remove_class("-waiting")
         for widget in self.query(f"#{field}"):
             widget.add_class("-invalid")
             widget.focus()
 
+    def show_note(self, message: str) -> None:
+        """Not an error: the write is on its way (the line the error would take)."""
+        line = self.query_one("#form-error", Static)
+        line.update(Text(message))
+        line.add_class("-waiting")
+
     def clear_error(self) -> None:
-        self.query_one("#form-error", Static).update("")
+        line = self.query_one("#form-error", Static)
+        line.update("")
+        line.remove_class("-waiting")
         for widget in self.query(".-invalid"):
             widget.remove_class("-invalid")

@@ -11,7 +11,7 @@ from console.screens.detail import JobDetailScreen
 from console.screens.enqueue import EnqueueScreen
 from console.screens.help import HelpScreen
 from console.screens.prompt import PromptScreen
-from console.widgets.job_table import JobTable
+from console.widgets.jobs.table import JobTable
 
 pytestmark = pytest.mark.asyncio
 
@@ -131,6 +131,7 @@ async def test_reap_takes_back_the_stale_claim(pilot, scene):
     assert scene.counts()["running"] == 3
     assert any("Reaped 1 stale claim" in m for m in notifications(app))
     await pilot.press("x")
+    await settle(pilot)  # the reap answers from its thread worker
     assert any("No stale claims" in m for m in notifications(app))
 
 
@@ -187,6 +188,23 @@ async def test_help_lists_every_key_and_the_palette_has_every_action(pilot):
         assert titles.count(binding.description) == 1
 
 
+async def test_footer_help_and_palette_name_every_key_alike(pilot):
+    """One list, BINDINGS (each with a description, an id and a tooltip), read by all three: no key is missing
+    from one of them or named differently there."""
+    app = pilot.app
+    assert all(binding.description and binding.id and binding.tooltip for binding in app.BINDINGS)
+    assert len({binding.id for binding in app.BINDINGS}) == len(app.BINDINGS)
+    ours = {binding.action: binding.description for binding in app.BINDINGS}
+    footer = {key.action: key.description for key in app.query("FooterKey")}
+    assert footer.pop("command_palette") == "palette"  # Textual's own; the help lists it under "ctrl+p"
+    assert footer == ours
+    palette = {command.title for command in app.get_system_commands(app.screen)}
+    assert set(ours.values()) <= palette
+    await pilot.press("question_mark")
+    help_text = str(app.screen.query("Static").first().render())
+    assert all(description in help_text for description in ours.values())
+
+
 async def test_palette_runs_an_action_by_name(pilot, scene):
     app = pilot.app
     _table, job_id = await focus_table(pilot, "failed")
@@ -237,6 +255,7 @@ async def test_a_database_error_while_enqueueing_keeps_the_form_and_says_why(pil
 
     monkeypatch.setattr(app.repo, "create", gone)
     await pilot.press("n", *"echo", "enter")
+    await settle(pilot)  # the create answers from its thread worker
     assert isinstance(app.screen, EnqueueScreen) and app.is_running
     assert "database error: connection already closed" in str(app.screen.query_one("#form-error").render())
     assert scene.counts() == before

@@ -14,7 +14,7 @@ from console.app import QueueConsole
 from console.screens.detail import JobDetailScreen
 from console.screens.enqueue import EnqueueScreen
 from console.screens.prompt import PromptScreen
-from console.widgets.job_table import JobTable
+from console.widgets.jobs.table import JobTable
 from queue_core.store.repository import JobRepository
 
 pytestmark = pytest.mark.asyncio

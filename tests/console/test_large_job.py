@@ -11,7 +11,7 @@ from console_helpers import settle
 
 from console.detail_text import ATTEMPTS_SHOWN, ERROR_CHARS, PAGE_CHARS, pages
 from console.screens.detail import JobDetailScreen
-from console.widgets.job_table import JobTable
+from console.widgets.jobs.table import JobTable
 
 SIZE = (120, 40)
 BIG = 850 * 1024

@@ -12,7 +12,7 @@ import console.app
 from console.app import QueueConsole
 from console.screens.enqueue import EnqueueScreen
 from console.screens.help import HelpScreen
-from console.widgets.job_table import JobTable
+from console.widgets.jobs.table import JobTable
 from queue_core.store.repository import JobRepository
 
 pytestmark = pytest.mark.asyncio

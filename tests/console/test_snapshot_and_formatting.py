@@ -10,7 +10,7 @@ from console.app import main
 from console.formatting import one_line, short_duration
 from console.options import build_parser
 from console.snapshot import COUNT_CAP, format_count, load_snapshot
-from console.widgets.job_table import share_height
+from console.widgets.jobs.stack import share_height
 
 
 def test_snapshot_of_the_scene(scene):

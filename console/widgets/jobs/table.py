@@ -7,8 +7,8 @@ from textual.widgets import DataTable
 
 from queue_core.store.models import priority_label
 
-from ..formatting import one_line, short_duration, since
-from ..snapshot import Snapshot
+from ...formatting import one_line, short_duration, since
+from ...snapshot import Snapshot
 
 # (key, label, width); the last column takes what is left of a 120-column terminal.
 COLUMNS = (
@@ -125,18 +125,3 @@ class JobTable(DataTable):
             running_for = since(job.claimed_at, now)
             return (f"{STALE_MARKER} {running_for}", STALE_STYLE) if stale else (running_for, "")
         return f"{since(job.updated_at, now)} ago", ""
-
-
-def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:
-    """Heights for the tables, water-filling: those needing less than an even share get what they need, the
-    others share the rest evenly."""
-    heights = [0] * len(wanted)
-    order = sorted(range(len(wanted)), key=lambda i: (wanted[i], -i))  # ties: the first table is "longest"
-    left = space
-    for position, index in enumerate(order):
-        fair = left // (len(wanted) - position)
-        heights[index] = max(minimum, min(wanted[index], fair))
-        left -= heights[index]
-    # Whatever is still free goes to the longest table (it can always use more lines).
-    heights[order[-1]] += max(0, left)
-    return heights

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from ..snapshot import Snapshot
+from ...snapshot import Snapshot
 
 STATUS_STYLES = {"pending": "cyan", "running": "yellow", "failed": "red", "completed": "green"}
 

@@ -1,6 +1,6 @@
 """The embedded worker's pane: its state and counters, and a scrolling log of its job events.
 
-Worker threads never touch widgets: they post ``WorkerPane.EventReceived`` (thread-safe) and the pane
+Worker threads never touch widgets: they post ``WorkerEventReceived`` (thread-safe) and the pane
 renders it on the UI thread.
 """
 
@@ -12,10 +12,10 @@ from datetime import datetime
 from rich.text import Text
 from textual.containers import Vertical
 from textual.content import Content
-from textual.message import Message
 from textual.widgets import RichLog, Static
 
-from ..formatting import one_line, time_of_day
+from ...formatting import one_line, time_of_day
+from ...messages import WorkerEventReceived
 
 KIND_STYLES = {
     "started": "bold green",
@@ -33,13 +33,6 @@ NOTE_CHARS = 300  # a log line is one screen line; the detail view has the whole
 
 
 class WorkerPane(Vertical):
-    class EventReceived(Message):
-        """One ``queue_core.worker.WorkerEvent``, carried from a worker thread to the UI thread."""
-
-        def __init__(self, event) -> None:
-            super().__init__()
-            self.event = event
-
     def __init__(self, clock: Callable[[], datetime], **kwargs) -> None:
         super().__init__(**kwargs)
         self.clock = clock
@@ -102,7 +95,7 @@ class WorkerPane(Vertical):
             self.log_event(event)
         self.show_state()
 
-    def on_worker_pane_event_received(self, message: EventReceived) -> None:
+    def on_worker_event_received(self, message: WorkerEventReceived) -> None:
         # Not stopped: it bubbles on to the app, which refreshes the tables soon after a worker event.
         self.log_event(message.event)
         self.show_state()

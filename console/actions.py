@@ -1,0 +1,166 @@
+"""The keys that change jobs: ``n`` enqueue, ``r`` retry, ``f`` fail, ``x`` reap.
+
+A mixin of ``QueueConsole``. Every repository write runs on a thread worker (``run_write``) and reports back
+with a message from ``console.messages``; the UI thread only renders the outcome. So a SQLite write lock held
+by another process makes the write wait (up to the busy timeout), never the keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from textual.message import Message
+
+from queue_core.errors import QueueError
+from queue_core.store.database import DATABASE_ERRORS
+from queue_core.store.repository import has_retries_left
+
+from .messages import JobFailedByOperator, JobRetried, StaleReaped, WriteFailed
+from .screens.enqueue import EnqueueScreen
+from .screens.prompt import PromptScreen
+
+DEFAULT_FAIL_REASON = "failed by the operator"
+
+
+class JobActions:
+    """Needs from the app: ``repo``, ``snapshot``, ``stale_after``, ``current_table``, ``queue_worker``,
+    ``known_types``, ``request_refresh`` and ``_on_main_screen``."""
+
+    # --- running a write ---------------------------------------------------------------------------
+
+    def run_write(self, what: str, operation: Callable[[], object], done: Callable[[object], Message]) -> None:
+        """Run ``operation`` (one repository call) on a thread; post ``done(result)``, or ``WriteFailed``.
+
+        Not exclusive: each key press is its own request and gets its own answer (a second ``r`` on the
+        same job is told it is no longer failed).
+        """
+        self.run_worker(partial(self._write, what, operation, done), name=what, group="write", thread=True)
+
+    def _write(self, what: str, operation: Callable[[], object], done: Callable[[object], Message]) -> None:
+        # On the worker thread: touch no widget, only post. Anything but a database or queue error is a bug
+        # and crashes the app as it did on the UI thread (the worker's exit_on_error).
+        try:
+            with self.repo.db.connection_context():
+                result = operation()
+        except (QueueError, *DATABASE_ERRORS) as exc:
+            self.post_message(WriteFailed(what, str(exc)))
+        else:
+            self.post_message(done(result))
+
+    def on_write_failed(self, message: WriteFailed) -> None:
+        self.notify(f"Could not {message.what}: {message.error}", title="Database error", severity="error")
+        self.request_refresh()
+
+    def selection(self, action: str, status: str) -> int | None:
+        """The selected job's id if it is in the ``status`` table; otherwise say why nothing happens."""
+        table = self.current_table
+        job_id = table.selected_job_id
+        where = f"select one in the {status.capitalize()} table (tab moves between tables)"
+        if job_id is None:
+            self.notify(f"No job to {action}: {where}.", severity="warning")
+            return None
+        if table.status != status:
+            self.notify(
+                f"{action.capitalize()} works on {status} jobs; job {job_id} is {table.status}: {where}.",
+                severity="warning",
+            )
+            return None
+        return job_id
+
+    # --- n: enqueue (the form writes on its own thread worker and stays open until it is written) --
+
+    def action_enqueue(self) -> None:
+        self._on_main_screen()
+        self.push_screen(EnqueueScreen(self.repo, self.known_types()), self._enqueued)
+
+    def _enqueued(self, result) -> None:
+        if result is None:
+            return
+        job, created = result
+        if created:
+            self.notify(f"Enqueued job {job.id}: {job.type}, {job.priority_label}.", title="Enqueued")
+            if self.queue_worker is not None and self.queue_worker.is_running:
+                self.queue_worker.wakeup()  # run it now, not at the next poll
+        else:
+            self.notify(
+                f"Not enqueued: key {job.idempotency_key!r} already belongs to job {job.id} ({job.status}).",
+                title="Already there",
+                severity="warning",
+            )
+        self.request_refresh()
+
+    # --- r: retry ----------------------------------------------------------------------------------
+
+    def action_retry(self) -> None:
+        self._on_main_screen()
+        job_id = self.selection("retry", "failed")
+        if job_id is not None:
+            self.run_write("retry", partial(self.repo.retry, job_id), partial(JobRetried, job_id))
+
+    def on_job_retried(self, message: JobRetried) -> None:
+        job, job_id = message.job, message.job_id
+        if job is None:
+            self.notify(f"Job {job_id} is no longer failed; nothing changed.", severity="warning")
+        else:
+            self.notify(f"Job {job_id} ({job.type}) is pending again, retries reset to 0/{job.max_retries}.")
+        self.request_refresh()
+
+    # --- f: fail, with a reason --------------------------------------------------------------------
+
+    def action_fail(self) -> None:
+        self._on_main_screen()
+        job_id = self.selection("fail", "running")
+        if job_id is None:
+            return
+        prompt = PromptScreen(
+            f"Fail running job {job_id}",
+            f"{self.fail_outcome(job_id)} Why?",
+            value=DEFAULT_FAIL_REASON,
+            id="fail-reason",
+        )
+        self.push_screen(prompt, partial(self._fail, job_id))
+
+    def fail_outcome(self, job_id: int) -> str:
+        """What failing this job will do, from the rows on screen (the repository decides at the time)."""
+        job = next((job for job in self.snapshot.rows["running"] if job.id == job_id), None) if self.snapshot else None
+        if job is None:
+            return "A failed attempt, as if its worker had failed it."
+        head = f"{job.type}, retries {job.retry_count}/{job.max_retries}: a failed attempt, as if its worker failed it"
+        if has_retries_left(job):
+            return f"{head}; retries are left, so it goes back to pending."
+        return f"{head}; no retries are left, so it fails for good."
+
+    def _fail(self, job_id: int, reason: str | None) -> None:
+        if reason is None:
+            return
+        fail = partial(self.repo.fail, job_id, reason or DEFAULT_FAIL_REASON)
+        self.run_write("fail", fail, partial(JobFailedByOperator, job_id))
+
+    def on_job_failed_by_operator(self, message: JobFailedByOperator) -> None:
+        job, job_id = message.job, message.job_id
+        if job is None:
+            self.notify(f"Job {job_id} is no longer running (finished or reaped); nothing changed.", severity="warning")
+        elif job.status == "failed":
+            self.notify(f"Job {job_id} failed for good: no retries left ({job.retry_count}/{job.max_retries}).")
+        else:
+            wait = max(0.0, (job.run_at - job.updated_at).total_seconds())  # fail wrote both at one "now"
+            self.notify(
+                f"Job {job_id} failed attempt {job.retry_count}; re-enqueued, "
+                f"retry {job.retry_count} of {job.max_retries} in {wait:.0f}s."
+            )
+        self.request_refresh()
+
+    # --- x: reap stale claims ----------------------------------------------------------------------
+
+    def action_reap(self) -> None:
+        self._on_main_screen()
+        self.run_write("reap", partial(self.repo.reap_stale, self.stale_after), StaleReaped)
+
+    def on_stale_reaped(self, message: StaleReaped) -> None:
+        reaped, seconds = message.count, f"{self.stale_after.total_seconds():g} s"
+        if reaped:
+            self.notify(f"Reaped {reaped} stale claim{'s' if reaped != 1 else ''} (no heartbeat for {seconds}).")
+        else:
+            self.notify(f"No stale claims: every running job showed life in the last {seconds}.")
+        self.request_refresh()

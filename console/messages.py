@@ -1,0 +1,117 @@
+"""Every message of the console: what a thread worker reports back to the UI thread.
+
+Reads and writes of the database run on thread workers and never touch a widget; they post one of these
+(``post_message`` is thread-safe) and a handler on the UI thread renders the outcome. Named after what
+happened, so a handler reads as ``on_job_retried``, ``on_snapshot_loaded``.
+
+Dataclasses, as many of Textual's own messages are (``Message.__post_init__`` sets up the rest);
+``eq=False`` keeps a message equal only to itself, as a plain Message is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from textual.message import Message
+
+if TYPE_CHECKING:  # types only: this module stays free of the database and widget modules
+    from rich.text import Text
+
+    from queue_core.store.models import Job
+
+    from .detail_text import JobDetail
+    from .snapshot import Snapshot
+
+message = dataclass(eq=False)
+
+
+# --- refresh (console.app) ------------------------------------------------------------------------
+
+
+@message
+class SnapshotLoaded(Message):
+    snapshot: Snapshot
+
+
+@message
+class RefreshFailed(Message):
+    error: str
+
+
+# --- writes from the job keys (console.actions) ---------------------------------------------------
+
+
+@message
+class JobRetried(Message):
+    job_id: int
+    job: Job | None  # None: it was no longer failed, nothing changed
+
+
+@message
+class JobFailedByOperator(Message):
+    job_id: int
+    job: Job | None  # None: it was no longer running, nothing changed
+
+
+@message
+class StaleReaped(Message):
+    count: int
+
+
+@message
+class WriteFailed(Message):
+    """The database refused a write (locked past its busy timeout, gone, a rule said no): nothing changed."""
+
+    what: str  # the verb: "retry", "fail", "reap"
+    error: str
+
+
+# --- the enqueue form (console.screens.enqueue) ---------------------------------------------------
+
+
+@message
+class JobEnqueued(Message):
+    job: Job
+    created: bool  # False: the idempotency key already belonged to ``job``
+
+
+@message
+class EnqueueRefused(Message):
+    error: str
+    field: str  # the form field to mark and focus
+
+
+# --- job detail (console.screens.detail) ----------------------------------------------------------
+
+
+@message
+class DetailLoaded(Message):
+    detail: JobDetail | None  # None: the job is gone (pruned)
+    page: Text | None
+
+
+@message
+class DetailFailed(Message):
+    error: str
+
+
+@message
+class PageRendered(Message):
+    index: int
+    page: Text
+
+
+# --- the embedded worker (console.embedded_worker, console.widgets.worker) ------------------------
+
+
+@message
+class WorkerEventReceived(Message):
+    """One ``queue_core.worker.WorkerEvent``, carried from a worker thread to the pane, then to the app."""
+
+    event: Any
+
+
+@message
+class QueueWorkerStopped(Message):
+    then_exit: bool

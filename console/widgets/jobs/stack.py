@@ -1,0 +1,62 @@
+"""The pending, running and failed tables, one above the other, sharing the height they are given by need."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import Vertical
+
+from ...snapshot import Snapshot
+from .table import JobTable
+
+TABLES = (("pending", "Pending"), ("running", "Running"), ("failed", "Failed"))
+MIN_TABLE_HEIGHT = 5  # border, header and two rows
+
+
+class TableStack(Vertical):
+    """The three tables. It lays them out itself: whenever its height changes (terminal, worker pane) or
+    their rows do (``show``), they share its height again.
+
+    CSS cannot say this: ``fr`` units share evenly, ``auto`` does not cap, and a short table should give its
+    lines to a long one.
+    """
+
+    def compose(self) -> ComposeResult:
+        for status, title in TABLES:
+            yield JobTable(status, title, id=status)
+
+    @property
+    def tables(self) -> list[JobTable]:
+        return list(self.query_children(JobTable))
+
+    def show(self, snapshot: Snapshot) -> None:
+        for table in self.tables:
+            table.show(snapshot)
+        self.fit()
+
+    def on_resize(self) -> None:
+        self.fit()
+
+    def fit(self) -> None:
+        """Share the height between the tables by need: a short table shrinks, a long one gets the rest."""
+        space = self.size.height
+        if not space:
+            return
+        tables = self.tables
+        heights = share_height(space, [table.wanted_height for table in tables], minimum=MIN_TABLE_HEIGHT)
+        for table, height in zip(tables, heights, strict=True):
+            table.styles.height = height
+
+
+def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:
+    """Heights for the tables, water-filling: those needing less than an even share get what they need, the
+    others share the rest evenly."""
+    heights = [0] * len(wanted)
+    order = sorted(range(len(wanted)), key=lambda i: (wanted[i], -i))  # ties: the first table is "longest"
+    left = space
+    for position, index in enumerate(order):
+        fair = left // (len(wanted) - position)
+        heights[index] = max(minimum, min(wanted[index], fair))
+        left -= heights[index]
+    # Whatever is still free goes to the longest table (it can always use more lines).
+    heights[order[-1]] += max(0, left)
+    return heights

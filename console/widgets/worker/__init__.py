@@ -1,0 +1,1 @@
+"""The embedded worker's pane."""
