@@ -13,8 +13,8 @@ from functools import partial
 from textual.message import Message
 
 from queue_core.errors import QueueError
+from queue_core.rules import has_retries_left
 from queue_core.store.database import DATABASE_ERRORS
-from queue_core.store.repository import has_retries_left
 
 from .messages import JobFailedByOperator, JobRetried, StaleReaped, WriteFailed
 from .screens.enqueue import EnqueueScreen

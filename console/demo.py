@@ -17,7 +17,8 @@ from datetime import UTC, datetime, timedelta
 
 import peewee as pw
 
-from queue_core.store.repository import JobRepository, ManualClock
+from queue_core.clock import ManualClock
+from queue_core.store.repository import JobRepository
 from queue_core.validation import MAX_LIST_LIMIT
 from queue_core.worker import WorkerEvent, WorkerStats
 from queue_core.worker.events import describe

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from queue_core.store.repository import JobRepository, is_stale
+from queue_core.rules import is_stale
+from queue_core.store.repository import JobRepository
 
 SHOWN_STATUSES = ("pending", "running", "failed")
 WINDOW = 200

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from queue_core.clock import ManualClock
 from queue_core.store.database import open_database
 from queue_core.store.models import bind_models
-from queue_core.store.repository import JobRepository, ManualClock
+from queue_core.store.repository import JobRepository
 
 START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

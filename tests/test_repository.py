@@ -8,7 +8,8 @@ import peewee as pw
 import pytest
 
 from queue_core.errors import IdempotencyConflict, ValidationError
-from queue_core.store.repository import BACKOFF_CAP, DEFAULT_BACKOFF_BASE, ROW_ERROR_CHARS
+from queue_core.rules import BACKOFF_CAP, DEFAULT_BACKOFF_BASE
+from queue_core.store.repository import ROW_ERROR_CHARS
 from queue_core.validation import MAX_TYPES
 
 

@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from queue_core.store.repository import JobRepository, ManualClock
+from queue_core.clock import ManualClock
+from queue_core.store.repository import JobRepository
 from queue_core.worker import Worker
 from queue_core.worker.handlers import HandlerRegistry
 

@@ -19,9 +19,9 @@ from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Select, Static
 
 from queue_core.errors import IdempotencyConflict, ValidationError
+from queue_core.rules import DEFAULT_MAX_RETRIES
 from queue_core.store.database import DATABASE_ERRORS
 from queue_core.store.models import Priority, parse_priority
-from queue_core.store.repository import DEFAULT_MAX_RETRIES
 from queue_core.validation import encode_payload, validate_idempotency_key, validate_max_retries, validate_type
 
 from ..messages import EnqueueRefused, JobEnqueued

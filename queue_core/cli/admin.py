@@ -8,9 +8,10 @@ import sys
 from datetime import timedelta
 
 from ..errors import QueueError
+from ..rules import DEFAULT_MAX_RETRIES
 from ..store.database import DATABASE_ERRORS, default_url, without_password
 from ..store.models import JobStatus
-from ..store.repository import DEFAULT_MAX_RETRIES, JobRepository
+from ..store.repository import JobRepository
 from ..validation import MAX_LIST_LIMIT, parse_payload
 from .args import (
     EXIT_FAILURE,

@@ -15,8 +15,9 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, 
 from pydantic_core import PydanticCustomError
 
 from ..errors import ValidationError
+from ..rules import DEFAULT_MAX_RETRIES
 from ..store.models import JobStatus, Priority
-from ..store.repository import DEFAULT_MAX_RETRIES, PRUNE_BATCH
+from ..store.repository import PRUNE_BATCH
 from ..validation import (
     MAX_LIST_LIMIT,
     MAX_RETRIES_LIMIT,

@@ -14,16 +14,17 @@ from types import SimpleNamespace
 
 import peewee as pw
 
+from .. import rules
 from ..errors import ValidationError
 
 SQLITE_TIME_FORMAT = "%Y-%m-%d %H:%M:%S.%f"
 
 
 class JobStatus(StrEnum):
-    PENDING = "pending"
-    RUNNING = "running"
-    COMPLETED = "completed"
-    FAILED = "failed"
+    PENDING = rules.PENDING
+    RUNNING = rules.RUNNING
+    COMPLETED = rules.COMPLETED
+    FAILED = rules.FAILED
 
 
 class Priority(IntEnum):
@@ -120,8 +121,8 @@ class Job(BaseModel):
     priority = pw.IntegerField(default=0)
     status = pw.CharField(max_length=16, default=JobStatus.PENDING.value)
     retry_count = pw.IntegerField(default=0)
-    max_retries = pw.IntegerField(default=3)
-    # UNIQUE where set: schema v4's partial index (queue_core.store.database), so keyless jobs add no index entry.
+    max_retries = pw.IntegerField(default=rules.DEFAULT_MAX_RETRIES)
+    # UNIQUE where set: schema v4's partial index (queue_core.store.schema), so keyless jobs add no index entry.
     idempotency_key = pw.CharField(max_length=255, null=True)
     claimed_at = UTCDateTimeField(null=True)
     worker_id = pw.CharField(max_length=255, null=True)
@@ -188,6 +189,12 @@ class SchemaMeta(BaseModel):
 
 
 MODELS = (Job, JobError, SchemaMeta)
+
+
+def is_postgres(db: pw.Database) -> bool:
+    return isinstance(db, pw.PostgresqlDatabase)
+
+
 _bound: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 

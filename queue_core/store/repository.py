@@ -9,12 +9,24 @@ from __future__ import annotations
 import json
 import operator
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 import peewee as pw
 
+from ..clock import Clock, utc_now
 from ..errors import IdempotencyConflict, ValidationError
+from ..rules import (
+    COMPLETED,
+    DEFAULT_MAX_RETRIES,
+    FAILED,
+    PENDING,
+    RUNNING,
+    backoff_delay,
+    cutoff_before,
+    has_retries_left,
+    last_sign_of_life,
+)
 from ..validation import (
     encode_payload,
     validate_age,
@@ -31,16 +43,9 @@ from ..validation import (
     validate_worker_id,
 )
 from .compiled import Markers, PreparedStatement, RowReader, StatementCache
-from .database import is_postgres
-from .models import Job, JobStatus, bind_models, parse_priority
+from .models import Job, JobStatus, bind_models, is_postgres, parse_priority
 from .notify import JOBS_CHANNEL
 
-# Retry back-off: delay = min(CAP, base * 2**retry_count), then "equal jitter" (a random point in the
-# upper half) so that jobs failing together do not come back together. base is the job's
-# ``retry_backoff`` or DEFAULT_BACKOFF_BASE; 0 retries at once, as the guide does.
-DEFAULT_BACKOFF_BASE = 2.0
-BACKOFF_CAP = 3600.0
-DEFAULT_MAX_RETRIES = 3
 # Rows per INSERT in create_many: 11 bound values a row stays far below SQLite's 32,766 and
 # PostgreSQL's 65,535 parameters per statement, while one statement per 1000 rows costs next to nothing.
 CREATE_MANY_CHUNK = 1000
@@ -65,62 +70,8 @@ ROW_ERROR_CHARS = 300
 _KEEP = object()  # _requeue_changes: leave the latest error as it is
 PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum keeps up in between
 
-Clock = Callable[[], datetime]
-# Plain strings, not the enum: database drivers differ in how they send enum members.
-PENDING, RUNNING, COMPLETED, FAILED = (status.value for status in JobStatus)
 # PostgreSQL's clock as a naive UTC timestamp (the columns' type), evaluated by the server.
 POSTGRES_NOW = pw.SQL("(now() AT TIME ZONE 'UTC')")
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-class ManualClock:
-    """A clock that moves only when told to: tests, demos and screenshots need times that never drift."""
-
-    def __init__(self, now: datetime) -> None:
-        self.now = now
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, seconds: float = 0, **kwargs) -> datetime:
-        self.now += timedelta(seconds=seconds, **kwargs)
-        return self.now
-
-
-def cutoff_before(now: datetime, age: timedelta) -> datetime:
-    """``now - age``, clamped to the earliest representable time (nothing is older than that)."""
-    try:
-        return now - age
-    except OverflowError:
-        return datetime.min.replace(tzinfo=UTC)
-
-
-def last_sign_of_life(job: Job) -> datetime:
-    """When a running job last showed it is alive: its heartbeat, or its claim if it has none yet."""
-    return job.heartbeat_at or job.claimed_at
-
-
-def is_stale(job: Job, now: datetime, older_than: timedelta) -> bool:
-    """Whether ``reap_stale(older_than)`` at ``now`` would take this running job back (the rule its query
-    applies in SQL), for rows already read, e.g. the console's stale marker."""
-    return last_sign_of_life(job) < cutoff_before(now, older_than)
-
-
-def has_retries_left(job: Job) -> bool:
-    """Whether a failed attempt of this job sends it back to pending (else it fails for good)."""
-    return job.retry_count < job.max_retries
-
-
-def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> float:
-    """Seconds to wait before retry number ``retry_count + 1``."""
-    base = DEFAULT_BACKOFF_BASE if base is None else base
-    if base <= 0:
-        return 0.0
-    delay = min(BACKOFF_CAP, base * 2 ** min(retry_count, 64))
-    return delay / 2 + rng.uniform(0, delay / 2)
 
 
 class JobRepository:

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import QueueError
-from ..store.repository import FAILED
+from ..rules import FAILED
 from ..validation import validate_worker_id
 from .acks import GAVE_UP, Acks
 from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_concurrency

@@ -23,10 +23,10 @@ from datetime import UTC, datetime, timedelta
 import peewee as pw
 from croniter import CroniterBadDateError, CroniterError, croniter
 
+from ..clock import utc_now
 from ..errors import IdempotencyConflict, ValidationError
 from ..job_options import create_arguments, validate_job_options
 from ..store.models import Job
-from ..store.repository import utc_now
 from ..validation import MAX_TEXT_CHARS, encode_payload, validate_aware, validate_type
 
 logger = logging.getLogger(__name__)

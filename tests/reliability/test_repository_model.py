@@ -23,7 +23,7 @@ from hypothesis.stateful import (
 from support import FakeClock, fresh_repository
 
 from queue_core.errors import IdempotencyConflict
-from queue_core.store.repository import BACKOFF_CAP, DEFAULT_BACKOFF_BASE
+from queue_core.rules import BACKOFF_CAP, DEFAULT_BACKOFF_BASE
 
 WORKERS = ("w1", "w2", "w3")
 TYPES = ("a", "b")
