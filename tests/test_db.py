@@ -10,8 +10,9 @@ import peewee as pw
 import pytest
 
 from queue_core.errors import DatabaseURLError
-from queue_core.store.database import SCHEMA_VERSION, default_url, open_database, schema_version
+from queue_core.store.database import default_url, open_database
 from queue_core.store.repository import JobRepository
+from queue_core.store.schema import SCHEMA_VERSION, schema_version
 
 
 @pytest.mark.backends("sqlite")

@@ -12,9 +12,10 @@ import pytest
 
 from queue_core.errors import DatabaseURLError
 from queue_core.store import repository as repository_module
-from queue_core.store.database import SCHEMA_VERSION, open_database, schema_version
+from queue_core.store.database import open_database
 from queue_core.store.notify import JOBS_CHANNEL, listen_for_jobs
 from queue_core.store.repository import JobRepository
+from queue_core.store.schema import SCHEMA_VERSION, schema_version
 
 postgres_only = pytest.mark.backends("postgresql")
 

@@ -14,9 +14,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from queue_core.store.database import SCHEMA_VERSION, open_database
+from queue_core.store.database import open_database
 from queue_core.store.models import SQLITE_TIME_FORMAT
 from queue_core.store.repository import JobRepository
+from queue_core.store.schema import SCHEMA_VERSION
 
 from .measure import Result, reap, spawn
 
