@@ -94,7 +94,7 @@ def test_claim_plan_reads_the_partial_pending_index_even_as_a_generic_plan(db, r
     )
     repo.create("t")
     db.execute_sql("ANALYZE jobs")
-    sql, params = repo._claim_statement("w", 1, None).sql()
+    sql, params = repo.statements.claim_query("w", 1, None, repo.time.sql()).sql()
     assert "SKIP LOCKED" in sql
     # psycopg prepares a statement run often; PostgreSQL may then plan it once for any parameters
     # (a generic plan), which can use a partial index only if the predicate is in the SQL text.

@@ -9,7 +9,8 @@ import pytest
 
 from queue_core.errors import IdempotencyConflict, ValidationError
 from queue_core.rules import BACKOFF_CAP, DEFAULT_BACKOFF_BASE
-from queue_core.store.repository import ROW_ERROR_CHARS
+from queue_core.store.models import is_postgres
+from queue_core.store.reads import ROW_ERROR_CHARS
 from queue_core.validation import MAX_TYPES
 
 
@@ -362,7 +363,7 @@ def test_count_stale_matches_what_reap_stale_takes(repo, clock):
 
 
 def test_stale_claims_are_judged_in_utc_whatever_the_sessions_time_zone(repo, db, clock):
-    if repo.postgres:
+    if is_postgres(db):
         # The columns hold UTC without a zone; a cutoff sent with one would be read in this zone instead.
         db.execute_sql("SET TIME ZONE 'Asia/Tokyo'")
     repo.create("t")

@@ -1,11 +1,18 @@
 """Statements that peewee builds once and the hot path replays with new values.
 
 Building a query costs peewee ~0.5 ms of Python per statement (measured by ``python -m tests.bench``):
-more than SQLite needs to run it. A ``PreparedStatement`` builds the query once with marker values,
+more than SQLite needs to run it. A ``CompiledStatement`` builds the query once with marker values,
 keeps the SQL text peewee generated, and records which bound parameter holds which marker; each call
 then only converts its values and executes that same SQL. So the SQL that runs is exactly what peewee
 would have built for those values, and rows come back as the same model objects ``query.execute()``
-gives.
+gives. (Compiled here, in Python: nothing is prepared on the database server.)
+
+Two mistakes would replay the wrong statement silently, so neither is left to the caller:
+- the statement's shape: ``CompiledStatements.statement(builder, *shape)`` keys a statement by the
+  builder's name and exactly the arguments it is built from, so an input that changes the SQL cannot be
+  left out of the key;
+- the values: each run must name exactly the markers its statement was built with (``params``), so a
+  value the statement would drop, or a marker left unfilled, raises instead of binding the wrong thing.
 """
 
 from __future__ import annotations
@@ -42,9 +49,25 @@ class Markers:
     def time(self, name: str, field: pw.Field) -> datetime:
         return self._add(name, _MARKER_TIME + timedelta(microseconds=len(self.by_name) + 1), field)
 
+    def texts(self, prefix: str, count: int | None, field: pw.Field) -> list[str] | None:
+        """``count`` text markers named ``prefix0``, ``prefix1``, ... (None for None): fill them with ``numbered``."""
+        return None if count is None else [self.text(f"{prefix}{i}", field) for i in range(count)]
+
+    def of(self, field: pw.Field) -> object:
+        """A marker named after ``field``, of the kind its column stores."""
+        for kind, make in ((pw.DateTimeField, self.time), (pw.FloatField, self.real), (pw.IntegerField, self.integer)):
+            if isinstance(field, kind):
+                return make(field.name, field)
+        return self.text(field.name, field)
+
     def _add(self, name, value, field):
         self.by_name[name] = (value, field)
         return value
+
+
+def numbered(prefix: str, values: list | None) -> dict:
+    """The values for ``Markers.texts(prefix, len(values), ...)``, by marker name."""
+    return {f"{prefix}{i}": value for i, value in enumerate(values or ())}
 
 
 class StatementCache:
@@ -55,14 +78,14 @@ class StatementCache:
         self._entries: OrderedDict = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key, build: Callable[[], object]):
-        """The value for ``key``, built by ``build()`` (outside the lock) if it is not kept."""
+    def get(self, key, build: Callable[..., object], *args):
+        """The value for ``key``, built by ``build(*args)`` (outside the lock) if it is not kept."""
         with self._lock:
             value = self._entries.get(key)
             if value is not None:
                 self._entries.move_to_end(key)
                 return value
-        value = build()
+        value = build(*args)
         with self._lock:
             # Another thread may have built it meanwhile: keep one, either is the same statement.
             self._entries[key] = value
@@ -80,7 +103,38 @@ class StatementCache:
             return iter(list(self._entries))
 
 
-class PreparedStatement:
+class CompiledStatements:
+    """The compiled statements of one database whose rows are ``rows_as`` objects, at most ``size`` kept.
+
+    ``statement(builder, *shape)`` is the statement ``builder(markers, *shape)`` builds, compiled on first
+    use. Its key is (the builder's qualified name, *shape): everything a statement is built from is in
+    its key, since the builder sees nothing else. A builder is a function or a method of an object that
+    lives as long as this cache (a repository's statements); a lambda or a nested function could read
+    variables the key does not hold, so they are refused.
+    """
+
+    def __init__(self, db: pw.Database, rows_as: type[pw.Model], size: int = STATEMENT_CACHE_SIZE):
+        self.db = db
+        self.rows_as = rows_as
+        self.cache = StatementCache(size)
+
+    def statement(self, builder: Callable[..., pw.BaseQuery], *shape) -> CompiledStatement:
+        return self.cache.get((builder.__qualname__, *shape), self._compile, builder, shape)
+
+    def _compile(self, builder, shape: tuple) -> CompiledStatement:
+        if "<" in builder.__qualname__:  # <lambda>, <locals>: one name for many closures
+            raise TypeError(f"{builder.__qualname__} cannot key a statement: use a function or a method")
+        return CompiledStatement(self.db, lambda markers: builder(markers, *shape), self.rows_as)
+
+    def __len__(self) -> int:
+        return len(self.cache)
+
+    def __iter__(self):
+        """The keys kept, least recently used first (a snapshot)."""
+        return iter(self.cache)
+
+
+class CompiledStatement:
     """``build(markers)`` returns a peewee query; ``execute(values)`` runs its SQL with ``values`` bound."""
 
     def __init__(
@@ -95,6 +149,7 @@ class PreparedStatement:
             stored[_key(field.db_value(value) if field is not None else value)] = (name, field)
         # Per bound parameter: (marker name, its field) to fill from the values, or (None, the constant).
         self.slots = [stored.get(_key(param), (None, param)) for param in params]
+        self.names = frozenset(markers.by_name)
         missing = set(markers.by_name) - {name for name, _ in self.slots}
         if missing:
             # Peewee folded a marker into the SQL text: replaying would bind the wrong values.
@@ -105,6 +160,14 @@ class PreparedStatement:
             # A marker bound as it is, not through its field (e.g. inside a CASE): it would be replayed as
             # a constant. Give the value its field's conversion (``field.to_value(marker)``).
             raise RuntimeError(f"markers {unconverted} are bound without their field's conversion in {self.sql!r}")
+        # For params: each marker's converter, the constants, and per parameter its index in (markers + constants).
+        self.converters = [
+            (name, None if field is None else field.db_value) for name, (_, field) in markers.by_name.items()
+        ]
+        self.constants = [constant for name, constant in self.slots if name is None]
+        position = {name: i for i, (name, _) in enumerate(self.converters)}
+        constant_index = iter(range(len(self.converters), len(self.converters) + len(self.constants)))
+        self.layout = [next(constant_index) if name is None else position[name] for name, _ in self.slots]
         # Rows come back as models for UPDATE/INSERT ... RETURNING, and for a SELECT whose rows are ``rows_as``.
         model = rows_as or (self.query.model if getattr(self.query, "_returning", None) else None)
         self.reader = RowReader(model) if model is not None else None
@@ -115,19 +178,18 @@ class PreparedStatement:
         return self.reader.models(cursor) if self.reader is not None else cursor.fetchall()
 
     def params(self, values: dict) -> list:
-        """The bound parameters for ``values``, each converted as peewee would (``field.db_value``)."""
-        params, converted = [], {}
-        for name, field_or_constant in self.slots:
-            if name is None:
-                params.append(field_or_constant)
-            elif field_or_constant is None:
-                params.append(values[name])
-            else:
-                # A marker bound several times (a claim's "now") has one field: convert its value once.
-                if name not in converted:
-                    converted[name] = field_or_constant.db_value(values[name])
-                params.append(converted[name])
-        return params
+        """The bound parameters for ``values``, each converted as peewee would (``field.db_value``).
+
+        ``values`` names exactly the statement's markers: a missing one would leave a parameter unfilled,
+        and an extra one is a value the caller meant to apply that this statement does not (an attempt
+        the statement does not check, say).
+        """
+        if values.keys() != self.names:
+            raise ValueError(f"values {sorted(values)} do not match the markers {sorted(self.names)} of {self.sql!r}")
+        # Each marker's value converted once (a claim binds its "now" twice), then laid out by parameter.
+        bound = [values[name] if convert is None else convert(values[name]) for name, convert in self.converters]
+        bound += self.constants
+        return [bound[i] for i in self.layout]
 
 
 def _key(value):

@@ -7,12 +7,18 @@ from datetime import timedelta
 import peewee as pw
 import pytest
 
-from queue_core.store.compiled import STATEMENT_CACHE_SIZE, PreparedStatement, RowReader, StatementCache
+from queue_core.store.compiled import (
+    STATEMENT_CACHE_SIZE,
+    CompiledStatement,
+    CompiledStatements,
+    RowReader,
+    StatementCache,
+)
 from queue_core.validation import MAX_TYPES
 
 
 def claim_query(repo, worker_id, n, types, now):
-    return repo._claim_statement(worker_id, n, types, now=now)
+    return repo.statements.claim_query(worker_id, n, types, now)
 
 
 def test_replayed_sql_and_parameters_equal_what_peewee_builds(repo, clock):
@@ -22,7 +28,7 @@ def test_replayed_sql_and_parameters_equal_what_peewee_builds(repo, clock):
         types = [m.text("type0", Job.type), m.text("type1", Job.type)]
         return claim_query(repo, m.text("worker_id", Job.worker_id), m.integer("n"), types, m.time("now", Job.run_at))
 
-    statement = PreparedStatement(repo.db, build)
+    statement = CompiledStatement(repo.db, build)
     for worker_id, n, types, now in [
         ("w1", 1, ["a", "b"], clock.now),
         ("another worker", 7, ["send-invoice", "x"], clock.now + timedelta(days=3, microseconds=5)),
@@ -63,7 +69,7 @@ def test_a_marker_folded_into_the_sql_text_is_refused(repo):
         return Job.select().where(Job.type == pw.SQL(repr(m.text("type", Job.type))))
 
     with pytest.raises(RuntimeError, match="not bound parameters"):
-        PreparedStatement(repo.db, build)
+        CompiledStatement(repo.db, build)
 
 
 def test_a_marker_bound_without_its_fields_conversion_is_refused(repo):
@@ -76,8 +82,8 @@ def test_a_marker_bound_without_its_fields_conversion_is_refused(repo):
         return Job.update(updated_at=now, claimed_at=claimed_at)
 
     with pytest.raises(RuntimeError, match=r"\['now'\] are bound without their field's conversion"):
-        PreparedStatement(repo.db, lambda m: build(m, converted=False))
-    statement = PreparedStatement(repo.db, lambda m: build(m, converted=True))
+        CompiledStatement(repo.db, lambda m: build(m, converted=False))
+    statement = CompiledStatement(repo.db, lambda m: build(m, converted=True))
     assert [name for name, _ in statement.slots if name is not None] == ["now", "now"]
 
 
@@ -118,8 +124,70 @@ def test_claims_with_ever_longer_type_lists_keep_a_bounded_number_of_statements(
         repo.claim("w", types=types)
         repo.claim_many("w", 2, types=types)
         repo.complete_and_claim(424242, types, worker_id="w", attempt=1)
-    assert len(repo._statements) <= STATEMENT_CACHE_SIZE
+    assert len(repo.statements.compiled) <= STATEMENT_CACHE_SIZE
     # Claim statements come in few shapes: type lists are padded to the next power of two.
-    claim_shapes = {key[1] for key in repo._statements if key[0] == "claim"}
+    claim_shapes = {key[1] for key in repo.statements.compiled if key[0].endswith("._claim")}
     assert claim_shapes <= {1, 2, 4, 8, 16, 32, 64, 128}
     assert repo.find_by_id(1).status == "running"
+
+
+def test_values_that_do_not_name_exactly_the_markers_are_refused(repo, clock):
+    Job = repo.Job
+
+    def build(m):
+        now = m.time("now", Job.updated_at)
+        return Job.update(updated_at=now).where(Job.id == m.integer("job_id", Job.id)).returning(Job)
+
+    statement = CompiledStatement(repo.db, build)
+    # An extra value is one the caller meant to apply and this statement would drop (an attempt it does
+    # not check, say); a missing one would leave a parameter unfilled.
+    for values in ({"job_id": 1, "now": clock.now, "attempt": 2}, {"job_id": 1}):
+        with pytest.raises(ValueError, match=r"do not match the markers \['job_id', 'now'\]"):
+            statement.execute(values)
+    statement.execute({"job_id": 1, "now": clock.now})
+
+
+def shaped_claim(m, type_count, *, seen):
+    seen.append(type_count)
+    types = m.texts("type", type_count, pw.CharField())
+    return pw.Select(columns=[pw.SQL("1")]).where(pw.SQL("1").in_(types) if types else pw.SQL("1 = 1"))
+
+
+def test_a_statement_is_keyed_by_its_builder_and_exactly_the_arguments_it_is_built_from(repo):
+    compiled, seen = CompiledStatements(repo.db, rows_as=repo.Job), []
+
+    def build(m, type_count):  # a local function: only to count builds here
+        return shaped_claim(m, type_count, seen=seen)
+
+    build.__qualname__ = "shaped_claim"
+    first = compiled.statement(build, 2)
+    assert compiled.statement(build, 2) is first and seen == [2]
+    assert compiled.statement(build, 3) is not first and compiled.statement(build, None) is not first
+    assert seen == [2, 3, None] and list(compiled) == [("shaped_claim", 2), ("shaped_claim", 3), ("shaped_claim", None)]
+    assert first.params({"type0": "a", "type1": "b"}) == ["a", "b"]
+
+
+def test_a_builder_that_could_read_what_its_key_does_not_hold_is_refused(repo):
+    compiled = CompiledStatements(repo.db, rows_as=repo.Job)
+    shape = [1]
+
+    def closure(m):
+        return shaped_claim(m, shape[0], seen=[])
+
+    for builder in (closure, lambda m: shaped_claim(m, 1, seen=[])):
+        with pytest.raises(TypeError, match="use a function or a method"):
+            compiled.statement(builder)
+
+
+def test_every_hot_path_statement_is_keyed_by_its_shape(repo):
+    repo.create("t")
+    repo.create("t", run_at=repo.now())
+    job = repo.claim("w", types=["t", "u", "v"])
+    repo.complete(job.id)
+    repo.complete(job.id, worker_id="w", attempt=job.attempt)
+    repo.complete_and_claim(job.id, worker_id="w", attempt=job.attempt)
+    keys = set(repo.statements.compiled)
+    assert {key for key in keys if key[0].endswith("._claim")} == {("Statements._claim", 4)}
+    assert {key[1:] for key in keys if key[0].endswith("._complete")} == {(False, False), (True, True)}
+    assert any(key[0].endswith("._complete_and_claim") and key[1:] == (None,) for key in keys)
+    assert any(key[0].endswith("._insert") for key in keys)

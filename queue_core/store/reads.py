@@ -1,0 +1,165 @@
+"""The read model: what the console, the API and the CLI show of jobs. Nothing here changes a job."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+import peewee as pw
+
+from ..rules import COMPLETED, FAILED, PENDING, RUNNING, cutoff_before
+from ..validation import validate_age, validate_limit, validate_positive_int, validate_status
+from .compiled import RowReader
+from .models import Job, JobStatus
+from .statements import HostTime, ServerTime, Statements
+
+ROW_ERROR_CHARS = 300
+
+
+class JobReads:
+    """Reads of one database's jobs; ``JobRepository`` extends it and sets what it reads through."""
+
+    db: pw.Database
+    Job: type[Job]
+    JobError: type[pw.Model]
+    statements: Statements
+    time: HostTime | ServerTime
+    _window_reader: RowReader  # its own: window rows have other columns than RETURNING *
+
+    def now(self) -> datetime:
+        """The queue's current time (aware UTC): the database's on PostgreSQL, unless a clock was injected.
+
+        Inside a transaction PostgreSQL's ``now()`` is the transaction's start, the same value every
+        statement of that transaction sees.
+        """
+        return self.time.now()
+
+    def find_by_id(self, job_id: int) -> Job | None:
+        return self.Job.get_or_none(self.Job.id == job_id)
+
+    def find_by_idempotency_key(self, key: str) -> Job | None:
+        return self.Job.get_or_none(self.Job.idempotency_key == key)
+
+    def errors_for(self, job_id: int) -> list:
+        """Every failed attempt of a job, oldest first."""
+        JobError = self.JobError
+        return list(JobError.select().where(JobError.job_id == job_id).order_by(JobError.attempt, JobError.id))
+
+    def refusal(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> str | None:
+        """Why ``complete``, ``fail`` or ``release`` with these arguments is refused now; None if it would be taken.
+
+        The first reason that holds, in the order the acknowledgement checks them: no such job; the job is
+        not running; another worker holds it; the attempt named is over. The server's 409 quotes it.
+        """
+        job = self.find_by_id(job_id)
+        if job is None:
+            return f"no job with id {job_id}"
+        if job.status != RUNNING:
+            return f"it is {job.status}, not running"
+        if worker_id is not None and job.worker_id != worker_id:
+            return f"it is held by worker {job.worker_id!r}, not {worker_id!r}"
+        if attempt is not None and job.attempt != attempt:
+            return f"attempt {attempt} is over; the job is now on attempt {job.attempt}"
+        return None
+
+    def counts(self, *, type: str | None = None, cap: int | None = None) -> dict[str, int]:
+        """Jobs per status (every status present, zero included).
+
+        With ``cap``, each status is counted only up to ``cap + 1`` jobs, so a status holding more than
+        ``cap`` reads as ``cap + 1`` ("more than cap"). Each count is then an index range read that stops
+        early: a live console pays for at most ``cap`` index entries per status, not for a million rows.
+        """
+        Job = self.Job
+        counts = {status.value: 0 for status in JobStatus}
+        if cap is not None:
+            validate_positive_int("cap", cap)
+            for status in counts:
+                rows = Job.select(pw.SQL("1")).where(Job.status == status)
+                if type is not None:
+                    rows = rows.where(Job.type == type)
+                counts[status] = rows.limit(cap + 1).count()
+            return counts
+        query = Job.select(Job.status, pw.fn.COUNT(Job.id).alias("n")).group_by(Job.status)
+        if type is not None:
+            query = query.where(Job.type == type)
+        for status, n in query.tuples():
+            counts[status] = n
+        return counts
+
+    def count_stale(self, older_than: timedelta, *, type: str | None = None, now: datetime | None = None) -> int:
+        """How many running jobs ``reap_stale(older_than)`` would take back now (or at ``now``)."""
+        validate_age("older_than", older_than)
+        now = self.now() if now is None else now
+        query = self.Job.select().where(self._stale(cutoff_before(now, older_than)))
+        if type is not None:
+            query = query.where(self.Job.type == type)
+        return query.count()
+
+    def _stale(self, cutoff: datetime):
+        """The condition that a job is running and its heartbeat (or claim, if none) is older than ``cutoff``
+        (rules.is_stale, in SQL)."""
+        Job = self.Job
+        # A function on the left: peewee would bind the cutoff as it is (an aware datetime, which PostgreSQL
+        # compares in the session's time zone), so convert it as the columns are stored.
+        return (Job.status == RUNNING) & (_last_sign_of_life(Job) < Job.claimed_at.to_value(cutoff))
+
+    def list(
+        self, status: str | None = None, type: str | None = None, *, limit: int = 100, after: int | None = None
+    ) -> list[Job]:
+        """Jobs in id order, ``limit`` at a time; pass the last id seen as ``after`` for the next page."""
+        Job = self.Job
+        query = Job.select().order_by(Job.id).limit(validate_limit(limit))
+        if status is not None:
+            query = query.where(Job.status == validate_status(status))
+        if type is not None:
+            query = query.where(Job.type == type)
+        if after is not None:
+            query = query.where(Job.id > after)
+        return list(query)
+
+    def window(self, status: str, *, type: str | None = None, limit: int = 200) -> list[Job]:
+        """The first ``limit`` jobs of one status in the order an operator reads them.
+
+        pending: claim order; running: the longest silent first (oldest heartbeat, or claim if none), so
+        stale ones stay on top; completed and failed: most recent first.
+        """
+        return list(self._window_query(status, type, limit))
+
+    def window_rows(self, status: str, *, type: str | None = None, limit: int = 200) -> list:
+        """``window`` as light named tuples: every column but the payload, ``error`` cut to ``ROW_ERROR_CHARS``.
+
+        What a live table shows, at a fraction of the cost: a refresh never reads or decodes payloads and
+        builds no model objects.
+        """
+        Job = self.Job
+        columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
+        error = pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")
+        cursor = self.db.execute_sql(*self._window_query(status, type, limit, *columns, error).sql())
+        return self._window_reader.named(cursor)
+
+    def _window_query(self, status: str, type: str | None, limit: int, *columns):
+        Job = self.Job
+        status = validate_status(status)
+        orders = {
+            PENDING: (Job.priority.desc(), Job.run_at, Job.id),
+            RUNNING: (_last_sign_of_life(Job), Job.id),
+            COMPLETED: (Job.updated_at.desc(), Job.id.desc()),
+            FAILED: (Job.updated_at.desc(), Job.id.desc()),
+        }
+        query = Job.select(*columns).where(Job.status == status).order_by(*orders[status]).limit(validate_limit(limit))
+        if type is not None:
+            query = query.where(Job.type == type)
+        return query
+
+    def throughput(self, period: timedelta = timedelta(minutes=5)) -> dict[str, float]:
+        """Jobs completed and attempts failed per minute over the last ``period``."""
+        Job, JobError = self.Job, self.JobError
+        since = self.time.sql() - period
+        completed = Job.select().where((Job.status == COMPLETED) & (Job.updated_at >= since)).count()
+        failed = JobError.select().where(JobError.created_at >= since).count()
+        minutes = period.total_seconds() / 60
+        return {"completed": completed / minutes, "failed": failed / minutes}
+
+
+def _last_sign_of_life(Job: type[Job]):
+    """rules.last_sign_of_life in SQL: the heartbeat, or the claim if there is none yet."""
+    return pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at)
