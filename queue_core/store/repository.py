@@ -7,7 +7,6 @@ in store.statements, the read model in store.reads, the rules themselves in queu
 
 from __future__ import annotations
 
-import json
 import random
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
@@ -15,7 +14,6 @@ from datetime import datetime, timedelta
 import peewee as pw
 
 from ..clock import Clock, utc_now
-from ..errors import IdempotencyConflict, ValidationError
 from ..rules import (
     COMPLETED,
     DEFAULT_MAX_RETRIES,
@@ -28,21 +26,16 @@ from ..rules import (
     last_sign_of_life,
 )
 from ..validation import (
-    encode_payload,
     validate_age,
-    validate_aware,
     validate_error,
-    validate_idempotency_key,
-    validate_max_retries,
     validate_positive_int,
-    validate_retry_backoff,
-    validate_type,
     validate_types,
     validate_worker_id,
 )
 from .compiled import RowReader
-from .models import Job, bind_models, is_postgres, parse_priority
+from .models import Job, bind_models, is_postgres
 from .reads import JobReads
+from .specs import reject_repeated_keys, same_job_or_conflict, validated_fields, validated_spec
 from .statements import HostTime, PostgresStatements, ServerTime, SqliteStatements
 
 __all__ = ["CREATE_MANY_CHUNK", "PRUNE_BATCH", "JobRepository"]
@@ -50,8 +43,6 @@ __all__ = ["CREATE_MANY_CHUNK", "PRUNE_BATCH", "JobRepository"]
 # Rows per INSERT in create_many: 11 bound values a row stays far below SQLite's 32,766 and
 # PostgreSQL's 65,535 parameters per statement, while one statement per 1000 rows costs next to nothing.
 CREATE_MANY_CHUNK = 1000
-CREATE_FIELDS = ("type", "payload", "priority", "max_retries", "idempotency_key", "run_at", "retry_backoff")
-_CREATE_FIELD_SET = frozenset(CREATE_FIELDS)
 _KEEP = object()  # _requeue_changes: leave the latest error as it is
 PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum keeps up in between
 
@@ -92,13 +83,13 @@ class JobRepository(JobReads):
         retry_backoff: float | None = None,
     ) -> tuple[Job, bool]:
         """Enqueue a job; with an idempotency key already used, return that job and ``created=False``."""
-        fields = self._validated_fields(
+        fields = validated_fields(
             self.time.sql(), type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff
         )
         if idempotency_key is not None:
             existing = self.find_by_idempotency_key(idempotency_key)
             if existing is not None:
-                return self._same_job_or_conflict(existing, fields), False
+                return same_job_or_conflict(existing, fields), False
         try:
             job = self.statements.insert(fields)  # one statement: atomic by itself, no BEGIN/COMMIT round trips
         except pw.IntegrityError:
@@ -106,7 +97,7 @@ class JobRepository(JobReads):
             existing = self.find_by_idempotency_key(idempotency_key) if idempotency_key is not None else None
             if existing is None:
                 raise
-            return self._same_job_or_conflict(existing, fields), False
+            return same_job_or_conflict(existing, fields), False
         return job, True
 
     def create_many(self, specs: Iterable[Mapping]) -> list[Job]:
@@ -119,38 +110,16 @@ class JobRepository(JobReads):
         a key given twice in one batch is an error.
         """
         now = self.time.sql()
-        rows = [self._validated_spec(index, spec, now) for index, spec in enumerate(specs)]
+        rows = [validated_spec(index, spec, now) for index, spec in enumerate(specs)]
         if not rows:
             return []
-        _reject_repeated_keys(rows)
+        reject_repeated_keys(rows)
         try:
             return self._insert_many(rows)
         except pw.IntegrityError:
             # A concurrent create took one of our keys between our look-up and our insert (PostgreSQL;
             # SQLite holds the write lock throughout). Nothing was written; once more sees that job.
             return self._insert_many(rows)
-
-    def _validated_spec(self, index: int, spec, now) -> dict:
-        # type() first: the Mapping ABC's isinstance is slow, and a batch is usually plain dicts.
-        if type(spec) is not dict and not isinstance(spec, Mapping):
-            raise ValidationError(f"specs[{index}]", f"must be a mapping of create()'s arguments, not {spec!r}")
-        if not spec.keys() <= _CREATE_FIELD_SET or "type" not in spec:
-            unknown = sorted(map(str, spec.keys() - _CREATE_FIELD_SET))
-            what = f"unknown field(s) {', '.join(unknown)}" if unknown else "type is missing"
-            raise ValidationError(f"specs[{index}]", f"{what}; a spec takes {', '.join(CREATE_FIELDS)}")
-        try:
-            return self._validated_fields(
-                now,
-                spec["type"],
-                spec.get("payload"),
-                spec.get("priority", 0),
-                spec.get("max_retries", DEFAULT_MAX_RETRIES),
-                spec.get("idempotency_key"),
-                spec.get("run_at"),
-                spec.get("retry_backoff"),
-            )
-        except ValidationError as exc:
-            raise ValidationError(f"specs[{index}].{exc.field}", exc.message) from None
 
     def _insert_many(self, rows: list[dict]) -> list[Job]:
         Job = self.Job
@@ -163,7 +132,7 @@ class JobRepository(JobReads):
                     (job.idempotency_key, job) for job in Job.select().where(Job.idempotency_key.in_(chunk))
                 )
             jobs = [
-                self._same_job_or_conflict(existing[row["idempotency_key"]], row)
+                same_job_or_conflict(existing[row["idempotency_key"]], row)
                 if row["idempotency_key"] in existing
                 else None
                 for row in rows
@@ -176,33 +145,6 @@ class JobRepository(JobReads):
             if new:
                 self.statements.announce_pending()
         return jobs
-
-    def _validated_fields(
-        self, now, type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff
-    ) -> dict:
-        return {
-            "type": validate_type(type),
-            "payload": encode_payload(payload),
-            "priority": parse_priority(priority),
-            "max_retries": validate_max_retries(max_retries),
-            "idempotency_key": validate_idempotency_key(idempotency_key),
-            "run_at": now if run_at is None else validate_aware("run_at", run_at),
-            "retry_backoff": validate_retry_backoff(retry_backoff),
-            "status": PENDING,
-            "retry_count": 0,
-            "attempt": 0,
-            "created_at": now,
-            "updated_at": now,
-        }
-
-    @staticmethod
-    def _same_job_or_conflict(existing: Job, fields: dict) -> Job:
-        # Payloads compared as canonical JSON, not as Python values: 1 == 1.0 == True in Python, yet
-        # {"amount": 1}, {"amount": 1.0} and {"amount": true} are different requests. Key order is not.
-        new = json.loads(fields["payload"])
-        if existing.type != fields["type"] or _canonical(existing.payload) != _canonical(new):
-            raise IdempotencyConflict(fields["idempotency_key"], existing)
-        return existing
 
     # --- claim and run --------------------------------------------------------------------------
 
@@ -389,21 +331,3 @@ class JobRepository(JobReads):
             pruned += len(deleted)
             if len(found) < batch or batches == max_batches:
                 return pruned
-
-
-def _canonical(payload: dict) -> str:
-    """One text per JSON value, types included: keys sorted, no spaces."""
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"))
-
-
-def _reject_repeated_keys(rows: list[dict]) -> None:
-    first_use = {}
-    for index, row in enumerate(rows):
-        key = row["idempotency_key"]
-        if key is None:
-            continue
-        if key in first_use:
-            raise ValidationError(
-                f"specs[{index}].idempotency_key", f"repeats the key of specs[{first_use[key]}]; one job per key"
-            )
-        first_use[key] = index
