@@ -31,10 +31,12 @@ def scene_app(directory: Path) -> QueueConsole:
 
 
 async def settle(pilot) -> None:
+    """Until no refresh is loading or scheduled: a worker event's delayed refresh firing after the picture was
+    taken (a slow machine) would otherwise make two runs draw different tables."""
     while True:
         await pilot.app.workers.wait_for_complete()
         await pilot.pause()
-        if not pilot.app._loading:
+        if not pilot.app._loading and pilot.app._soon_timer is None:
             return
 
 
@@ -58,6 +60,10 @@ async def show_worker_run(pilot) -> None:
     app.worker_pane.replay(worker, events)
     app.request_refresh()
     await settle(pilot)
+    # RichLog follows its end with a scroll that lands after a later repaint: on a busy machine the picture
+    # could be taken before it, showing earlier lines. Land it now.
+    app.worker_pane.query_one("#worker-log").scroll_end(animate=False, immediate=True)
+    await pilot.pause()
 
 
 async def shoot_worker(directory: Path, out: Path) -> Path:

@@ -99,6 +99,7 @@ def fail_job(job_id: JobIdPath, body: FailJob, repo: Repo) -> Response:
 @router.post(
     "/jobs/{job_id:int}/complete-and-claim",
     response_model=CompletedAndClaimed,
+    responses=NOT_FOUND,  # only for an id that is not a job id at all; a known id always answers 200
     summary="Complete a job this worker holds and claim its next one, in one step",
 )
 def complete_and_claim(job_id: JobIdPath, body: CompleteAndClaim, repo: Repo) -> JSONResponse:
