@@ -6,12 +6,14 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
 from datetime import timedelta
 from pathlib import Path
 
+import peewee as pw
 import pytest
 import worker_handlers
 
@@ -173,13 +175,46 @@ def test_jobs_still_running_at_shutdown_are_released_without_a_retry(live_repo, 
         assert "still running after the shutdown timeout (0.2s)" in worker.log()
 
 
+def holds_a_write(repo) -> bool:
+    """Whether another connection is in the middle of a write: SQLite's write lock, or a PostgreSQL session of
+    this test's schema idle inside a transaction (its row locks)."""
+    db = repo.db
+    if isinstance(db, pw.PostgresqlDatabase):
+        query = (
+            "SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%%' "
+            "AND application_name = current_setting('application_name') AND pid <> pg_backend_pid()"
+        )
+        return db.execute_sql(query).fetchone()[0] > 0
+    probe = sqlite3.connect(db.database, timeout=0)
+    try:
+        probe.execute("BEGIN IMMEDIATE")
+        probe.rollback()
+        return False
+    except sqlite3.OperationalError:
+        return True
+    finally:
+        probe.close()
+
+
+def freeze_between_writes(process, repo) -> None:
+    """SIGSTOP ``process`` at a moment it holds no write: frozen inside one (a heartbeat, its registry row) it
+    would block every other worker too, and the test would measure a lock, not a zombie."""
+    for _ in range(200):
+        process.signal(signal.SIGSTOP)
+        if not holds_a_write(repo):
+            return
+        process.signal(signal.SIGCONT)
+        time.sleep(0.02)
+    raise AssertionError("the worker never paused between writes")
+
+
 @pytest.mark.parametrize("zombie_outcome", ["complete", "fail"])
 def test_a_zombie_cannot_complete_or_fail_the_new_claim(live_repo, start_worker, zombie_outcome):
     fail_attempts = [1] if zombie_outcome == "fail" else []
     job, _ = live_repo.create("zombie", {"seconds": 1.5, "fail_attempts": fail_attempts})
     zombie = start_worker(worker_id="zombie")  # stale after 300 s: it would never reap anything here
     wait_until(running_on(live_repo, job.id, "zombie"), "the zombie to claim the job")
-    zombie.signal(signal.SIGSTOP)  # hung: no heartbeat, no progress
+    freeze_between_writes(zombie, live_repo)  # hung: no heartbeat, no progress
 
     healthy = start_worker("--stale-after", "1.5", worker_id="healthy")
     wait_until(running_on(live_repo, job.id, "healthy"), "the job to be reaped and claimed again")
