@@ -356,7 +356,7 @@ def test_reap_takes_back_stale_claims(http, repo, clock):
 def test_stats_and_healthz(http, repo):
     enqueue(http)
     stats = http.get("/stats").json()
-    assert stats["counts"] == {"pending": 1, "running": 0, "completed": 0, "failed": 0}
+    assert stats["counts"] == {"pending": 1, "running": 0, "completed": 0, "failed": 0, "cancelled": 0}
     assert set(stats["per_minute_last_5m"]) == {"completed", "failed"}
     assert http.get("/healthz").json() == {"status": "ok"}
 
@@ -431,7 +431,17 @@ def test_openapi_documents_every_endpoint_and_problem_responses(http):
         ("POST", "/jobs/{job_id}/fail"),
         ("POST", "/jobs/{job_id}/release"),
         ("POST", "/jobs/{job_id}/retry"),
+        ("POST", "/jobs/{job_id}/cancel"),
+        ("POST", "/jobs/{job_id}/cancelled"),
+        ("POST", "/jobs/cancel-requests"),
         ("GET", "/jobs/{job_id}"),
+        ("GET", "/queues"),
+        ("POST", "/queues/{name}/pause"),
+        ("POST", "/queues/{name}/resume"),
+        ("GET", "/workers"),
+        ("POST", "/workers/{worker_id}/register"),
+        ("POST", "/workers/{worker_id}/seen"),
+        ("POST", "/workers/{worker_id}/stopped"),
         ("GET", "/stats"),
         ("GET", "/healthz"),
     }
