@@ -62,6 +62,8 @@ class RemoteJob:
     # An operator's cancel request (schema v6); the worker sets it on the running job when its heartbeat sees
     # one, so a handler over HTTP reads current_job().cancel_requested as one on the database would.
     cancel_requested_at: datetime | None = None
+    result: Any = None  # issue 14: the handler's return value (schema v6 has the column)
+    timeout: float | None = None  # issue 14: seconds per attempt
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -73,7 +75,8 @@ class RemoteJob:
                 values[name] = datetime.fromisoformat(values[name])
         if values.get("attempt") is None and values.get("retry_count") is not None:
             values["attempt"] = values["retry_count"] + 1
-        extra = {key: value for key, value in data.items() if key not in known and key != "priority_label"}
+        derived = ("priority_label", "cancel_requested")
+        extra = {key: value for key, value in data.items() if key not in known and key not in derived}
         return cls(**values, extra=extra)
 
     @property
@@ -90,6 +93,7 @@ class RemoteJob:
             if data[name] is not None:
                 data[name] = data[name].isoformat()
         data["priority_label"] = self.priority_label
+        data["cancel_requested"] = self.cancel_requested
         return data
 
 
