@@ -144,8 +144,11 @@ class HttpQueue:
         idempotency_key: str | None = None,
         run_at: datetime | None = None,
         retry_backoff: float | None = None,
+        queue: str | None = None,
     ) -> tuple[RemoteJob, bool]:
         body = {"type": type, "payload": payload, "priority": priority, "idempotency_key": idempotency_key}
+        if queue is not None:  # left out: "default", and a server from before v6 still accepts the body
+            body["queue"] = queue
         if max_retries is not None:
             body["max_retries"] = max_retries
         if run_at is not None:
