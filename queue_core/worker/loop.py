@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import QueueError
+from ..errors import QueueError, ValidationError
 from ..validation import validate_worker_id
 from .acks import GAVE_UP, Acks
 from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_concurrency, valid_queue_slots
@@ -91,7 +91,7 @@ class Worker:
         if self.queues is not None:
             total = sum(self.queues.values())
             if self.concurrency not in (DEFAULTS.concurrency, total):
-                raise QueueError(f"concurrency={concurrency} and queues={queues!r} disagree: with queues, give one")
+                raise ValidationError("queues", f"with queues the slots are theirs; concurrency={concurrency} too")
             self.concurrency = total
         self._slot_queues = slot_queues(self.queues, self.concurrency)
         self.queue = queue
