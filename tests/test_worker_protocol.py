@@ -42,14 +42,19 @@ def assert_satisfies(implementation, protocol) -> None:
 
 def test_the_protocol_names_what_the_worker_calls():
     assert protocol_members(JobQueue) == [
+        "cancel_requests",
         "claim",
         "complete",
         "complete_and_claim",
         "fail",
         "heartbeat",
+        "mark_cancelled",
         "prune",
         "reap_stale",
+        "register_worker",
         "release",
+        "worker_seen",
+        "worker_stopped",
     ]
 
 
@@ -79,7 +84,7 @@ def test_the_structural_check_catches_a_queue_that_differs():
 
     with pytest.raises(AssertionError, match="complete_and_claim"):
         assert_satisfies(Renamed, JobQueue)
-    with pytest.raises(AssertionError, match="no complete"):
+    with pytest.raises(AssertionError, match="has no cancel_requests"):
         assert_satisfies(Missing, JobQueue)
 
 

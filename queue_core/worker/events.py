@@ -14,7 +14,19 @@ from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
 
-EVENT_KINDS = ("started", "claimed", "completed", "failed", "released", "lost", "reaped", "error", "stopped")
+EVENT_KINDS = (
+    "started",
+    "claimed",
+    "completed",
+    "failed",
+    "released",
+    "lost",
+    "reaped",
+    "error",
+    "stopped",
+    "cancel-requested",
+    "cancelled",
+)
 
 
 @dataclass(frozen=True)
