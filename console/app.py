@@ -8,6 +8,7 @@ database nor a write waiting for another process's lock ever blocks a key press.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from datetime import timedelta
 from functools import partial
 from typing import ClassVar, NoReturn
@@ -25,6 +26,7 @@ from queue_core.store.database import DATABASE_ERRORS, default_url, open_databas
 from queue_core.store.repository import JobRepository
 from queue_core.worker.cli import import_handler_modules
 from queue_core.worker.handlers import registry as handler_registry
+from queue_core.worker.scheduler import Schedule, describe_schedules
 
 from .actions import JobActions
 from .demo import demo_refusal, seed_demo
@@ -36,7 +38,7 @@ from .screens.detail import JobDetailScreen
 from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
 from .snapshot import WINDOW, Snapshot, load_snapshot
-from .widgets.jobs.stack import TableStack
+from .views import VIEW_BINDINGS, VIEW_TITLES, ViewControls
 from .widgets.jobs.stats_bar import StatsBar
 from .widgets.jobs.table import JobTable
 from .widgets.worker.pane import WorkerPane
@@ -44,10 +46,11 @@ from .widgets.worker.pane import WorkerPane
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
 
 
-class QueueConsole(JobActions, EmbeddedWorkerControls, App):
+class QueueConsole(JobActions, ViewControls, EmbeddedWorkerControls, App):
     CSS_PATH = "console.tcss"
     TITLE = "queue-core"
     BINDINGS: ClassVar[list[Binding]] = [
+        *VIEW_BINDINGS,
         Binding("n", "enqueue", "Enqueue", id="enqueue", tooltip="enqueue a job through a form"),
         Binding("r", "retry", "Retry", id="retry", tooltip="retry the selected failed job"),
         Binding("f", "fail", "Fail", id="fail", tooltip="fail the selected running job (asks why)"),
@@ -74,6 +77,7 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
         worker_id: str | None = None,
         db_label: str | None = None,
         window: int = WINDOW,
+        schedules: Iterable[Schedule] = (),
     ) -> None:
         super().__init__()
         self.repo = repo  # its clock drives what the console shows and writes (a fixed one in tests)
@@ -85,6 +89,8 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
         self.worker_id = worker_id  # None: the worker's own (host and process id)
         self.db_label = db_label if db_label is not None else database_label(repo.db)
         self.window = window
+        self.schedules = list(schedules)  # periodic jobs of the --handlers modules, for the schedules view
+        self.init_views()
         self.type_filter: str | None = None
         self.snapshot: Snapshot | None = None
         self._loading = False
@@ -97,7 +103,7 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
     def compose(self) -> ComposeResult:
         yield Header()
         yield StatsBar("loading…", id="stats")
-        yield TableStack(id="tables")
+        yield from self.compose_views()
         yield WorkerPane(clock=self.repo.now, id="worker-pane")
         yield Footer()
 
@@ -112,7 +118,7 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
 
     @property
     def tables(self) -> list[JobTable]:
-        return self.query_one(TableStack).tables
+        return self.query_one("#tables").tables
 
     @property
     def current_table(self) -> JobTable:
@@ -145,7 +151,8 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
             self._reload = True  # one more right after the one in flight, never a queue of them
             return
         self._loading = True
-        self._load_snapshot(self.type_filter)
+        after, page_number = self.page_request()
+        self._load_snapshot(self.type_filter, self.view, after, page_number, self.view_reads())
 
     def refresh_soon(self) -> None:
         if self._soon_timer is None:
@@ -156,11 +163,18 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
         self.request_refresh()
 
     @work(thread=True, exit_on_error=False, group="refresh")
-    def _load_snapshot(self, type_filter: str | None) -> None:
+    def _load_snapshot(self, type_filter: str | None, view: str, after, page_number: int, reads: dict) -> None:
         try:
             with self.repo.db.connection_context():
                 snapshot = load_snapshot(
-                    self.repo, type_filter=type_filter, window=self.window, stale_after=self.stale_after
+                    self.repo,
+                    type_filter=type_filter,
+                    window=self.window,
+                    stale_after=self.stale_after,
+                    view=view,
+                    after=after,
+                    page_number=page_number,
+                    extra_reads=reads,
                 )
         except Exception as exc:  # whatever it is, say so and keep refreshing (a silent death stops the tables)
             self.post_message(RefreshFailed(f"{type(exc).__name__}: {exc}"))
@@ -170,10 +184,15 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
     def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
         self._loading = False
         self._last_refresh_error = None
-        if message.snapshot.type_filter == self.type_filter:
-            self.show_snapshot(message.snapshot)
+        snapshot = message.snapshot
+        if (snapshot.type_filter, snapshot.view, snapshot.page_number) == (
+            self.type_filter,
+            self.view,
+            self.page_request()[1],
+        ):
+            self.show_snapshot(snapshot)
         else:
-            self._reload = True  # the filter changed while this was loading
+            self._reload = True  # the filter, the view or the page changed while this was loading
         self._reload_if_asked()
 
     def on_refresh_failed(self, message: RefreshFailed) -> None:
@@ -191,10 +210,11 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         scope = f"type {snapshot.type_filter}" if snapshot.type_filter else "all types"
-        self.sub_title = f"{self.db_label} · {scope} · {time_of_day(snapshot.now)} UTC"
+        view = VIEW_TITLES.get(self.view, self.view.capitalize())
+        self.sub_title = f"{self.db_label} · {view} · {scope} · {time_of_day(snapshot.now)} UTC"
         with self.batch_update():
             self.query_one(StatsBar).show(snapshot)
-            self.query_one(TableStack).show(snapshot)
+            self.show_views(snapshot)
 
     # --- keys that look (the keys that change jobs are in console.actions) -------------------------
 
@@ -230,6 +250,8 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
 
     def action_next_table(self) -> None:
         self._on_main_screen()
+        if self.view != "tables":
+            raise SkipAction()  # one table on the other views: tab moves focus as usual
         tables = self.tables
         index = tables.index(self.current_table) if self.current_table in tables else -1
         tables[(index + 1) % len(tables)].focus()
@@ -237,6 +259,10 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
     def action_help(self) -> None:
         self._on_main_screen()
         self.push_screen(HelpScreen(self.BINDINGS, self.stale_after.total_seconds()))
+
+    def read_schedules(self, repo: JobRepository, now) -> list:
+        """On the refresh thread: each schedule's last run (a read) and next run."""
+        return describe_schedules(repo, self.schedules, now)
 
     def known_types(self) -> list[str]:
         """Types an operator may mean: those with a handler here, and those in the tables now."""

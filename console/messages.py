@@ -115,3 +115,14 @@ class WorkerEventReceived(Message):
 @message
 class QueueWorkerStopped(Message):
     then_exit: bool
+
+
+# --- views (console.views, console.widgets.jobs.paged) --------------------------------------------
+
+
+@message
+class PageRequested(Message):
+    """A paged table asks for the window after (step +1) or before (step -1) the one it shows."""
+
+    state: str
+    step: int

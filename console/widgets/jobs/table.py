@@ -20,7 +20,14 @@ COLUMNS = (
     ("worker", "worker", 16),
     ("error", "latest error", 39),
 )
-TIME_LABELS = {"pending": "age / due", "running": "running", "failed": "failed"}
+TIME_LABELS = {
+    "pending": "age / due",
+    "running": "running",
+    "failed": "failed",
+    "scheduled": "due",
+    "completed": "finished",
+    "cancelled": "cancelled",
+}
 PRIORITY_STYLES = {"critical": "bold red", "high": "yellow", "medium": "", "low": "dim"}
 STALE_STYLE = "bold red"
 STALE_MARKER = "⚠"
@@ -117,7 +124,7 @@ class JobTable(DataTable):
 
     def time_cell(self, job, snapshot: Snapshot, stale: bool) -> Cell:
         now = snapshot.now
-        if self.status == "pending":
+        if self.status in ("pending", "scheduled"):
             if job.run_at > now:
                 return f"in {short_duration((job.run_at - now).total_seconds())}", "cyan"
             return since(job.created_at, now), ""

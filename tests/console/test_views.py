@@ -1,0 +1,109 @@
+"""Pilot tests of the views: the real number and letter keys, then a look at what the database holds."""
+
+from __future__ import annotations
+
+import pytest
+from console_helpers import settle
+
+from console.widgets.activity.view import ActivityView
+from console.widgets.jobs.paged import PagedJobTable
+from console.widgets.schedules.view import SchedulesView
+from queue_core.store.pages import page
+from queue_core.worker.scheduler import Schedule
+
+pytestmark = pytest.mark.asyncio
+
+
+def shown_ids(table) -> list[int]:
+    return [int(row.key.value) for row in table.ordered_rows]
+
+
+async def test_completed_view_pages_by_keyset_with_page_down_and_back(make_app, scene, db_url):
+    """Runs on both backends. ``d`` shows one window; page down on its last row loads the next, page up
+    on the first row the one before, each exactly the page the store reads after that cursor."""
+    app = make_app(window=10)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        table = app.query_one("#completed", PagedJobTable)
+        assert app.focused is table and app.view == "completed"
+        first = page(scene, "completed", limit=10)
+        assert shown_ids(table) == [row.id for row in first.rows]
+        await pilot.press("ctrl+end", "pagedown")
+        await settle(pilot)
+        second = page(scene, "completed", after=first.next_after, limit=10)
+        assert shown_ids(table) == [row.id for row in second.rows]
+        assert table.row_count == 10 and table.cursor_row == 0  # one window held, the cursor at its top
+        assert "page 2 · 11–20" in str(table.border_title)
+        await pilot.press("pageup")
+        await settle(pilot)
+        assert shown_ids(table) == [row.id for row in first.rows] and table.cursor_row == 9
+
+
+async def test_scheduled_and_cancelled_views_show_their_states(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        scheduled = app.query_one("#scheduled", PagedJobTable)
+        expected = [row.id for row in page(scene, "scheduled").rows]
+        assert expected and shown_ids(scheduled) == expected
+        assert all(scene.find_by_id(i).run_at > scene.now() for i in expected)
+        await pilot.press("k")
+        await settle(pilot)
+        assert app.view == "cancelled" and app.focused.id == "cancelled"
+        await pilot.press("1")
+        await settle(pilot)
+        assert app.view == "tables" and app.focused.id == "pending"
+
+
+async def test_refresh_keeps_the_cursor_on_its_row_in_a_paged_view(make_app, scene, scene_clock):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("d", "down", "down")
+        await settle(pilot)
+        table = app.query_one("#completed", PagedJobTable)
+        chosen = table.selected_job_id
+        scene_clock.advance(1)
+        claimed = scene.claim("w")  # completes after every shown job: it lands above the chosen one
+        scene.complete(claimed.id, worker_id="w", attempt=claimed.attempt)
+        app.request_refresh()
+        await settle(pilot)
+        assert shown_ids(table)[0] == claimed.id
+        assert table.selected_job_id == chosen
+
+
+async def test_activity_view_charts_the_last_hour(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.query_one(ActivityView)
+        assert app.view == "activity" and app.snapshot.activity is not None
+        completed = app.snapshot.activity.series["completed"]
+        assert len(completed) == 60 and sum(completed) == scene.counts()["completed"]  # the scene is < 1 h
+        assert view.query_one("#completed-chart").data == completed
+        assert "Activity" in app.sub_title
+
+
+async def test_schedules_view_lists_each_schedule_or_says_there_are_none(make_app, scene, db_url):
+    nightly = Schedule(name="nightly-report", cron="0 3 * * *", type="report")
+    app = make_app(schedules=[nightly])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        table = app.query_one(SchedulesView)
+        assert table.row_count == 1
+        row = table.get_row("nightly-report")
+        assert row[1] == "0 3 * * *" and row[3] == "never" and row[5] == "03:00:00 UTC"
+    empty = make_app()
+    async with empty.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        assert "none" in str(empty.query_one(SchedulesView).border_title)
