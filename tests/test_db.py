@@ -92,7 +92,7 @@ def test_version_1_database_is_migrated_keeping_jobs(db_url):
     db.execute_sql("UPDATE queue_meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION == 5
+    assert schema_version(db) == SCHEMA_VERSION
     assert "job_errors_created" in {index.name for index in db.get_indexes("job_errors")}
     assert JobRepository(db).list()[0].payload == {"keep": True}
     db.close()
@@ -149,8 +149,20 @@ def test_throughput_reads_job_errors_through_its_time_index(repo, db):
     assert any("job_errors_created" in row[-1] for row in plan), plan
 
 
+def _as_version_5(db) -> None:
+    """Turn a current database back into schema version 5: no queues, cancel requests, registry, result, timeout."""
+    db.execute_sql("DROP INDEX IF EXISTS jobs_queue_claim")
+    db.execute_sql("DROP INDEX IF EXISTS jobs_pending_queue_claim")
+    for column in ("queue", "cancel_requested_at", "result", "timeout"):
+        db.execute_sql(f"ALTER TABLE jobs DROP COLUMN {column}")
+    db.execute_sql("DROP TABLE queues")
+    db.execute_sql("DROP TABLE workers")
+    db.execute_sql("UPDATE queue_meta SET value = '5' WHERE key = 'schema_version'")
+
+
 def _as_version_4(db) -> None:
     """Turn a current database back into schema version 4: no ``attempt`` column on jobs."""
+    _as_version_5(db)
     db.execute_sql("ALTER TABLE jobs DROP COLUMN attempt")
     db.execute_sql("UPDATE queue_meta SET value = '4' WHERE key = 'schema_version'")
 
@@ -175,7 +187,7 @@ def test_version_4_database_gets_a_stored_attempt_keeping_every_job(db_url):
 
     db = open_database(db_url)
     repo = JobRepository(db)
-    assert schema_version(db) == SCHEMA_VERSION == 5
+    assert schema_version(db) == SCHEMA_VERSION
     assert {job.payload["keep"] for job in repo.list()} == {"running", "retried", "fresh", "done"}
     assert repo.find_by_id(running.id).attempt == 3
     # The worker still holding the running job acks with the attempt it was given (retry_count + 1).
