@@ -29,6 +29,7 @@ from queue_core.worker.handlers import registry as handler_registry
 from queue_core.worker.scheduler import Schedule, describe_schedules
 
 from .actions import JobActions
+from .controls import CONTROL_BINDINGS, QueueControls
 from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls
 from .formatting import time_of_day
@@ -41,12 +42,13 @@ from .snapshot import WINDOW, Snapshot, load_snapshot
 from .views import VIEW_BINDINGS, VIEW_TITLES, ViewControls
 from .widgets.jobs.stats_bar import StatsBar
 from .widgets.jobs.table import JobTable
+from .widgets.view_bar import ViewBar
 from .widgets.worker.pane import WorkerPane
 
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
 
 
-class QueueConsole(JobActions, ViewControls, EmbeddedWorkerControls, App):
+class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerControls, App):
     CSS_PATH = "console.tcss"
     TITLE = "queue-core"
     BINDINGS: ClassVar[list[Binding]] = [
@@ -54,6 +56,7 @@ class QueueConsole(JobActions, ViewControls, EmbeddedWorkerControls, App):
         Binding("n", "enqueue", "Enqueue", id="enqueue", tooltip="enqueue a job through a form"),
         Binding("r", "retry", "Retry", id="retry", tooltip="retry the selected failed job"),
         Binding("f", "fail", "Fail", id="fail", tooltip="fail the selected running job (asks why)"),
+        *CONTROL_BINDINGS,
         Binding("x", "reap", "Reap stale", id="reap", tooltip="take back stale claims now"),
         Binding("w", "toggle_worker", "Worker", id="worker", tooltip="start / stop the embedded worker"),
         # Enter and tab are priority bindings so the focused table does not take them; on a dialog
@@ -103,12 +106,14 @@ class QueueConsole(JobActions, ViewControls, EmbeddedWorkerControls, App):
     def compose(self) -> ComposeResult:
         yield Header()
         yield StatsBar("loading…", id="stats")
+        yield from self.compose_view_bar()
         yield from self.compose_views()
         yield WorkerPane(clock=self.repo.now, id="worker-pane")
         yield Footer()
 
     def on_mount(self) -> None:
         self.sub_title = self.db_label
+        self.query_one(ViewBar).show_current(self.view)
         self.query_one("#pending", JobTable).focus()
         self.request_refresh()
         if self.refresh_interval:
@@ -224,6 +229,11 @@ class QueueConsole(JobActions, ViewControls, EmbeddedWorkerControls, App):
 
     def action_detail(self) -> None:
         self._on_main_screen()
+        if self.view == "workers":
+            self.show_worker_jobs()
+            return
+        if self.view not in ("tables", "scheduled", "completed", "cancelled"):
+            raise SkipAction()  # the view's own table has the key
         job_id = self.current_table.selected_job_id
         if job_id is None:
             self.notify("No job selected.", severity="warning")

@@ -126,3 +126,24 @@ class PageRequested(Message):
 
     state: str
     step: int
+
+
+# --- queue, cancel and worker controls (console.controls) -----------------------------------------
+
+
+@message
+class QueuePauseChanged(Message):
+    state: Any  # queue_core.store.reads.QueueState after the write
+
+
+@message
+class JobCancelRequested(Message):
+    job_id: int
+    job: Job | None  # None: unknown or already final, nothing changed; running: a cancel request was set
+
+
+@message
+class WorkerJobsLoaded(Message):
+    worker_id: str
+    rows: list
+    now: Any

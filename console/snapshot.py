@@ -11,6 +11,7 @@ from datetime import datetime, timedelta
 
 from queue_core.rules import is_stale
 from queue_core.store.activity import Activity, ActivityReads
+from queue_core.store.overview import lost_workers, paused_queues
 from queue_core.store.pages import PAGED_STATES, Cursor, Page, page
 from queue_core.store.repository import JobRepository
 
@@ -36,6 +37,8 @@ class Snapshot:
     activity: Activity | None = None
     extra: dict = field(default_factory=dict)  # per view: "queues", "workers", "schedules"
     page_number: int = 1
+    paused_queues: tuple[str, ...] = ()  # the header's: on every view
+    lost_workers: tuple[str, ...] = ()
 
     def count_text(self, status: str) -> str:
         return format_count(self.counts[status])
@@ -91,6 +94,8 @@ def load_snapshot(
         activity=activity,
         extra=extra,
         page_number=page_number if view in PAGED_STATES else 1,
+        paused_queues=tuple(paused_queues(repo)),
+        lost_workers=tuple(lost_workers(repo)),
     )
 
 

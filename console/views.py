@@ -1,5 +1,5 @@
 """The views, one key each: ``1`` Jobs (the live tables; ``s`` scheduled, ``d`` completed, ``k`` cancelled one
-key further), ``4`` Schedules, ``5`` Activity; queues and workers join as ``2`` and ``3``.
+key further), ``2`` Queues, ``3`` Workers, ``4`` Schedules, ``5`` Activity.
 
 A mixin of ``QueueConsole``. Every view is a child of one ``ContentSwitcher`` whose id is the view's name; the
 header and the counts line stay above it on every view. A refresh reads only what the view on screen
@@ -19,7 +19,10 @@ from .messages import PageRequested
 from .widgets.activity.view import ActivityView
 from .widgets.jobs.paged import PagedJobTable
 from .widgets.jobs.stack import TableStack
+from .widgets.queues.table import QueuesTable
 from .widgets.schedules.view import SchedulesView
+from .widgets.view_bar import ViewBar
+from .widgets.workers.table import WorkersTable
 
 LIVE = "tables"  # the home view: the pending / running / failed tables
 PAGED = (("scheduled", "Scheduled"), ("completed", "Completed"), ("cancelled", "Cancelled"))
@@ -28,18 +31,29 @@ VIEW_TITLES = {
     "scheduled": "Jobs · scheduled",
     "completed": "Jobs · completed",
     "cancelled": "Jobs · cancelled",
+    "queues": "Queues",
+    "workers": "Workers",
     "schedules": "Schedules",
     "activity": "Activity",
 }
 
+
+def view_binding(key: str, view: str, description: str, tooltip: str) -> Binding:
+    # Not in the footer: the view bar under the header shows these, from these same bindings.
+    return Binding(key, f"show_view('{view}')", description, id=f"view-{view}", tooltip=tooltip, show=False)
+
+
 VIEW_BINDINGS = [
-    Binding("1", f"show_view('{LIVE}')", "Jobs", id="view-jobs", tooltip="pending, running and failed jobs, live"),
-    Binding("s", "show_view('scheduled')", "Scheduled", id="view-scheduled", tooltip="pending jobs due later"),
-    Binding("d", "show_view('completed')", "Completed", id="view-completed", tooltip="completed jobs, newest first"),
-    Binding("k", "show_view('cancelled')", "Cancelled", id="view-cancelled", tooltip="cancelled jobs, newest first"),
-    Binding("4", "show_view('schedules')", "Schedules", id="view-schedules", tooltip="periodic jobs: cron, runs"),
-    Binding("5", "show_view('activity')", "Activity", id="view-activity", tooltip="the last hour, per minute"),
+    view_binding("1", LIVE, "Jobs", "pending, running and failed jobs, live"),
+    view_binding("s", "scheduled", "Scheduled", "pending jobs due later: delays and back-offs"),
+    view_binding("d", "completed", "Completed", "completed jobs, newest first, a page at a time"),
+    view_binding("k", "cancelled", "Cancelled", "cancelled jobs, newest first, a page at a time"),
+    view_binding("2", "queues", "Queues", "per queue: paused, counts, latency; p pauses"),
+    view_binding("3", "workers", "Workers", "every registered worker; enter: the jobs it holds"),
+    view_binding("4", "schedules", "Schedules", "periodic jobs: cron, last and next run"),
+    view_binding("5", "activity", "Activity", "the last hour per minute: done, failed, enqueued"),
 ]
+VIEW_OF_BINDING = {binding.id: binding.action.split("'")[1] for binding in VIEW_BINDINGS}
 
 
 class ViewControls:
@@ -47,11 +61,16 @@ class ViewControls:
 
     view: str = LIVE
 
+    def compose_view_bar(self) -> ComposeResult:
+        yield ViewBar(VIEW_BINDINGS, VIEW_OF_BINDING, id="view-bar")
+
     def compose_views(self) -> ComposeResult:
         with ContentSwitcher(id="views", initial=LIVE):
             yield TableStack(id=LIVE)
             for state, title in PAGED:
                 yield PagedJobTable(state, title, id=state)
+            yield QueuesTable(id="queues")
+            yield WorkersTable(id="workers")
             yield SchedulesView(id="schedules")
             yield ActivityView(id="activity")
 
@@ -66,9 +85,8 @@ class ViewControls:
 
     def view_reads(self) -> dict:
         """Reads only this view needs, as name -> function(repository, now), run on the refresh thread."""
-        if self.view == "schedules":
-            return {"schedules": self.read_schedules}
-        return {}
+        reads = {"schedules": self.read_schedules, "queues": _queues, "workers": _workers}
+        return {self.view: reads[self.view]} if self.view in reads else {}
 
     def action_show_view(self, name: str) -> None:
         self._on_main_screen()
@@ -76,6 +94,7 @@ class ViewControls:
             return
         self.view = name
         self.query_one("#views", ContentSwitcher).current = name
+        self.query_one(ViewBar).show_current(name)
         widget = self.query_one(f"#{name}")
         target = self.query_one("#pending") if name == LIVE else widget
         if target.focusable:
@@ -98,5 +117,15 @@ class ViewControls:
         self.query_one(TableStack).show(snapshot)
         for state, _ in PAGED:
             self.query_one(f"#{state}", PagedJobTable).show(snapshot)
+        self.query_one(QueuesTable).show(snapshot)
+        self.query_one(WorkersTable).show(snapshot)
         self.query_one(SchedulesView).show(snapshot)
         self.query_one(ActivityView).show(snapshot)
+
+
+def _queues(repo, now) -> list:
+    return repo.queues()
+
+
+def _workers(repo, now) -> list:
+    return repo.workers()

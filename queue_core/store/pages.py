@@ -47,9 +47,7 @@ def page(
         raise ValidationError("state", f"unknown state {state!r}; use one of {', '.join(PAGED_STATES)}")
     limit = validate_limit(limit)
     Job = repo.Job
-    columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
-    error = pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")
-    query = Job.select(*columns, error)
+    query = Job.select(*page_columns(Job))
     if state == SCHEDULED:
         now = repo.now() if now is None else now
         time = Job.run_at
@@ -71,6 +69,12 @@ def page(
     sort_time = "run_at" if state == SCHEDULED else "updated_at"
     next_after = (getattr(rows[-1], sort_time), rows[-1].id) if more else None
     return Page(state, rows, after, next_after)
+
+
+def page_columns(Job) -> list:
+    """A light row's columns: every column but the payload, the error cut to ``ROW_ERROR_CHARS``."""
+    columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
+    return [*columns, pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")]
 
 
 def _after(time_column, id_column, after: Cursor, *, ascending: bool):

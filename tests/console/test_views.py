@@ -5,9 +5,13 @@ from __future__ import annotations
 import pytest
 from console_helpers import settle
 
+from console.screens.confirm import ConfirmScreen
+from console.screens.worker_jobs import WorkerJobsScreen
 from console.widgets.activity.view import ActivityView
 from console.widgets.jobs.paged import PagedJobTable
+from console.widgets.queues.table import QueuesTable
 from console.widgets.schedules.view import SchedulesView
+from console.widgets.workers.table import WorkersTable
 from queue_core.store.pages import page
 from queue_core.worker.scheduler import Schedule
 
@@ -107,3 +111,84 @@ async def test_schedules_view_lists_each_schedule_or_says_there_are_none(make_ap
         await pilot.press("4")
         await settle(pilot)
         assert "none" in str(empty.query_one(SchedulesView).border_title)
+
+
+async def open_view(app, pilot, key: str) -> None:
+    await settle(pilot)
+    await pilot.press(key)
+    await settle(pilot)
+
+
+async def test_queues_view_pauses_and_resumes_the_selected_queue_after_asking(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_view(app, pilot, "2")
+        table = app.query_one(QueuesTable)
+        assert app.focused is table and list(table.states) == ["default", "mail", "reports"]
+        assert table.states["reports"].paused and "1 paused" in str(app.query_one("#stats").render())
+        await pilot.press("down")  # mail
+        await pilot.press("p")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")  # no: nothing changes
+        await settle(pilot)
+        assert not scene.queue_state("mail").paused
+        await pilot.press("p", "y")
+        await settle(pilot)
+        assert scene.queue_state("mail").paused
+        assert table.selected_queue.name == "mail" and table.selected_queue.paused  # the cursor stayed on its queue
+        await pilot.press("p", "enter")
+        await settle(pilot)
+        assert not scene.queue_state("mail").paused
+
+
+async def test_workers_view_shows_lost_workers_and_enter_lists_the_jobs_held(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_view(app, pilot, "3")
+        table = app.query_one(WorkersTable)
+        assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == [
+            "host-a:412",
+            "host-b:413",
+            "host-c:977",
+        ]
+        lost = table.get_row("host-c:977")
+        assert str(lost[5]) == "lost · silent 6m00s" and lost[0].style == "bold red"
+        assert "1 lost" in str(app.query_one("#stats").render())
+        await pilot.press("down", "down", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, WorkerJobsScreen)
+        held = app.screen.query_one("#held")
+        expected = [job.id for job in scene.list("running") if job.worker_id == "host-c:977"]
+        assert [int(row.key.value) for row in held.ordered_rows] == expected and expected
+        await pilot.press("escape")
+        assert not isinstance(app.screen, WorkerJobsScreen)
+
+
+async def test_c_cancels_the_selected_pending_job_after_asking(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        job_id = app.focused.selected_job_id
+        await pilot.press("c")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert scene.find_by_id(job_id).status == "pending"
+        await pilot.press("c", "y")
+        await settle(pilot)
+        assert scene.find_by_id(job_id).status == "cancelled"
+        await pilot.press("k")
+        await settle(pilot)
+        assert job_id in shown_ids(app.query_one("#cancelled", PagedJobTable))
+
+
+async def test_c_on_a_running_job_asks_its_worker(make_app, scene):
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("tab")
+        job_id = app.focused.selected_job_id
+        await pilot.press("c", "y")
+        await settle(pilot)
+        job = scene.find_by_id(job_id)
+        assert job.status == "running" and job.cancel_requested

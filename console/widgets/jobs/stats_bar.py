@@ -6,7 +6,13 @@ from textual.widgets import Static
 
 from ...snapshot import Snapshot
 
-STATUS_STYLES = {"pending": "cyan", "running": "yellow", "failed": "red", "completed": "green"}
+STATUS_STYLES = {
+    "pending": "cyan",
+    "running": "yellow",
+    "failed": "red",
+    "completed": "green",
+    "cancelled": "magenta",
+}
 
 
 class StatsBar(Static):
@@ -23,4 +29,9 @@ class StatsBar(Static):
             f"[b]{snapshot.throughput['completed']:.1f}[/] done/min · "
             f"[b]{snapshot.throughput['failed']:.1f}[/] failed/min [dim]({minutes}m)[/]"
         )
-        return " · ".join(counts) + " │ " + rates
+        alarms = ""
+        if snapshot.paused_queues:
+            alarms += f" │ [bold yellow]⏸ {len(snapshot.paused_queues)} paused[/]"
+        if snapshot.lost_workers:
+            alarms += f" │ [bold red]✗ {len(snapshot.lost_workers)} lost[/]"
+        return " · ".join(counts) + " │ " + rates + alarms

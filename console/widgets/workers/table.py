@@ -1,0 +1,76 @@
+"""Every registered worker: where it runs, what it takes, when it was last seen; lost workers in red."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from ...formatting import since, time_of_day
+from ...snapshot import Snapshot
+
+COLUMNS = (
+    ("worker", 20),
+    ("host", 12),
+    ("pid", 7),
+    ("queues", 14),
+    ("slots", 5),
+    ("state", 18),
+    ("started", 9),
+    ("last seen", 10),
+    ("running", 7),
+    ("done", 6),
+)
+STATE_STYLES = {"running": "green", "stopped": "dim", "lost": "bold red"}
+
+
+class WorkersTable(DataTable):
+    """Rows keyed by worker id, so a refresh keeps the cursor on its worker."""
+
+    def __init__(self, **kwargs):
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+
+    def on_mount(self) -> None:
+        for label, width in COLUMNS:
+            self.add_column(label, key=label, width=width)
+        self.border_title = "Workers"
+
+    @property
+    def selected_worker_id(self) -> str | None:
+        if not self.row_count:
+            return None
+        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+
+    def show(self, snapshot: Snapshot) -> None:
+        workers = snapshot.extra.get("workers")
+        if workers is None:
+            return  # this refresh was read for another view
+        selected, index = self.selected_worker_id, self.cursor_row
+        self.clear()
+        for worker in workers:
+            self.add_row(*self.cells(worker, snapshot), key=worker.id)
+        if self.row_count:
+            ids = [worker.id for worker in workers]
+            row = ids.index(selected) if selected in ids else index
+            self.move_cursor(row=min(row, self.row_count - 1), animate=False)
+        lost = sum(worker.state == "lost" for worker in workers)
+        self.border_title = f"Workers [b]{len(workers)}[/b]" + (f" · [bold red]{lost} lost[/]" if lost else "")
+
+    @staticmethod
+    def cells(worker, snapshot: Snapshot) -> list:
+        style = "bold red" if worker.state == "lost" else ""
+        state = worker.state
+        if worker.state == "lost":
+            state = f"lost · silent {since(worker.last_seen_at, snapshot.now)}"
+        queues = worker.queues if isinstance(worker.queues, str) else ",".join(worker.queues)
+        return [
+            Text(worker.id, style=style),
+            Text(worker.host, style=style),
+            Text(str(worker.pid), style=style),
+            Text(queues, style=style),
+            Text(str(worker.concurrency), style=style),
+            Text(state, style=STATE_STYLES.get(worker.state, "")),
+            Text(time_of_day(worker.started_at), style=style),
+            Text(f"{since(worker.last_seen_at, snapshot.now)} ago", style=style),
+            Text(str(worker.running), style=style),
+            Text(str(worker.completed), style=style),
+        ]
