@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from console_helpers import settle
 
@@ -192,3 +194,40 @@ async def test_c_on_a_running_job_asks_its_worker(make_app, scene):
         await settle(pilot)
         job = scene.find_by_id(job_id)
         assert job.status == "running" and job.cancel_requested
+
+
+async def test_enqueue_form_takes_a_queue_and_a_delay(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("n", *"echo", "tab", "tab", "tab", "tab", *"later-1", "tab")
+        await pilot.press(*"mail", "tab", *"5m", "enter")  # a field tabbed into has its text selected
+        await settle(pilot)
+        job = scene.find_by_idempotency_key("later-1")
+        assert job.queue == "mail" and job.run_at == scene.now() + timedelta(minutes=5)
+        await pilot.press("s")
+        await settle(pilot)
+        assert job.id in shown_ids(app.query_one("#scheduled", PagedJobTable))
+
+
+async def test_a_bad_delay_is_refused_in_the_form(make_app, scene):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("n", *"echo", "tab", "tab", "tab", "tab", "tab", "tab", *"soon", "enter")
+        await settle(pilot)
+        assert "is not a delay" in str(app.screen.query_one("#form-error").render())
+        assert app.screen.focused.id == "delay"
+
+
+async def test_detail_shows_queue_attempt_result_and_cancel_request(make_app, scene):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("tab")  # running: the stale one first
+        job_id = app.focused.selected_job_id
+        scene.cancel(job_id)
+        await pilot.press("enter")
+        await settle(pilot)
+        text = str(app.screen.query_one("#detail-fields").render())
+        assert "queue" in text and "default" in text and "attempt" in text and "requested" in text

@@ -14,11 +14,12 @@ from ...snapshot import Snapshot
 COLUMNS = (
     ("id", "id", 6),
     ("type", "type", 16),
+    ("queue", "queue", 10),
     ("priority", "priority", 8),
     ("retries", "retries", 7),
     ("time", "", 11),
     ("worker", "worker", 16),
-    ("error", "latest error", 39),
+    ("error", "latest error", 29),
 )
 TIME_LABELS = {
     "pending": "age / due",
@@ -115,6 +116,7 @@ class JobTable(DataTable):
         return (
             (str(job.id), base),
             (job.type, base),
+            (job.queue, base or "dim"),
             (label, base or PRIORITY_STYLES[label]),
             (f"{job.retry_count}/{job.max_retries}", base),
             self.time_cell(job, snapshot, stale),
@@ -130,5 +132,7 @@ class JobTable(DataTable):
             return since(job.created_at, now), ""
         if self.status == "running":
             running_for = since(job.claimed_at, now)
+            if job.cancel_requested_at is not None:  # asked to stop; its worker sees it at its next heartbeat
+                return f"⊘ {running_for}", "magenta"
             return (f"{STALE_MARKER} {running_for}", STALE_STYLE) if stale else (running_for, "")
         return f"{since(job.updated_at, now)} ago", ""
