@@ -42,7 +42,6 @@ from .snapshot import WINDOW, Snapshot, load_snapshot
 from .views import VIEW_BINDINGS, VIEW_TITLES, ViewControls
 from .widgets.jobs.stats_bar import StatsBar
 from .widgets.jobs.table import JobTable
-from .widgets.view_bar import ViewBar
 from .widgets.worker.pane import WorkerPane
 
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
@@ -57,7 +56,7 @@ class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerContro
         Binding("r", "retry", "Retry", id="retry", tooltip="retry the selected failed job"),
         Binding("f", "fail", "Fail", id="fail", tooltip="fail the selected running job (asks why)"),
         *CONTROL_BINDINGS,
-        Binding("x", "reap", "Reap stale", id="reap", tooltip="take back stale claims now"),
+        Binding("x", "reap", "Reap", id="reap", tooltip="reap stale claims: take them back now"),
         Binding("w", "toggle_worker", "Worker", id="worker", tooltip="start / stop the embedded worker"),
         # Enter and tab are priority bindings so the focused table does not take them; on a dialog
         # the actions step aside (SkipAction) and the dialog gets the key.
@@ -109,11 +108,11 @@ class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerContro
         yield from self.compose_view_bar()
         yield from self.compose_views()
         yield WorkerPane(clock=self.repo.now, id="worker-pane")
-        yield Footer()
+        yield Footer(compact=True)  # 12 keys: the roomy footer cut the last ones off at 120 columns
 
     def on_mount(self) -> None:
         self.sub_title = self.db_label
-        self.query_one(ViewBar).show_current(self.view)
+        self.show_view_bar()
         self.query_one("#pending", JobTable).focus()
         self.request_refresh()
         if self.refresh_interval:

@@ -21,7 +21,7 @@ from .widgets.queues.table import QueuesTable
 from .widgets.workers.table import WorkersTable
 
 CONTROL_BINDINGS = [
-    Binding("c", "cancel_job", "Cancel job", id="cancel-job", tooltip="cancel the selected job (asks first)"),
+    Binding("c", "cancel_job", "Cancel", id="cancel-job", tooltip="cancel the selected job (asks first)"),
     Binding("p", "toggle_pause", "Pause", id="pause", tooltip="pause / resume the selected queue (asks first)"),
 ]
 

@@ -94,7 +94,7 @@ class ViewControls:
             return
         self.view = name
         self.query_one("#views", ContentSwitcher).current = name
-        self.query_one(ViewBar).show_current(name)
+        self.show_view_bar()
         widget = self.query_one(f"#{name}")
         target = self.query_one("#pending") if name == LIVE else widget
         if target.focusable:
@@ -112,8 +112,18 @@ class ViewControls:
             stack.pop()
         self.request_refresh()
 
+    def show_view_bar(self) -> None:
+        """The view bar is the header's second line: the views, and the paused queues and lost workers."""
+        alarms = {}
+        if self.snapshot is not None and self.snapshot.paused_queues:
+            alarms["queues"] = f"[bold yellow]{len(self.snapshot.paused_queues)} paused[/]"
+        if self.snapshot is not None and self.snapshot.lost_workers:
+            alarms["workers"] = f"[bold red]{len(self.snapshot.lost_workers)} lost[/]"
+        self.query_one(ViewBar).show_current(self.view, alarms)
+
     def show_views(self, snapshot) -> None:
         """Hand the snapshot to every view; each takes what was read for it (the others keep their rows)."""
+        self.show_view_bar()
         self.query_one(TableStack).show(snapshot)
         for state, _ in PAGED:
             self.query_one(f"#{state}", PagedJobTable).show(snapshot)

@@ -16,10 +16,13 @@ class ViewBar(Static):
         self.bindings = bindings
         self.views = views  # binding id -> the view it shows
 
-    def show_current(self, current: str) -> None:
+    def show_current(self, current: str, alarms: dict[str, str] | None = None) -> None:
+        """Highlight ``current``; ``alarms`` (view -> markup) ride on their view's name: "2 Queues 1 paused"."""
+        alarms = alarms or {}
         parts = []
         for binding in self.bindings:
             key = binding.key_display or binding.key
-            text = f"[b]{key}[/b] {binding.description}"
+            alarm = alarms.get(self.views[binding.id])
+            text = f"[b]{key}[/b] {binding.description}" + (f" {alarm}" if alarm else "")
             parts.append(f"[reverse] {text} [/reverse]" if self.views[binding.id] == current else f" {text} ")
         self.update("".join(parts))

@@ -121,7 +121,7 @@ async def test_reap_takes_back_the_stale_claim(pilot, scene):
     assert app.snapshot.stale_count == 1
     [stale_id] = app.snapshot.stale_ids
     running = app.query_one("#running", JobTable)
-    marked = [row.key.value for row in running.ordered_rows if str(running.get_row(row.key)[4]).startswith("⚠")]
+    marked = [row.key.value for row in running.ordered_rows if str(running.get_cell(row.key, "time")).startswith("⚠")]
     assert marked == [str(stale_id)]  # the stale claim, and only it, carries the marker
     assert "1 stale" in str(running.border_title) and "1 stale" in str(app.query_one("#stats").render())
     await pilot.press("x")

@@ -80,3 +80,15 @@ def test_schedules_view(snap_compare, make_app):
         Schedule(name="sync-prices", cron="*/15 * * * *", type="sync-prices"),
     ]
     assert snap_compare(make_app(schedules=schedules), terminal_size=SIZE, run_before=views("4"))
+
+
+def test_queues_view(snap_compare, make_app):
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("2"))
+
+
+def test_workers_view(snap_compare, make_app):
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("3"))
+
+
+def test_pause_confirmation(snap_compare, make_app):
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("2", "down", "p"))

@@ -127,7 +127,7 @@ async def test_queues_view_pauses_and_resumes_the_selected_queue_after_asking(ma
         await open_view(app, pilot, "2")
         table = app.query_one(QueuesTable)
         assert app.focused is table and list(table.states) == ["default", "mail", "reports"]
-        assert table.states["reports"].paused and "1 paused" in str(app.query_one("#stats").render())
+        assert table.states["reports"].paused and "1 paused" in str(app.query_one("#view-bar").render())
         await pilot.press("down")  # mail
         await pilot.press("p")
         assert isinstance(app.screen, ConfirmScreen)
@@ -155,7 +155,7 @@ async def test_workers_view_shows_lost_workers_and_enter_lists_the_jobs_held(mak
         ]
         lost = table.get_row("host-c:977")
         assert str(lost[5]) == "lost · silent 6m00s" and lost[0].style == "bold red"
-        assert "1 lost" in str(app.query_one("#stats").render())
+        assert "1 lost" in str(app.query_one("#view-bar").render())
         await pilot.press("down", "down", "enter")
         await settle(pilot)
         assert isinstance(app.screen, WorkerJobsScreen)

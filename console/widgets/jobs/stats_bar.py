@@ -24,14 +24,8 @@ class StatsBar(Static):
         counts = [f"[{style}]{name}[/] [b]{snapshot.count_text(name)}[/]" for name, style in STATUS_STYLES.items()]
         if snapshot.stale_count:
             counts[1] += f" [bold red]⚠ {snapshot.stale_count:,} stale[/]"
-        minutes = int(snapshot.throughput_period.total_seconds() // 60)
         rates = (
             f"[b]{snapshot.throughput['completed']:.1f}[/] done/min · "
-            f"[b]{snapshot.throughput['failed']:.1f}[/] failed/min [dim]({minutes}m)[/]"
+            f"[b]{snapshot.throughput['failed']:.1f}[/] failed/min"
         )
-        alarms = ""
-        if snapshot.paused_queues:
-            alarms += f" │ [bold yellow]⏸ {len(snapshot.paused_queues)} paused[/]"
-        if snapshot.lost_workers:
-            alarms += f" │ [bold red]✗ {len(snapshot.lost_workers)} lost[/]"
-        return " · ".join(counts) + " │ " + rates + alarms
+        return " · ".join(counts) + " │ " + rates

@@ -18,8 +18,8 @@ COLUMNS = (
     ("priority", "priority", 8),
     ("retries", "retries", 7),
     ("time", "", 11),
-    ("worker", "worker", 16),
-    ("error", "latest error", 29),
+    ("worker", "worker", 14),
+    ("error", "latest error", 24),
 )
 TIME_LABELS = {
     "pending": "age / due",

@@ -8,17 +8,17 @@ from textual.widgets import DataTable
 from ...formatting import since, time_of_day
 from ...snapshot import Snapshot
 
-COLUMNS = (
-    ("worker", 20),
-    ("host", 12),
-    ("pid", 7),
-    ("queues", 14),
+COLUMNS = (  # 96 columns and their padding fit a 120-column terminal
+    ("worker", 15),
+    ("host", 10),
+    ("pid", 6),
+    ("queues", 12),
     ("slots", 5),
-    ("state", 18),
-    ("started", 9),
-    ("last seen", 10),
+    ("state", 19),
+    ("started", 8),
+    ("last seen", 9),
     ("running", 7),
-    ("done", 6),
+    ("done", 5),
 )
 STATE_STYLES = {"running": "green", "stopped": "dim", "lost": "bold red"}
 
