@@ -24,6 +24,7 @@ from queue_core.cli.args import fail
 from queue_core.errors import QueueError
 from queue_core.store.database import DATABASE_ERRORS, default_url, open_database
 from queue_core.store.repository import JobRepository
+from queue_core.tasks import Queue
 from queue_core.worker.cli import import_handler_modules
 from queue_core.worker.handlers import registry as handler_registry
 from queue_core.worker.scheduler import Schedule, describe_schedules
@@ -279,6 +280,17 @@ class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerContro
         return sorted(set(handler_registry.names()) | shown)
 
 
+def schedules_of(module_names: list[str]) -> list[Schedule]:
+    """The periodic jobs the ``--handlers`` modules declare: each module-level ``Queue``'s schedules."""
+    schedules = []
+    for name in module_names:
+        module = sys.modules.get(name)
+        queues = [value for value in vars(module).values() if isinstance(value, Queue)] if module else []
+        for queue in queues:
+            schedules += [schedule for schedule in queue.schedules if schedule not in schedules]
+    return schedules
+
+
 def database_label(db: pw.Database) -> str:
     return str(db.database)
 
@@ -307,6 +319,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         worker_shutdown_timeout=args.shutdown_timeout,
         worker_id=args.worker_id,
         db_label=url,
+        schedules=schedules_of(args.handlers),
     )
     try:
         app.run()

@@ -23,10 +23,15 @@ from queue_core.validation import MAX_LIST_LIMIT
 from queue_core.worker import WorkerEvent, WorkerStats
 from queue_core.worker.events import describe
 from queue_core.worker.handlers import BUILTINS
+from queue_core.worker.scheduler import Schedule
 
 SCENE_END = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # "now" in every screenshot
 DEMO_KEY = "demo:"  # the idempotency key of every job seed_demo creates starts so: "demo:<run>:<n>"
 FORCE_FLAG = "--force-demo"
+SCENE_SCHEDULES = (  # the schedules view's picture: periodic jobs as a --handlers module would declare them
+    Schedule(name="nightly-report", cron="0 3 * * *", type="generate-report"),
+    Schedule(name="sync-crm", cron="*/15 * * * *", type="sync-crm"),
+)
 
 
 def seed_demo(repo: JobRepository, rng: random.Random | None = None) -> int:

@@ -106,7 +106,7 @@ async def test_schedules_view_lists_each_schedule_or_says_there_are_none(make_ap
         table = app.query_one(SchedulesView)
         assert table.row_count == 1
         row = table.get_row("nightly-report")
-        assert row[1] == "0 3 * * *" and row[3] == "never" and row[5] == "03:00:00 UTC"
+        assert row[1] == "0 3 * * *" and row[3] == "never" and row[5] == "01-02 03:00 UTC"
     empty = make_app()
     async with empty.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -231,3 +231,20 @@ async def test_detail_shows_queue_attempt_result_and_cancel_request(make_app, sc
         await settle(pilot)
         text = str(app.screen.query_one("#detail-fields").render())
         assert "queue" in text and "default" in text and "attempt" in text and "requested" in text
+
+
+async def test_the_schedules_view_gets_the_handler_modules_periodic_jobs(tmp_path, monkeypatch):
+    from console.app import schedules_of
+
+    (tmp_path / "nightly_tasks.py").write_text(
+        "from queue_core.tasks import Queue\n"
+        "from queue_core.worker.handlers import HandlerRegistry\n"
+        f"queue = Queue('sqlite:///{tmp_path}/q.db', registry=HandlerRegistry())\n"
+        "@queue.periodic('0 3 * * *')\n"
+        "def nightly():\n"
+        "    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__("nightly_tasks")
+    [schedule] = schedules_of(["nightly_tasks", "not_imported"])
+    assert (schedule.name, schedule.cron) == ("nightly", "0 3 * * *")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from ...formatting import since, time_of_day
+from ...formatting import since
 from ...snapshot import Snapshot
 
 COLUMNS = (("name", 22), ("cron", 16), ("type", 18), ("last run", 16), ("last job", 16), ("next run", 16))
@@ -35,7 +35,7 @@ class SchedulesView(DataTable):
             job = Text("")
             if line.last_job_id is not None:
                 job = Text(f"#{line.last_job_id} {line.last_status}", style=STATUS_STYLES.get(line.last_status, ""))
-            nxt = f"{time_of_day(line.next_run)} UTC"
+            nxt = f"{line.next_run:%m-%d %H:%M} UTC"
             self.add_row(line.name, line.cron, line.type, last, job, nxt, key=line.name)
         if self.row_count:
             self.move_cursor(row=min(selected, self.row_count - 1), animate=False)
