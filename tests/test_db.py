@@ -8,6 +8,7 @@ import time
 
 import peewee as pw
 import pytest
+from support import as_schema_version_5
 
 from queue_core.errors import DatabaseURLError
 from queue_core.store.database import default_url, open_database
@@ -149,20 +150,9 @@ def test_throughput_reads_job_errors_through_its_time_index(repo, db):
     assert any("job_errors_created" in row[-1] for row in plan), plan
 
 
-def _as_version_5(db) -> None:
-    """Turn a current database back into schema version 5: no queues, cancel requests, registry, result, timeout."""
-    db.execute_sql("DROP INDEX IF EXISTS jobs_queue_claim")
-    db.execute_sql("DROP INDEX IF EXISTS jobs_pending_queue_claim")
-    for column in ("queue", "cancel_requested_at", "result", "timeout"):
-        db.execute_sql(f"ALTER TABLE jobs DROP COLUMN {column}")
-    db.execute_sql("DROP TABLE queues")
-    db.execute_sql("DROP TABLE workers")
-    db.execute_sql("UPDATE queue_meta SET value = '5' WHERE key = 'schema_version'")
-
-
 def _as_version_4(db) -> None:
     """Turn a current database back into schema version 4: no ``attempt`` column on jobs."""
-    _as_version_5(db)
+    as_schema_version_5(db)
     db.execute_sql("ALTER TABLE jobs DROP COLUMN attempt")
     db.execute_sql("UPDATE queue_meta SET value = '4' WHERE key = 'schema_version'")
 
