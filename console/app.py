@@ -36,6 +36,7 @@ from .embedded_worker import EmbeddedWorkerControls
 from .formatting import time_of_day
 from .messages import RefreshFailed, SnapshotLoaded
 from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
+from .query_line import QueryLine
 from .screens.detail import JobDetailScreen
 from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
@@ -48,7 +49,7 @@ from .widgets.worker.pane import WorkerPane
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
 
 
-class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerControls, App):
+class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedWorkerControls, App):
     CSS_PATH = "console.tcss"
     TITLE = "queue-core"
     BINDINGS: ClassVar[list[Binding]] = [
@@ -62,7 +63,8 @@ class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerContro
         # Enter and tab are priority bindings so the focused table does not take them; on a dialog
         # the actions step aside (SkipAction) and the dialog gets the key.
         Binding("enter", "detail", "Detail", id="detail", priority=True, tooltip="everything about the selected job"),
-        Binding("slash", "filter", "Filter", id="filter", key_display="/", tooltip="show one job type only"),
+        Binding("slash", "query", "Query", id="query", key_display="/", tooltip="find jobs: type: status: text..."),
+        Binding("t", "filter", "Type", id="filter", tooltip="show one job type only"),
         Binding("tab", "next_table", "Next table", id="next-table", priority=True, tooltip="pending, running, failed"),
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="this list of keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="quit (the embedded worker stops first)"),
@@ -157,7 +159,7 @@ class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerContro
             return
         self._loading = True
         after, page_number = self.page_request()
-        self._load_snapshot(self.type_filter, self.view, after, page_number, self.view_reads())
+        self._load_snapshot(self.type_filter, self.job_query, self.view, after, page_number, self.view_reads())
 
     def refresh_soon(self) -> None:
         if self._soon_timer is None:
@@ -168,7 +170,7 @@ class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerContro
         self.request_refresh()
 
     @work(thread=True, exit_on_error=False, group="refresh")
-    def _load_snapshot(self, type_filter: str | None, view: str, after, page_number: int, reads: dict) -> None:
+    def _load_snapshot(self, type_filter, job_query, view: str, after, page_number: int, reads: dict) -> None:
         try:
             with self.repo.db.connection_context():
                 snapshot = load_snapshot(
@@ -180,6 +182,7 @@ class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerContro
                     after=after,
                     page_number=page_number,
                     extra_reads=reads,
+                    query=job_query,
                 )
         except Exception as exc:  # whatever it is, say so and keep refreshing (a silent death stops the tables)
             self.post_message(RefreshFailed(f"{type(exc).__name__}: {exc}"))
@@ -190,11 +193,8 @@ class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerContro
         self._loading = False
         self._last_refresh_error = None
         snapshot = message.snapshot
-        if (snapshot.type_filter, snapshot.view, snapshot.page_number) == (
-            self.type_filter,
-            self.view,
-            self.page_request()[1],
-        ):
+        asked = (self.type_filter, self.query_text, self.view, self.page_request()[1])
+        if (snapshot.type_filter, snapshot.query_text, snapshot.view, snapshot.page_number) == asked:
             self.show_snapshot(snapshot)
         else:
             self._reload = True  # the filter, the view or the page changed while this was loading
@@ -216,6 +216,8 @@ class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerContro
         self.snapshot = snapshot
         scope = f"type {snapshot.type_filter}" if snapshot.type_filter else "all types"
         view = VIEW_TITLES.get(self.view, self.view.capitalize())
+        if snapshot.query_text:
+            scope += f" · query {snapshot.query_text}"
         self.sub_title = f"{self.db_label} · {view} · {scope} · {time_of_day(snapshot.now)} UTC"
         with self.batch_update():
             self.query_one(StatsBar).show(snapshot)
@@ -256,6 +258,7 @@ class QueueConsole(JobActions, QueueControls, ViewControls, EmbeddedWorkerContro
         if value is None:
             return
         self.type_filter = value or None
+        self.reset_pages()
         self.request_refresh()
 
     def action_next_table(self) -> None:

@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 from queue_core.rules import is_stale
 from queue_core.store.activity import Activity, ActivityReads
 from queue_core.store.overview import lost_workers, paused_queues
-from queue_core.store.pages import PAGED_STATES, Cursor, Page, page
+from queue_core.store.pages import PAGED_STATES, Cursor, Page, filtered_counts, filtered_window, page
+from queue_core.store.query import JobQuery
 from queue_core.store.repository import JobRepository
 
 SHOWN_STATUSES = ("pending", "running", "failed")
@@ -31,6 +32,7 @@ class Snapshot:
     stale_count: int  # stale running jobs in the whole database
     throughput: dict[str, float]  # completed / failed attempts per minute over THROUGHPUT_PERIOD
     type_filter: str | None = None
+    query_text: str = ""  # the operator's query these rows and counts match ("" for none)
     throughput_period: timedelta = THROUGHPUT_PERIOD
     view: str = "tables"  # the view this refresh was read for: it reads only what that view shows
     pages: dict[str, PageView] = field(default_factory=dict)  # the paged view's page (its rows are in ``rows`` too)
@@ -65,6 +67,7 @@ def load_snapshot(
     after: Cursor | None = None,
     page_number: int = 1,
     extra_reads: dict | None = None,
+    query: JobQuery | None = None,
 ) -> Snapshot:
     """Read everything one refresh of the console shows, at the repository clock's now.
 
@@ -73,22 +76,31 @@ def load_snapshot(
     only when that view is on screen.
     """
     now = repo.now()
-    rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in SHOWN_STATUSES}
+    where = query.where(repo) if query else None
+    if where is None:
+        rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in SHOWN_STATUSES}
+        counts = repo.counts(type=type_filter, cap=COUNT_CAP)
+    else:
+        rows = {
+            status: filtered_window(repo, status, where, type=type_filter, limit=window) for status in SHOWN_STATUSES
+        }
+        counts = filtered_counts(repo, where, type=type_filter, cap=COUNT_CAP)
     pages = {}
     if view in PAGED_STATES:
-        current = page(repo, view, after=after, limit=window, now=now, type=type_filter)
+        current = page(repo, view, after=after, limit=window, now=now, type=type_filter, where=where)
         pages[view] = PageView(current, page_number, window)
         rows[view] = current.rows
     activity = ActivityReads(repo).last_hour(now=now) if view == "activity" else None
     extra = {name: read(repo, now) for name, read in (extra_reads or {}).items()}
     return Snapshot(
         now=now,
-        counts=repo.counts(type=type_filter, cap=COUNT_CAP),
+        counts=counts,
         rows=rows,
         stale_ids=frozenset(job.id for job in rows["running"] if is_stale(job, now, stale_after)),
         stale_count=repo.count_stale(stale_after, type=type_filter, now=now),
         throughput=repo.throughput(THROUGHPUT_PERIOD),
         type_filter=type_filter,
+        query_text=query.text if query else "",
         view=view,
         pages=pages,
         activity=activity,

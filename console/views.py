@@ -76,6 +76,10 @@ class ViewControls:
 
     def init_views(self) -> None:
         self.view = LIVE
+        self.reset_pages()
+
+    def reset_pages(self) -> None:
+        """Every paged view back to its first page (the filter or the query changed what it pages through)."""
         self._page_cursors: dict[str, list[Cursor | None]] = {state: [None] for state, _ in PAGED}
 
     def page_request(self) -> tuple[Cursor | None, int]:

@@ -18,6 +18,7 @@ import peewee as pw
 from ..errors import ValidationError
 from ..rules import PENDING
 from ..validation import validate_limit
+from .models import JobStatus
 from .reads import ROW_ERROR_CHARS
 
 SCHEDULED = "scheduled"
@@ -37,7 +38,14 @@ class Page:
 
 
 def page(
-    repo, state: str, *, after: Cursor | None = None, limit: int = 200, now: datetime | None = None, type=None
+    repo,
+    state: str,
+    *,
+    after: Cursor | None = None,
+    limit: int = 200,
+    now: datetime | None = None,
+    type=None,
+    where=None,
 ) -> Page:
     """The ``limit`` jobs of ``state`` after ``after`` in the order an operator reads them.
 
@@ -62,6 +70,8 @@ def page(
             query = query.where(_after(time, Job.id, after, ascending=False))
     if type is not None:
         query = query.where(Job.type == type)
+    if where is not None:  # an operator's query (store.query): bound values only
+        query = query.where(where)
     cursor = repo.db.execute_sql(*query.limit(limit + 1).sql())
     rows = repo._window_reader.named(cursor)
     more = len(rows) > limit
@@ -69,6 +79,24 @@ def page(
     sort_time = "run_at" if state == SCHEDULED else "updated_at"
     next_after = (getattr(rows[-1], sort_time), rows[-1].id) if more else None
     return Page(state, rows, after, next_after)
+
+
+def filtered_window(repo, status: str, where, *, type=None, limit: int = 200) -> list:
+    """``JobReads.window_rows`` (the live tables' order) narrowed by ``where``, an operator's query."""
+    query = repo._window_query(status, type, validate_limit(limit), *page_columns(repo.Job)).where(where)
+    return repo._window_reader.named(repo.db.execute_sql(*query.sql()))
+
+
+def filtered_counts(repo, where, *, type=None, cap: int) -> dict[str, int]:
+    """Jobs per status matching ``where``, each counted up to ``cap + 1`` as ``JobReads.counts(cap=)`` does."""
+    Job = repo.Job
+    counts = {}
+    for status in JobStatus:
+        rows = Job.select(pw.SQL("1")).where((Job.status == status.value) & where)
+        if type is not None:
+            rows = rows.where(Job.type == type)
+        counts[status.value] = rows.limit(cap + 1).count()
+    return counts
 
 
 def page_columns(Job) -> list:

@@ -164,13 +164,13 @@ async def test_detail_shows_payload_and_every_attempt(pilot, scene):
 
 async def test_filter_by_type(pilot, scene):
     app = pilot.app
-    await pilot.press("slash", *"send-invoice", "enter")
+    await pilot.press("t", *"send-invoice", "enter")
     await settle(pilot)
     assert app.type_filter == "send-invoice"
     shown = [job.type for status in ("pending", "running", "failed") for job in app.snapshot.rows[status]]
     assert shown and set(shown) == {"send-invoice"}
     assert app.snapshot.counts == scene.counts(type="send-invoice")
-    await pilot.press("slash", "home", "shift+end", "backspace", "enter")
+    await pilot.press("t", "home", "shift+end", "backspace", "enter")
     await settle(pilot)
     assert app.type_filter is None and app.snapshot.counts == scene.counts()
 

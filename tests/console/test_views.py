@@ -248,3 +248,34 @@ async def test_the_schedules_view_gets_the_handler_modules_periodic_jobs(tmp_pat
     __import__("nightly_tasks")
     [schedule] = schedules_of(["nightly_tasks", "not_imported"])
     assert (schedule.name, schedule.cron) == ("nightly", "0 3 * * *")
+
+
+async def test_the_query_line_narrows_every_table_and_escape_clears_it(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"status:fail", "enter")
+        assert "status: is one of" in str(app.screen.query_one("#query-error").render())  # said under the line
+        await pilot.press("ctrl+u", *"type:send-invoice mailbox", "enter")  # ctrl+u: delete to the start
+        await settle(pilot)
+        shown = [job for status in ("pending", "running", "failed") for job in app.snapshot.rows[status]]
+        assert [job.id for job in shown] == [job.id for job in scene.list("failed", type="send-invoice")]
+        assert app.snapshot.counts["failed"] == 1 and app.snapshot.counts["pending"] == 0
+        assert "query type:send-invoice mailbox" in app.sub_title
+        await pilot.press("d")
+        await settle(pilot)
+        assert shown_ids(app.query_one("#completed", PagedJobTable)) == []  # the query applies here too
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.job_query is None and app.snapshot.counts == scene.counts()
+
+
+async def test_a_hostile_query_is_a_value_never_sql(make_app, scene):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        before = scene.counts()
+        await pilot.press("slash", *'"\'; DROP TABLE jobs; --" payload.x:%', "enter")
+        await settle(pilot)
+        assert app.is_running and app.job_query is not None
+        assert sum(app.snapshot.counts.values()) == 0 and scene.counts() == before
