@@ -65,7 +65,14 @@ class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedW
         Binding("enter", "detail", "Detail", id="detail", priority=True, tooltip="everything about the selected job"),
         Binding("slash", "query", "Query", id="query", key_display="/", tooltip="find jobs: type: status: text..."),
         Binding("t", "filter", "Type", id="filter", tooltip="show one job type only"),
-        Binding("tab", "next_table", "Next table", id="next-table", priority=True, tooltip="pending, running, failed"),
+        Binding(
+            "tab",
+            "next_table",
+            "Next",
+            id="next-table",
+            priority=True,
+            tooltip="the next table: pending, running, failed",
+        ),
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="this list of keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="quit (the embedded worker stops first)"),
     ]
