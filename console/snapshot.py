@@ -76,7 +76,7 @@ def load_snapshot(
     only when that view is on screen.
     """
     now = repo.now()
-    where = query.where(repo) if query else None
+    where = query.condition(repo) if query else None
     if where is None:
         rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in SHOWN_STATUSES}
         counts = repo.counts(type=type_filter, cap=COUNT_CAP)

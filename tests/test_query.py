@@ -10,7 +10,7 @@ from queue_core.store.query import QueryError, Term, parse_query
 
 
 def ids(repo, text: str) -> list[int]:
-    return sorted(job.id for job in repo.Job.select().where(parse_query(text).where(repo)))
+    return sorted(job.id for job in repo.Job.select().where(parse_query(text).condition(repo)))
 
 
 def test_qualifiers_and_free_text_parse_into_terms():
@@ -83,7 +83,7 @@ def test_any_text_either_parses_and_runs_or_says_why(repo, text):
         assert str(exc)
         return
     with repo.db.atomic() as transaction:
-        list(repo.Job.select(repo.Job.id).where(query.where(repo)).limit(5))
+        list(repo.Job.select(repo.Job.id).where(query.condition(repo)).limit(5))
         transaction.rollback()
 
 

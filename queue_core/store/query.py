@@ -1,6 +1,6 @@
 """The operator's job query: ``type:send-invoice status:failed payload.invoice:78 "card declined"``.
 
-``parse_query`` turns what an operator typed into a ``JobQuery`` (pure: no database); ``JobQuery.where(repo)``
+``parse_query`` turns what an operator typed into a ``JobQuery`` (pure: no database); ``JobQuery.condition(repo)``
 turns that into one peewee condition on the repository's ``Job``. Every value an operator typed is a bound
 parameter; the only SQL text here is fixed, so a query can never run SQL of its own. Terms combine with AND.
 
@@ -53,7 +53,7 @@ class JobQuery:
     def __bool__(self) -> bool:
         return bool(self.terms)
 
-    def where(self, repo):
+    def condition(self, repo):
         """One condition on ``repo.Job``: every term, AND-ed. True for an empty query."""
         postgres = is_postgres(repo.db)
         conditions = [_term_condition(repo.Job, term, postgres) for term in self.terms]
