@@ -81,3 +81,16 @@ def test_activity_counts_each_minute_of_the_last_hour(repo, clock):
     assert activity.series["failed"][-1] == 1 and activity.total("failed") == 1
     clock.advance(3600)
     assert ActivityReads(repo).last_hour().total("enqueued") == 0  # an hour later, nothing is charted
+
+
+def test_enqueued_counts_only_the_last_hour_of_a_long_history_with_gaps(repo, clock):
+    made = []
+    for _ in range(30):  # one job every 5 minutes over two and a half hours
+        made.append(repo.create("t")[0])
+        clock.advance(300)
+    repo.Job.delete().where(repo.Job.id.in_([made[5].id, made[20].id, made[-1].id])).execute()  # pruned
+    now = repo.now()
+    start = now.replace(second=0, microsecond=0) - timedelta(minutes=59)
+    expected = sum(1 for job in repo.Job.select() if job.created_at >= start)
+    activity = ActivityReads(repo).last_hour()
+    assert activity.start == start and activity.total("enqueued") == expected > 0
