@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widgets import DataTable
 
 from ...formatting import since, time_of_day
 from ...snapshot import Snapshot
+from ..keyed_table import KeyedTable
 
 COLUMNS = (  # 96 columns and their padding fit a 120-column terminal
     ("worker", 15),
@@ -23,35 +23,20 @@ COLUMNS = (  # 96 columns and their padding fit a 120-column terminal
 STATE_STYLES = {"running": "green", "stopped": "dim", "lost": "bold red"}
 
 
-class WorkersTable(DataTable):
+class WorkersTable(KeyedTable):
     """Rows keyed by worker id, so a refresh keeps the cursor on its worker."""
 
-    def __init__(self, **kwargs):
-        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
-
-    def on_mount(self) -> None:
-        for label, width in COLUMNS:
-            self.add_column(label, key=label, width=width)
-        self.border_title = "Workers"
+    COLUMNS = COLUMNS
 
     @property
     def selected_worker_id(self) -> str | None:
-        if not self.row_count:
-            return None
-        return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
+        return self.selected_key
 
     def show(self, snapshot: Snapshot) -> None:
         workers = snapshot.extra.get("workers")
         if workers is None:
             return  # this refresh was read for another view
-        selected, index = self.selected_worker_id, self.cursor_row
-        self.clear()
-        for worker in workers:
-            self.add_row(*self.cells(worker, snapshot), key=worker.id)
-        if self.row_count:
-            ids = [worker.id for worker in workers]
-            row = ids.index(selected) if selected in ids else index
-            self.move_cursor(row=min(row, self.row_count - 1), animate=False)
+        self.replace_rows([(worker.id, self.cells(worker, snapshot)) for worker in workers])
         lost = sum(worker.state == "lost" for worker in workers)
         self.border_title = f"Workers [b]{len(workers)}[/b]" + (f" · [bold red]{lost} lost[/]" if lost else "")
 
