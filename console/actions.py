@@ -79,7 +79,10 @@ class JobActions:
             return
         job, created = result
         if created:
-            self.notify(f"Enqueued job {job.id}: {job.type}, {job.priority_label}.", title="Enqueued")
+            when = "" if job.run_at <= job.created_at else f", due {job.run_at:%H:%M:%S} UTC"
+            self.notify(
+                f"Enqueued job {job.id}: {job.type} on {job.queue}, {job.priority_label}{when}.", title="Enqueued"
+            )
             if self.queue_worker is not None and self.queue_worker.is_running:
                 self.queue_worker.wakeup()  # run it now, not at the next poll
         else:

@@ -8,6 +8,7 @@ database nor a write waiting for another process's lock ever blocks a key press.
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
 from datetime import timedelta
 from functools import partial
 from typing import ClassVar, NoReturn
@@ -23,20 +24,24 @@ from queue_core.cli.args import fail
 from queue_core.errors import QueueError
 from queue_core.store.database import DATABASE_ERRORS, default_url, open_database
 from queue_core.store.repository import JobRepository
+from queue_core.tasks import Queue
 from queue_core.worker.cli import import_handler_modules
 from queue_core.worker.handlers import registry as handler_registry
+from queue_core.worker.scheduler import Schedule, describe_schedules
 
 from .actions import JobActions
+from .controls import CONTROL_BINDINGS, QueueControls
 from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls
 from .formatting import time_of_day
 from .messages import RefreshFailed, SnapshotLoaded
 from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
+from .query_line import QueryLine
 from .screens.detail import JobDetailScreen
 from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
 from .snapshot import WINDOW, Snapshot, load_snapshot
-from .widgets.jobs.stack import TableStack
+from .views import VIEW_BINDINGS, VIEW_TITLES, ViewControls
 from .widgets.jobs.stats_bar import StatsBar
 from .widgets.jobs.table import JobTable
 from .widgets.worker.pane import WorkerPane
@@ -44,20 +49,30 @@ from .widgets.worker.pane import WorkerPane
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
 
 
-class QueueConsole(JobActions, EmbeddedWorkerControls, App):
+class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedWorkerControls, App):
     CSS_PATH = "console.tcss"
     TITLE = "queue-core"
     BINDINGS: ClassVar[list[Binding]] = [
+        *VIEW_BINDINGS,
         Binding("n", "enqueue", "Enqueue", id="enqueue", tooltip="enqueue a job through a form"),
         Binding("r", "retry", "Retry", id="retry", tooltip="retry the selected failed job"),
         Binding("f", "fail", "Fail", id="fail", tooltip="fail the selected running job (asks why)"),
-        Binding("x", "reap", "Reap stale", id="reap", tooltip="take back stale claims now"),
+        *CONTROL_BINDINGS,
+        Binding("x", "reap", "Reap", id="reap", tooltip="reap stale claims: take them back now"),
         Binding("w", "toggle_worker", "Worker", id="worker", tooltip="start / stop the embedded worker"),
         # Enter and tab are priority bindings so the focused table does not take them; on a dialog
         # the actions step aside (SkipAction) and the dialog gets the key.
         Binding("enter", "detail", "Detail", id="detail", priority=True, tooltip="everything about the selected job"),
-        Binding("slash", "filter", "Filter", id="filter", key_display="/", tooltip="show one job type only"),
-        Binding("tab", "next_table", "Next table", id="next-table", priority=True, tooltip="pending, running, failed"),
+        Binding("slash", "query", "Query", id="query", key_display="/", tooltip="find jobs: type: status: text..."),
+        Binding("t", "filter", "Type", id="filter", tooltip="show one job type only"),
+        Binding(
+            "tab",
+            "next_table",
+            "Next",
+            id="next-table",
+            priority=True,
+            tooltip="the next table: pending, running, failed",
+        ),
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="this list of keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="quit (the embedded worker stops first)"),
     ]
@@ -75,6 +90,7 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
         worker_id: str | None = None,
         db_label: str | None = None,
         window: int = WINDOW,
+        schedules: Iterable[Schedule] = (),
     ) -> None:
         super().__init__()
         self.repo = repo  # its clock drives what the console shows and writes (a fixed one in tests)
@@ -87,6 +103,8 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
         self.worker_id = worker_id  # None: the worker's own (host and process id)
         self.db_label = db_label if db_label is not None else database_label(repo.db)
         self.window = window
+        self.schedules = list(schedules)  # periodic jobs of the --handlers modules, for the schedules view
+        self.init_views()
         self.type_filter: str | None = None
         self.snapshot: Snapshot | None = None
         self._loading = False
@@ -99,12 +117,14 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
     def compose(self) -> ComposeResult:
         yield Header()
         yield StatsBar("loading…", id="stats")
-        yield TableStack(id="tables")
+        yield from self.compose_view_bar()
+        yield from self.compose_views()
         yield WorkerPane(clock=self.repo.now, id="worker-pane")
-        yield Footer()
+        yield Footer(compact=True)  # 12 keys: the roomy footer cut the last ones off at 120 columns
 
     def on_mount(self) -> None:
         self.sub_title = self.db_label
+        self.show_view_bar()
         self.query_one("#pending", JobTable).focus()
         self.request_refresh()
         if self.refresh_interval:
@@ -114,7 +134,7 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
 
     @property
     def tables(self) -> list[JobTable]:
-        return self.query_one(TableStack).tables
+        return self.query_one("#tables").tables
 
     @property
     def current_table(self) -> JobTable:
@@ -147,7 +167,8 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
             self._reload = True  # one more right after the one in flight, never a queue of them
             return
         self._loading = True
-        self._load_snapshot(self.type_filter)
+        after, page_number = self.page_request()
+        self._load_snapshot(self.type_filter, self.job_query, self.view, after, page_number, self.view_reads())
 
     def refresh_soon(self) -> None:
         if self._soon_timer is None:
@@ -158,11 +179,19 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
         self.request_refresh()
 
     @work(thread=True, exit_on_error=False, group="refresh")
-    def _load_snapshot(self, type_filter: str | None) -> None:
+    def _load_snapshot(self, type_filter, job_query, view: str, after, page_number: int, reads: dict) -> None:
         try:
             with self.repo.db.connection_context():
                 snapshot = load_snapshot(
-                    self.repo, type_filter=type_filter, window=self.window, stale_after=self.stale_after
+                    self.repo,
+                    type_filter=type_filter,
+                    window=self.window,
+                    stale_after=self.stale_after,
+                    view=view,
+                    after=after,
+                    page_number=page_number,
+                    extra_reads=reads,
+                    query=job_query,
                 )
         except Exception as exc:  # whatever it is, say so and keep refreshing (a silent death stops the tables)
             self.post_message(RefreshFailed(f"{type(exc).__name__}: {exc}"))
@@ -172,10 +201,12 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
     def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
         self._loading = False
         self._last_refresh_error = None
-        if message.snapshot.type_filter == self.type_filter:
-            self.show_snapshot(message.snapshot)
+        snapshot = message.snapshot
+        asked = (self.type_filter, self.query_text, self.view, self.page_request()[1])
+        if (snapshot.type_filter, snapshot.query_text, snapshot.view, snapshot.page_number) == asked:
+            self.show_snapshot(snapshot)
         else:
-            self._reload = True  # the filter changed while this was loading
+            self._reload = True  # the filter, the view or the page changed while this was loading
         self._reload_if_asked()
 
     def on_refresh_failed(self, message: RefreshFailed) -> None:
@@ -193,10 +224,13 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
         scope = f"type {snapshot.type_filter}" if snapshot.type_filter else "all types"
-        self.sub_title = f"{self.db_label} · {scope} · {time_of_day(snapshot.now)} UTC"
+        view = VIEW_TITLES.get(self.view, self.view.capitalize())
+        if snapshot.query_text:
+            scope += f" · query {snapshot.query_text}"
+        self.sub_title = f"{self.db_label} · {view} · {scope} · {time_of_day(snapshot.now)} UTC"
         with self.batch_update():
             self.query_one(StatsBar).show(snapshot)
-            self.query_one(TableStack).show(snapshot)
+            self.show_views(snapshot)
 
     # --- keys that look (the keys that change jobs are in console.actions) -------------------------
 
@@ -206,6 +240,11 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
 
     def action_detail(self) -> None:
         self._on_main_screen()
+        if self.view == "workers":
+            self.show_worker_jobs()
+            return
+        if self.view not in ("tables", "scheduled", "completed", "cancelled"):
+            raise SkipAction()  # the view's own table has the key
         job_id = self.current_table.selected_job_id
         if job_id is None:
             self.notify("No job selected.", severity="warning")
@@ -228,10 +267,13 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
         if value is None:
             return
         self.type_filter = value or None
+        self.reset_pages()
         self.request_refresh()
 
     def action_next_table(self) -> None:
         self._on_main_screen()
+        if self.view != "tables":
+            raise SkipAction()  # one table on the other views: tab moves focus as usual
         tables = self.tables
         index = tables.index(self.current_table) if self.current_table in tables else -1
         tables[(index + 1) % len(tables)].focus()
@@ -240,10 +282,25 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
         self._on_main_screen()
         self.push_screen(HelpScreen(self.BINDINGS, self.stale_after.total_seconds()))
 
+    def read_schedules(self, repo: JobRepository, now) -> list:
+        """On the refresh thread: each schedule's last run (a read) and next run."""
+        return describe_schedules(repo, self.schedules, now)
+
     def known_types(self) -> list[str]:
         """Types an operator may mean: those with a handler here, and those in the tables now."""
         shown = {job.type for jobs in self.snapshot.rows.values() for job in jobs} if self.snapshot else set()
         return sorted(set(handler_registry.names()) | shown)
+
+
+def schedules_of(module_names: list[str]) -> list[Schedule]:
+    """The periodic jobs the ``--handlers`` modules declare: each module-level ``Queue``'s schedules."""
+    schedules = []
+    for name in module_names:
+        module = sys.modules.get(name)
+        queues = [value for value in vars(module).values() if isinstance(value, Queue)] if module else []
+        for queue in queues:
+            schedules += [schedule for schedule in queue.schedules if schedule not in schedules]
+    return schedules
 
 
 def database_label(db: pw.Database) -> str:
@@ -275,6 +332,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         worker_shutdown_timeout=args.shutdown_timeout,
         worker_id=args.worker_id,
         db_label=url,
+        schedules=schedules_of(args.handlers),
     )
     try:
         app.run()

@@ -23,10 +23,15 @@ from queue_core.validation import MAX_LIST_LIMIT
 from queue_core.worker import WorkerEvent, WorkerStats
 from queue_core.worker.events import describe
 from queue_core.worker.handlers import BUILTINS
+from queue_core.worker.scheduler import Schedule
 
 SCENE_END = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)  # "now" in every screenshot
 DEMO_KEY = "demo:"  # the idempotency key of every job seed_demo creates starts so: "demo:<run>:<n>"
 FORCE_FLAG = "--force-demo"
+SCENE_SCHEDULES = (  # the schedules view's picture: periodic jobs as a --handlers module would declare them
+    Schedule(name="nightly-report", cron="0 3 * * *", type="generate-report"),
+    Schedule(name="sync-crm", cron="*/15 * * * *", type="sync-crm"),
+)
 
 
 def seed_demo(repo: JobRepository, rng: random.Random | None = None) -> int:
@@ -142,7 +147,30 @@ def build_scene(repo: JobRepository, clock: ManualClock) -> None:
     clock.now = SCENE_END - timedelta(seconds=5)
     repo.heartbeat([job.id for job in repo.window("running") if job.worker_id != "host-c:977"], worker_id="host-a:412")
     repo.heartbeat([job.id for job in repo.window("running") if job.worker_id == "host-b:413"], worker_id="host-b:413")
+    build_queues_and_workers(repo, clock)
     clock.now = SCENE_END
+
+
+def build_queues_and_workers(repo: JobRepository, clock: ManualClock) -> None:
+    """The scene's other queues (one paused), a cancelled job, and the worker registry with a lost worker."""
+    for n in range(2):
+        repo.create("send-email", {"template": "digest", "user": 6000 + n}, queue="mail")
+    repo.create("export-csv", {"report": "weekly"}, queue="reports")
+    repo.pause_queue("reports")
+    stray, _ = repo.create("cleanup-tmp", {"older_than_days": 7}, priority="low")
+    repo.cancel(stray.id)
+    # host-c:977 was last seen when it claimed the stale job: lost for six minutes.
+    seen = {"host-a:412": SCENE_END - timedelta(seconds=5), "host-b:413": SCENE_END - timedelta(seconds=5)}
+    workers = [
+        ("host-a:412", "host-a", 412, None, 4, (3, 30, 6)),
+        ("host-b:413", "host-b", 413, ["default", "mail"], 2, (1, 0, 4)),
+        ("host-c:977", "host-c", 977, ["default"], 1, (1, 0, 0)),
+    ]
+    for worker_id, host, pid, queues, slots, (running, done, failed) in workers:
+        clock.now = SCENE_END - timedelta(minutes=12)
+        repo.register_worker(worker_id, host=host, pid=pid, queues=queues, concurrency=slots, stale_after=30)
+        clock.now = seen.get(worker_id, SCENE_END - timedelta(minutes=6))
+        repo.worker_seen(worker_id, running=running, completed=done, failed=failed)
 
 
 # --- the worker pane's picture: a replayed run ----------------------------------------------------

@@ -58,8 +58,14 @@ def title_text(job) -> Content:
 
 
 def fields_text(job) -> Content:
+    cancel = "—" if job.cancel_requested_at is None else f"requested {timestamp(job.cancel_requested_at)}"
+    result = "—" if job.result is None else json.dumps(job.result, sort_keys=True)
     rows = [
+        ("queue", job.queue),
+        ("attempt", f"{job.attempt} (claims so far; an ack names it)"),
         ("worker", job.worker_id or "—"),
+        ("cancel", cancel),
+        ("result", result),
         ("idempotency key", job.idempotency_key or "—"),
         ("created", timestamp(job.created_at)),
         ("updated", timestamp(job.updated_at)),

@@ -115,3 +115,35 @@ class WorkerEventReceived(Message):
 @message
 class QueueWorkerStopped(Message):
     then_exit: bool
+
+
+# --- views (console.views, console.widgets.jobs.paged) --------------------------------------------
+
+
+@message
+class PageRequested(Message):
+    """A paged table asks for the window after (step +1) or before (step -1) the one it shows."""
+
+    state: str
+    step: int
+
+
+# --- queue, cancel and worker controls (console.controls) -----------------------------------------
+
+
+@message
+class QueuePauseChanged(Message):
+    state: Any  # queue_core.store.reads.QueueState after the write
+
+
+@message
+class JobCancelRequested(Message):
+    job_id: int
+    job: Job | None  # None: unknown or already final, nothing changed; running: a cancel request was set
+
+
+@message
+class WorkerJobsLoaded(Message):
+    worker_id: str
+    rows: list
+    now: Any

@@ -17,7 +17,7 @@ from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
 
 from .app import QueueConsole
-from .demo import SCENE_END, WORKER_ID, ManualClock, build_scene, replay_worker_run
+from .demo import SCENE_END, SCENE_SCHEDULES, WORKER_ID, ManualClock, build_scene, replay_worker_run
 
 SIZE = (120, 40)
 OUT = Path(__file__).resolve().parents[1] / "screenshots"
@@ -27,7 +27,7 @@ def scene_app(directory: Path) -> QueueConsole:
     clock = ManualClock(SCENE_END)
     repo = JobRepository(open_database(f"sqlite:///{directory / 'demo.db'}"), clock=clock, rng=random.Random(7))
     build_scene(repo, clock)
-    return QueueConsole(repo, refresh_interval=None, db_label="demo.db", worker_id=WORKER_ID)
+    return QueueConsole(repo, refresh_interval=None, db_label="demo.db", worker_id=WORKER_ID, schedules=SCENE_SCHEDULES)
 
 
 async def settle(pilot) -> None:
@@ -82,6 +82,12 @@ async def make_all(out: Path) -> list[Path]:
             "enqueue": ("n", *"send-invoice", "tab", *'{"invoice": 78, "to": "eve@example.com"}'),
             "detail": ("tab", "tab", "enter"),
             "help": ("question_mark",),
+            "scheduled": ("s",),
+            "completed": ("d",),
+            "queues": ("2",),
+            "workers": ("3",),
+            "schedules": ("4",),
+            "activity": ("5",),
         }
         paths = []
         for name, keys in shots.items():

@@ -6,10 +6,14 @@ stop at ``COUNT_CAP``), so a refresh costs the same with a hundred jobs or a mil
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from queue_core.rules import is_stale
+from queue_core.store.activity import Activity, ActivityReads
+from queue_core.store.overview import lost_workers, paused_queues
+from queue_core.store.pages import PAGED_STATES, Cursor, Page, filtered_counts, filtered_window, page
+from queue_core.store.query import JobQuery
 from queue_core.store.repository import JobRepository
 
 SHOWN_STATUSES = ("pending", "running", "failed")
@@ -28,12 +32,22 @@ class Snapshot:
     stale_count: int  # stale running jobs in the whole database
     throughput: dict[str, float]  # completed / failed attempts per minute over THROUGHPUT_PERIOD
     type_filter: str | None = None
+    query_text: str = ""  # the operator's query these rows and counts match ("" for none)
     throughput_period: timedelta = THROUGHPUT_PERIOD
+    view: str = "tables"  # the view this refresh was read for: it reads only what that view shows
+    pages: dict[str, PageView] = field(default_factory=dict)  # the paged view's page (its rows are in ``rows`` too)
+    activity: Activity | None = None
+    extra: dict = field(default_factory=dict)  # per view: "queues", "workers", "schedules"
+    page_number: int = 1
+    paused_queues: tuple[str, ...] = ()  # the header's: on every view
+    lost_workers: tuple[str, ...] = ()
 
     def count_text(self, status: str) -> str:
         return format_count(self.counts[status])
 
     def shown_text(self, status: str) -> str:
+        if status in self.pages:
+            return self.pages[status].shown_text()
         """What a table's title says: "200 of 12,345", or just "3" when every job is shown."""
         shown, total = len(self.rows[status]), self.counts[status]
         return f"{shown:,}" if shown == total else f"{shown:,} of {format_count(total)}"
@@ -49,16 +63,75 @@ def load_snapshot(
     type_filter: str | None = None,
     window: int = WINDOW,
     stale_after: timedelta,
+    view: str = "tables",
+    after: Cursor | None = None,
+    page_number: int = 1,
+    extra_reads: dict | None = None,
+    query: JobQuery | None = None,
 ) -> Snapshot:
-    """Read everything one refresh of the console shows, at the repository clock's now."""
+    """Read everything one refresh of the console shows, at the repository clock's now.
+
+    The live tables and the header's counts are read on every view (the header is on every view); a paged
+    state's page, the activity or a view's ``extra_reads`` (name -> function of the repository and now)
+    only when that view is on screen.
+    """
     now = repo.now()
-    rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in SHOWN_STATUSES}
+    where = query.condition(repo) if query else None
+    if where is None:
+        rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in SHOWN_STATUSES}
+        counts = repo.counts(type=type_filter, cap=COUNT_CAP)
+    else:
+        rows = {
+            status: filtered_window(repo, status, where, type=type_filter, limit=window) for status in SHOWN_STATUSES
+        }
+        counts = filtered_counts(repo, where, type=type_filter, cap=COUNT_CAP)
+    pages = {}
+    if view in PAGED_STATES:
+        current = page(repo, view, after=after, limit=window, now=now, type=type_filter, where=where)
+        pages[view] = PageView(current, page_number, window)
+        rows[view] = current.rows
+    activity = ActivityReads(repo).last_hour(now=now) if view == "activity" else None
+    extra = {name: read(repo, now) for name, read in (extra_reads or {}).items()}
     return Snapshot(
         now=now,
-        counts=repo.counts(type=type_filter, cap=COUNT_CAP),
+        counts=counts,
         rows=rows,
         stale_ids=frozenset(job.id for job in rows["running"] if is_stale(job, now, stale_after)),
         stale_count=repo.count_stale(stale_after, type=type_filter, now=now),
         throughput=repo.throughput(THROUGHPUT_PERIOD),
         type_filter=type_filter,
+        query_text=query.text if query else "",
+        view=view,
+        pages=pages,
+        activity=activity,
+        extra=extra,
+        page_number=page_number if view in PAGED_STATES else 1,
+        paused_queues=tuple(paused_queues(repo)),
+        lost_workers=tuple(lost_workers(repo)),
     )
+
+
+@dataclass(frozen=True)
+class PageView:
+    """A page as a table shows it: which page it is, and the rows it holds."""
+
+    page: Page
+    number: int  # 1-based
+    size: int
+
+    @property
+    def rows(self) -> list:
+        return self.page.rows
+
+    @property
+    def has_next(self) -> bool:
+        return self.page.next_after is not None
+
+    def shown_text(self) -> str:
+        """ "page 3 · 401–600", or "empty"."""
+        if not self.page.rows:
+            return "none" if self.number == 1 else f"page {self.number} · none"
+        first = (self.number - 1) * self.size + 1
+        last = first + len(self.page.rows) - 1
+        more = " · pgdn for more" if self.has_next else ""
+        return f"page {self.number} · {first:,}–{last:,}{more}"

@@ -1,4 +1,4 @@
-"""The enqueue form: type, payload JSON, priority, max_retries and an idempotency key.
+"""The enqueue form: type, payload JSON, queue, delay, priority, max_retries and an idempotency key.
 
 The input is checked on the UI thread with the repository's own rules (pure functions, no database), so a
 typo is answered at once; the job is then written on a thread worker, and the form stays open, showing any
@@ -8,6 +8,8 @@ error the repository or the database gives, until the write's answer arrives.
 from __future__ import annotations
 
 import json
+import math
+from datetime import timedelta
 from typing import ClassVar
 
 from rich.text import Text
@@ -22,12 +24,36 @@ from queue_core.errors import IdempotencyConflict, ValidationError
 from queue_core.rules import DEFAULT_MAX_RETRIES
 from queue_core.store.database import DATABASE_ERRORS
 from queue_core.store.models import Priority, parse_priority
-from queue_core.validation import encode_payload, validate_idempotency_key, validate_max_retries, validate_type
+from queue_core.validation import (
+    encode_payload,
+    validate_idempotency_key,
+    validate_max_retries,
+    validate_queue_name,
+    validate_type,
+)
 
 from ..messages import EnqueueRefused, JobEnqueued
 from .dialog import Dialog
 
 PRIORITY_OPTIONS = [(p.name.lower(), p.name.lower()) for p in Priority]
+DELAY_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+MAX_DELAY = timedelta(days=3650)
+
+
+def parse_delay(text: str) -> timedelta | None:
+    """``""`` -> None (run now); ``"90"``, ``"90s"``, ``"5m"``, ``"2h"``, ``"1d"`` -> that long from now."""
+    text = text.strip().lower()
+    if not text:
+        return None
+    unit = DELAY_UNITS.get(text[-1])
+    number = text[:-1] if unit else text
+    try:
+        seconds = float(number) * (unit or 1)
+    except ValueError:
+        seconds = math.nan
+    if not math.isfinite(seconds) or seconds < 0 or seconds > MAX_DELAY.total_seconds():
+        raise ValidationError("delay", f"{text!r} is not a delay; use seconds or 90s, 5m, 2h, 1d (up to 10 years)")
+    return timedelta(seconds=seconds)
 
 
 class EnqueueScreen(Dialog):
@@ -62,6 +88,10 @@ class EnqueueScreen(Dialog):
                 yield Input(value=str(DEFAULT_MAX_RETRIES), id="max_retries")
                 yield Label("idempotency key")
                 yield Input(placeholder="optional: the same key never enqueues twice", id="idempotency_key")
+                yield Label("queue")
+                yield Input(value="default", id="queue")
+                yield Label("delay")
+                yield Input(placeholder="optional: run later, e.g. 90s, 5m, 2h", id="delay")
             yield Static(id="form-error", classes="form-error")
             with Horizontal(classes="buttons"):
                 yield Button("Enqueue", variant="primary", id="submit")
@@ -92,12 +122,15 @@ class EnqueueScreen(Dialog):
         request = {
             "type": self.query_one("#type", Input).value.strip(),
             "payload": self.payload(),
+            "queue": self.query_one("#queue", Input).value.strip(),
+            "delay": parse_delay(self.query_one("#delay", Input).value),
             "priority": self.query_one("#priority", Select).value,
             "max_retries": self.max_retries(),
             "idempotency_key": self.query_one("#idempotency_key", Input).value.strip() or None,
         }
         validate_type(request["type"])
         encode_payload(request["payload"])
+        validate_queue_name(request["queue"])
         parse_priority(request["priority"])
         validate_max_retries(request["max_retries"])
         validate_idempotency_key(request["idempotency_key"])
@@ -108,7 +141,10 @@ class EnqueueScreen(Dialog):
         # On the worker thread: only post. Any other exception is a bug and crashes the app, as before.
         try:
             with self.repo.db.connection_context():
-                job, created = self.repo.create(**request)
+                delay = request.pop("delay")
+                # The queue's clock (the database's on PostgreSQL), read here on the thread, never on the UI's.
+                run_at = None if delay is None else self.repo.now() + delay
+                job, created = self.repo.create(**request, run_at=run_at)
         except ValidationError as exc:
             self.post_message(EnqueueRefused(str(exc), exc.field))
         except IdempotencyConflict as exc:

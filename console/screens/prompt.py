@@ -48,7 +48,11 @@ class PromptScreen(Dialog):
 
     @on(Input.Submitted)
     def confirm(self, event: Input.Submitted) -> None:
-        self.answer(event.value.strip())
+        self.accept(event.value)
+
+    def accept(self, value: str) -> None:
+        """The answer to give for ``value``; a subclass may check it first (the query line does)."""
+        self.answer(value.strip())
 
     def action_cancel(self) -> None:
         self.answer(None)

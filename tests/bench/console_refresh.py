@@ -108,6 +108,48 @@ def refresh_times(sizes: list[int]) -> list[Result]:
     return results
 
 
+# Every view of the console (issue 15), as its refresh reads it: the live tables and the header always, plus
+# what the view on screen shows. "query" is the live view narrowed by an operator's query no index serves.
+VIEW_READS = {
+    "tables": {},
+    "scheduled": {},
+    "completed": {},
+    "cancelled": {},
+    "queues": {"queues": lambda repo, now: repo.queues()},
+    "workers": {"workers": lambda repo, now: repo.workers()},
+    "schedules": {"schedules": lambda repo, now: []},
+    "activity": {},
+    "query": {},
+}
+VIEW_QUERY = "type:send-invoice boom"
+
+
+def view_refresh_times(n: int) -> list[Result]:
+    """One refresh of each view on a database of ``n`` jobs (median of REFRESHES)."""
+    try:
+        from console.snapshot import load_snapshot
+        from queue_core.store.query import parse_query
+    except ImportError:
+        return []
+    db = open_database(big_database(n))
+    repo = JobRepository(db)
+    results = []
+    for view, reads in VIEW_READS.items():
+        result = Result(f"sqlite.console.view_{view}_{n}", f"console refresh, view {view}, {n:,} jobs", n, "ms")
+        results.append(result)
+        query = parse_query(VIEW_QUERY) if view == "query" else None
+        shown = "tables" if view == "query" else view
+        options = {"stale_after": STALE_AFTER, "view": shown, "extra_reads": reads, "query": query}
+        load_snapshot(repo, **options)  # warm the page cache
+        for _ in range(REFRESHES):
+            start = time.perf_counter()
+            load_snapshot(repo, **options)
+            result.values.append((time.perf_counter() - start) * 1000)
+        result.notes.append(f"{REFRESHES} refreshes, p90 {statistics.quantiles(result.values, n=10)[-1]:.1f} ms")
+    db.close()
+    return results
+
+
 def console_rss(n: int) -> Result:
     """Peak RSS of the console app in a child process, showing a database of ``n`` jobs for a few refreshes."""
     result = Result("sqlite.console.rss", f"console peak RSS, {n:,} jobs", n, "MB")

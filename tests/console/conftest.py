@@ -20,7 +20,8 @@ def scene_clock() -> ManualClock:
 
 @pytest.fixture
 def scene(db, scene_clock) -> JobRepository:
-    """The screenshot scene: 17 pending, 4 running (one stale), 4 failed, 30 completed; now = SCENE_END."""
+    """The screenshot scene: 20 pending (2 on mail, 1 on the paused reports), 4 running (one stale), 4 failed,
+    30 completed, 1 cancelled, 3 registered workers (one lost); now = SCENE_END."""
     repo = JobRepository(db, clock=scene_clock, rng=random.Random(7))
     build_scene(repo, scene_clock)
     return repo

@@ -66,7 +66,7 @@ async def test_enter_twice_in_the_enqueue_form_enqueues_one_job(pilot, scene):
 
 async def test_enter_twice_in_the_filter_prompt_filters_once(pilot, scene):
     app = pilot.app
-    await pilot.press("slash", *"send-invoice")
+    await pilot.press("t", *"send-invoice")
     await press_at_once(pilot, "enter", "enter")
     await settle(pilot)
     assert app.is_running and app.type_filter == "send-invoice"
@@ -178,7 +178,7 @@ async def test_any_markup_lookalike_everywhere_data_is_shown(make_app, scene, te
         await pilot.press("f")
         assert isinstance(app.screen, PromptScreen)
         assert text in str(app.screen.query_one(".explanation").render())
-        await pilot.press("escape", "slash", *text[:2])  # the type is suggested: shown as text too
+        await pilot.press("escape", "t", *text[:2])  # the type is suggested: shown as text too
         await pilot.pause(0.1)
         await pilot.press(*text[2:], "enter")
         await settle(pilot)

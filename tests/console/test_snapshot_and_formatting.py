@@ -16,14 +16,14 @@ from console.widgets.jobs.stack import share_height
 def test_snapshot_of_the_scene(scene):
     snapshot = load_snapshot(scene, stale_after=timedelta(seconds=300))
     assert (
-        snapshot.counts == scene.counts() == {"pending": 17, "running": 4, "completed": 30, "failed": 4, "cancelled": 0}
+        snapshot.counts == scene.counts() == {"pending": 20, "running": 4, "completed": 30, "failed": 4, "cancelled": 1}
     )
     assert [job.id for job in snapshot.rows["pending"]] == [job.id for job in scene.window("pending")]
     assert [job.id for job in snapshot.rows["failed"]] == [job.id for job in scene.window("failed")]
     [stale] = [job for job in snapshot.rows["running"] if job.id in snapshot.stale_ids]
     assert stale.worker_id == "host-c:977" and snapshot.stale_count == 1
     assert snapshot.throughput == scene.throughput(timedelta(minutes=5))
-    assert snapshot.shown_text("pending") == "17"
+    assert snapshot.shown_text("pending") == "20"
 
 
 def test_snapshot_window_and_filter(scene):

@@ -10,6 +10,7 @@ import pytest
 from console_helpers import no_cursor_blink, settle
 
 from console.screenshots import shoot_worker, show_worker_run
+from queue_core.worker.scheduler import Schedule
 
 # The pictures are of the rendering, the same on either backend (the rest of the console suite runs on
 # both); on SQLite alone the test names, and so the baseline files, stay as they were made.
@@ -59,3 +60,35 @@ async def test_the_worker_screenshot_is_the_same_on_every_run(tmp_path):
         (tmp_path / run / "worker").mkdir(parents=True)
         pictures.append((await shoot_worker(tmp_path / run, tmp_path / run)).read_bytes())
     assert pictures[0] == pictures[1]
+
+
+def test_scheduled_view(snap_compare, make_app):
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("s"))
+
+
+def test_completed_view_second_page(snap_compare, make_app):
+    assert snap_compare(make_app(window=10), terminal_size=SIZE, run_before=views("d", "ctrl+end", "pagedown"))
+
+
+def test_activity_view(snap_compare, make_app):
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("5"))
+
+
+def test_schedules_view(snap_compare, make_app):
+    schedules = [
+        Schedule(name="nightly-report", cron="0 3 * * *", type="report"),
+        Schedule(name="sync-prices", cron="*/15 * * * *", type="sync-prices"),
+    ]
+    assert snap_compare(make_app(schedules=schedules), terminal_size=SIZE, run_before=views("4"))
+
+
+def test_queues_view(snap_compare, make_app):
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("2"))
+
+
+def test_workers_view(snap_compare, make_app):
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("3"))
+
+
+def test_pause_confirmation(snap_compare, make_app):
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("2", "down", "p"))

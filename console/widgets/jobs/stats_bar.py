@@ -6,7 +6,13 @@ from textual.widgets import Static
 
 from ...snapshot import Snapshot
 
-STATUS_STYLES = {"pending": "cyan", "running": "yellow", "failed": "red", "completed": "green"}
+STATUS_STYLES = {
+    "pending": "cyan",
+    "running": "yellow",
+    "failed": "red",
+    "completed": "green",
+    "cancelled": "magenta",
+}
 
 
 class StatsBar(Static):
@@ -18,9 +24,8 @@ class StatsBar(Static):
         counts = [f"[{style}]{name}[/] [b]{snapshot.count_text(name)}[/]" for name, style in STATUS_STYLES.items()]
         if snapshot.stale_count:
             counts[1] += f" [bold red]⚠ {snapshot.stale_count:,} stale[/]"
-        minutes = int(snapshot.throughput_period.total_seconds() // 60)
         rates = (
             f"[b]{snapshot.throughput['completed']:.1f}[/] done/min · "
-            f"[b]{snapshot.throughput['failed']:.1f}[/] failed/min [dim]({minutes}m)[/]"
+            f"[b]{snapshot.throughput['failed']:.1f}[/] failed/min"
         )
         return " · ".join(counts) + " │ " + rates

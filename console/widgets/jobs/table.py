@@ -14,13 +14,21 @@ from ...snapshot import Snapshot
 COLUMNS = (
     ("id", "id", 6),
     ("type", "type", 16),
+    ("queue", "queue", 10),
     ("priority", "priority", 8),
     ("retries", "retries", 7),
     ("time", "", 11),
-    ("worker", "worker", 16),
-    ("error", "latest error", 39),
+    ("worker", "worker", 14),
+    ("error", "latest error", 24),
 )
-TIME_LABELS = {"pending": "age / due", "running": "running", "failed": "failed"}
+TIME_LABELS = {
+    "pending": "age / due",
+    "running": "running",
+    "failed": "failed",
+    "scheduled": "due",
+    "completed": "finished",
+    "cancelled": "cancelled",
+}
 PRIORITY_STYLES = {"critical": "bold red", "high": "yellow", "medium": "", "low": "dim"}
 STALE_STYLE = "bold red"
 STALE_MARKER = "⚠"
@@ -108,6 +116,7 @@ class JobTable(DataTable):
         return (
             (str(job.id), base),
             (job.type, base),
+            (job.queue, base or "dim"),
             (label, base or PRIORITY_STYLES[label]),
             (f"{job.retry_count}/{job.max_retries}", base),
             self.time_cell(job, snapshot, stale),
@@ -117,11 +126,13 @@ class JobTable(DataTable):
 
     def time_cell(self, job, snapshot: Snapshot, stale: bool) -> Cell:
         now = snapshot.now
-        if self.status == "pending":
+        if self.status in ("pending", "scheduled"):
             if job.run_at > now:
                 return f"in {short_duration((job.run_at - now).total_seconds())}", "cyan"
             return since(job.created_at, now), ""
         if self.status == "running":
             running_for = since(job.claimed_at, now)
+            if job.cancel_requested_at is not None:  # asked to stop; its worker sees it at its next heartbeat
+                return f"⊘ {running_for}", "magenta"
             return (f"{STALE_MARKER} {running_for}", STALE_STYLE) if stale else (running_for, "")
         return f"{since(job.updated_at, now)} ago", ""

@@ -1,0 +1,1 @@
+"""The activity view: the last hour per minute."""

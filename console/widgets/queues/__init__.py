@@ -1,0 +1,1 @@
+"""The queues view: per queue its pause state, counts and latency."""

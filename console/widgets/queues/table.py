@@ -1,0 +1,42 @@
+"""Per queue: paused or not, its jobs per status and its latency (how long its oldest due job has waited)."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from ...formatting import short_duration
+from ...snapshot import Snapshot, format_count
+from ..keyed_table import KeyedTable
+
+STATUSES = ("pending", "running", "failed", "completed", "cancelled")
+COLUMNS = (("queue", 22), ("state", 9), *((status, 10) for status in STATUSES), ("latency", 10))
+
+
+class QueuesTable(KeyedTable):
+    """Rows keyed by queue name, so a refresh keeps the cursor on its queue."""
+
+    COLUMNS = COLUMNS
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.states: dict = {}
+
+    @property
+    def selected_queue(self):
+        return self.states.get(self.selected_key)
+
+    def show(self, snapshot: Snapshot) -> None:
+        states = snapshot.extra.get("queues")
+        if states is None:
+            return  # this refresh was read for another view
+        self.states = {state.name: state for state in states}
+        self.replace_rows([(state.name, self.cells(state)) for state in states])
+        paused = sum(state.paused for state in states)
+        self.border_title = f"Queues [b]{len(states)}[/b]" + (f" · [bold yellow]{paused} paused[/]" if paused else "")
+
+    @staticmethod
+    def cells(state) -> list:
+        paused = Text("paused", style="bold yellow") if state.paused else Text("active", style="green")
+        counts = [format_count(state.counts.get(status, 0)) for status in STATUSES]
+        latency = "" if state.latency is None else short_duration(state.latency)
+        return [state.name, paused, *counts, latency]

@@ -1,0 +1,1 @@
+"""The workers view: every registered worker, lost ones in red."""

@@ -1,0 +1,114 @@
+"""Keyset pages of jobs in one state: what the console's scheduled, completed, failed and cancelled tables show.
+
+A page is ``limit`` rows after a cursor (the sort key of the last row seen), never an OFFSET: page 500
+costs what page 1 costs, and a job that arrives meanwhile never shifts a page by one. Rows are the light
+rows of ``JobReads.window_rows`` (no payload, the error cut short). Nothing here changes a job.
+
+States: ``scheduled`` is pending with ``run_at`` in the future (delayed jobs and back-offs), soonest first;
+the final states are newest first. The (status, updated_at) index serves the final states' order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import peewee as pw
+
+from ..errors import ValidationError
+from ..rules import PENDING
+from ..validation import validate_limit
+from .models import JobStatus
+from .reads import ROW_ERROR_CHARS
+
+SCHEDULED = "scheduled"
+# Final states, newest first; "cancelled" is issue 13's status (no rows until its migration has run).
+NEWEST_FIRST = ("completed", "failed", "cancelled")
+PAGED_STATES = (SCHEDULED, *NEWEST_FIRST)
+
+Cursor = tuple[datetime, int]  # (the sort time, the id) of the last row of a page
+
+
+@dataclass(frozen=True)
+class Page:
+    state: str
+    rows: list  # named tuples, every column but the payload
+    after: Cursor | None  # the cursor this page starts after (None: the first page)
+    next_after: Cursor | None  # pass as ``after`` for the next page; None when this page is the last
+
+
+def page(
+    repo,
+    state: str,
+    *,
+    after: Cursor | None = None,
+    limit: int = 200,
+    now: datetime | None = None,
+    type=None,
+    where=None,
+) -> Page:
+    """The ``limit`` jobs of ``state`` after ``after`` in the order an operator reads them.
+
+    One more row than ``limit`` is read to know whether another page follows, so the last page says so.
+    """
+    if state not in PAGED_STATES:
+        raise ValidationError("state", f"unknown state {state!r}; use one of {', '.join(PAGED_STATES)}")
+    limit = validate_limit(limit)
+    Job = repo.Job
+    query = Job.select(*page_columns(Job))
+    if state == SCHEDULED:
+        now = repo.now() if now is None else now
+        time = Job.run_at
+        query = query.where((Job.status == PENDING) & (Job.run_at > Job.run_at.to_value(now)))
+        query = query.order_by(Job.run_at, Job.id)
+        if after is not None:
+            query = query.where(_after(time, Job.id, after, ascending=True))
+    else:
+        time = Job.updated_at
+        query = query.where(Job.status == state).order_by(Job.updated_at.desc(), Job.id.desc())
+        if after is not None:
+            query = query.where(_after(time, Job.id, after, ascending=False))
+    if type is not None:
+        query = query.where(Job.type == type)
+    if where is not None:  # an operator's query (store.query): bound values only
+        query = query.where(where)
+    cursor = repo.db.execute_sql(*query.limit(limit + 1).sql())
+    rows = repo._window_reader.named(cursor)
+    more = len(rows) > limit
+    rows = rows[:limit]
+    sort_time = "run_at" if state == SCHEDULED else "updated_at"
+    next_after = (getattr(rows[-1], sort_time), rows[-1].id) if more else None
+    return Page(state, rows, after, next_after)
+
+
+def filtered_window(repo, status: str, where, *, type=None, limit: int = 200) -> list:
+    """``JobReads.window_rows`` (the live tables' order) narrowed by ``where``, an operator's query."""
+    query = repo._window_query(status, type, validate_limit(limit), *page_columns(repo.Job)).where(where)
+    return repo._window_reader.named(repo.db.execute_sql(*query.sql()))
+
+
+def filtered_counts(repo, where, *, type=None, cap: int) -> dict[str, int]:
+    """Jobs per status matching ``where``, each counted up to ``cap + 1`` as ``JobReads.counts(cap=)`` does."""
+    Job = repo.Job
+    counts = {}
+    for status in JobStatus:
+        rows = Job.select(pw.SQL("1")).where((Job.status == status.value) & where)
+        if type is not None:
+            rows = rows.where(Job.type == type)
+        counts[status.value] = rows.limit(cap + 1).count()
+    return counts
+
+
+def page_columns(Job) -> list:
+    """A light row's columns: every column but the payload, the error cut to ``ROW_ERROR_CHARS``."""
+    columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
+    return [*columns, pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")]
+
+
+def _after(time_column, id_column, after: Cursor, *, ascending: bool):
+    """Rows strictly past ``after`` in (time, id) order (spelt out: SQLite plans row values poorly)."""
+    time, job_id = after
+    time_value = time_column.to_value(time)
+    if ascending:
+        return (time_column > time_value) | ((time_column == time_value) & (id_column > job_id))
+    return (time_column < time_value) | ((time_column == time_value) & (id_column < job_id))

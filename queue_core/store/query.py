@@ -1,0 +1,138 @@
+"""The operator's job query: ``type:send-invoice status:failed payload.invoice:78 "card declined"``.
+
+``parse_query`` turns what an operator typed into a ``JobQuery`` (pure: no database); ``JobQuery.condition(repo)``
+turns that into one peewee condition on the repository's ``Job``. Every value an operator typed is a bound
+parameter; the only SQL text here is fixed, so a query can never run SQL of its own. Terms combine with AND.
+
+Qualifiers: ``id:N``, ``type:T``, ``queue:Q``, ``status:S``, ``worker:W``, ``error:TEXT`` (the latest error
+contains it), ``payload.KEY:VALUE`` (a top-level payload field equals VALUE, compared as text). Anything else
+is free text, matched against the payload and the latest error. A value with spaces goes in double quotes:
+``error:"connection refused"``. Text matches ignore case.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+from dataclasses import dataclass
+from functools import reduce
+
+import peewee as pw
+
+from ..errors import ValidationError
+from .models import JobStatus, is_postgres
+
+QUALIFIERS = ("id", "type", "queue", "status", "worker", "error")
+MAX_QUERY_CHARS = 1000
+MAX_TERMS = 20
+# A payload key is a plain name: the key is bound as a parameter anyway, this keeps the JSON path simple.
+PAYLOAD_KEY = re.compile(r"[A-Za-z0-9_\-]{1,64}")
+QUALIFIER_ONLY = re.compile(r"[A-Za-z_][\w.\-]*:")
+TOKEN = re.compile(r'\s*(?:([A-Za-z_][\w.\-]*):)?(?:"((?:[^"\\]|\\.)*)"|(\S+))')
+
+
+class QueryError(ValidationError):
+    """What is wrong with a query, said so an operator can fix it (shown under the query line)."""
+
+    def __init__(self, message: str):
+        super().__init__("query", message)
+
+
+@dataclass(frozen=True)
+class Term:
+    field: str  # a qualifier, "payload" (with key) or "text"
+    value: str
+    key: str | None = None  # payload.KEY
+
+
+@dataclass(frozen=True)
+class JobQuery:
+    text: str
+    terms: tuple[Term, ...]
+
+    def __bool__(self) -> bool:
+        return bool(self.terms)
+
+    def condition(self, repo):
+        """One condition on ``repo.Job``: every term, AND-ed. True for an empty query."""
+        postgres = is_postgres(repo.db)
+        conditions = [_term_condition(repo.Job, term, postgres) for term in self.terms]
+        return reduce(operator.and_, conditions) if conditions else pw.SQL("1 = 1")
+
+
+def parse_query(text: str) -> JobQuery:
+    """The terms of ``text``; QueryError says what is wrong (unknown qualifier, bad id, unknown status...)."""
+    if not isinstance(text, str):
+        raise QueryError("a query is text")
+    if len(text) > MAX_QUERY_CHARS:
+        raise QueryError(f"a query is at most {MAX_QUERY_CHARS} characters")
+    if not all(char.isprintable() or char in " \t" for char in text):
+        # A NUL or a control character is a paste gone wrong; PostgreSQL refuses NUL in a bound text value.
+        raise QueryError("a query is printable text (it has a control character)")
+    terms, position, text = [], 0, text.strip()
+    while position < len(text):
+        match = TOKEN.match(text, position)
+        if match is None or match.end() == position:
+            raise QueryError(f"cannot read the query from character {position + 1}: {text[position:][:20]!r}")
+        qualifier, quoted, bare = match.groups()
+        value = _unescape(quoted) if quoted is not None else bare
+        if quoted is None and value.startswith('"'):
+            raise QueryError(f"a quote is not closed: {value!r}")
+        if qualifier is None and quoted is None and QUALIFIER_ONLY.fullmatch(value):
+            qualifier, value = value[:-1], ""  # "type:" with nothing after it
+        terms.append(_term(qualifier, value))
+        position = match.end()
+        if len(terms) > MAX_TERMS:
+            raise QueryError(f"a query has at most {MAX_TERMS} terms")
+    return JobQuery(text, tuple(terms))
+
+
+def _unescape(value: str) -> str:
+    return re.sub(r"\\(.)", r"\1", value)
+
+
+def _term(qualifier: str | None, value: str) -> Term:
+    if qualifier is None:
+        return Term("text", value)
+    if not value:
+        raise QueryError(f"{qualifier}: needs a value, e.g. {qualifier}:something")
+    if qualifier.startswith("payload."):
+        key = qualifier[len("payload.") :]
+        if not PAYLOAD_KEY.fullmatch(key):
+            raise QueryError(f"payload.{key}: a payload key is letters, digits, '_' or '-' (at most 64)")
+        return Term("payload", value, key)
+    if qualifier not in QUALIFIERS:
+        known = ", ".join(f"{name}:" for name in QUALIFIERS)
+        raise QueryError(f"unknown qualifier {qualifier}:; use {known} or payload.KEY:")
+    if qualifier == "id" and not (value.isascii() and value.isdigit() and len(value) <= 18):
+        raise QueryError(f"id: takes a job id (digits), not {value!r}")
+    if qualifier == "status" and value not in {status.value for status in JobStatus}:
+        raise QueryError(f"status: is one of {', '.join(status.value for status in JobStatus)}, not {value!r}")
+    return Term(qualifier, value)
+
+
+def _term_condition(Job, term: Term, postgres: bool):
+    if term.field == "id":
+        return Job.id == int(term.value)
+    if term.field == "worker":
+        return Job.worker_id == term.value
+    if term.field in ("type", "queue", "status"):
+        return getattr(Job, term.field) == term.value
+    if term.field == "error":
+        return _contains(Job.error, term.value)
+    if term.field == "payload":
+        return _payload_field(Job, term.key, postgres) == term.value
+    return _contains(Job.payload, term.value) | _contains(Job.error, term.value)
+
+
+def _contains(column, value: str):
+    """``column`` contains ``value``, ignoring case; ``%``, ``_`` and ``\\`` in the value match themselves."""
+    escaped = value.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return pw.NodeList((pw.fn.LOWER(column), pw.SQL("LIKE"), pw.Value(f"%{escaped}%"), pw.SQL("ESCAPE '\\'")))
+
+
+def _payload_field(Job, key: str, postgres: bool):
+    """A top-level payload field as text (the key bound too): JSON functions differ per backend."""
+    if postgres:
+        return pw.NodeList((pw.NodeList((Job.payload, pw.SQL("::jsonb")), glue=""), pw.SQL("->>"), pw.Value(key)))
+    return pw.Cast(pw.fn.json_extract(Job.payload, pw.Value(f'$."{key}"')), "TEXT")

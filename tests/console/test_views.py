@@ -1,0 +1,281 @@
+"""Pilot tests of the views: the real number and letter keys, then a look at what the database holds."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from console_helpers import settle
+
+from console.screens.confirm import ConfirmScreen
+from console.screens.worker_jobs import WorkerJobsScreen
+from console.widgets.activity.view import ActivityView
+from console.widgets.jobs.paged import PagedJobTable
+from console.widgets.queues.table import QueuesTable
+from console.widgets.schedules.view import SchedulesView
+from console.widgets.workers.table import WorkersTable
+from queue_core.store.pages import page
+from queue_core.worker.scheduler import Schedule
+
+pytestmark = pytest.mark.asyncio
+
+
+def shown_ids(table) -> list[int]:
+    return [int(row.key.value) for row in table.ordered_rows]
+
+
+async def test_completed_view_pages_by_keyset_with_page_down_and_back(make_app, scene, db_url):
+    """Runs on both backends. ``d`` shows one window; page down on its last row loads the next, page up
+    on the first row the one before, each exactly the page the store reads after that cursor."""
+    app = make_app(window=10)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        table = app.query_one("#completed", PagedJobTable)
+        assert app.focused is table and app.view == "completed"
+        first = page(scene, "completed", limit=10)
+        assert shown_ids(table) == [row.id for row in first.rows]
+        await pilot.press("ctrl+end", "pagedown")
+        await settle(pilot)
+        second = page(scene, "completed", after=first.next_after, limit=10)
+        assert shown_ids(table) == [row.id for row in second.rows]
+        assert table.row_count == 10 and table.cursor_row == 0  # one window held, the cursor at its top
+        assert "page 2 · 11–20" in str(table.border_title)
+        await pilot.press("pageup")
+        await settle(pilot)
+        assert shown_ids(table) == [row.id for row in first.rows] and table.cursor_row == 9
+
+
+async def test_scheduled_and_cancelled_views_show_their_states(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("s")
+        await settle(pilot)
+        scheduled = app.query_one("#scheduled", PagedJobTable)
+        expected = [row.id for row in page(scene, "scheduled").rows]
+        assert expected and shown_ids(scheduled) == expected
+        assert all(scene.find_by_id(i).run_at > scene.now() for i in expected)
+        await pilot.press("k")
+        await settle(pilot)
+        assert app.view == "cancelled" and app.focused.id == "cancelled"
+        await pilot.press("1")
+        await settle(pilot)
+        assert app.view == "tables" and app.focused.id == "pending"
+
+
+async def test_refresh_keeps_the_cursor_on_its_row_in_a_paged_view(make_app, scene, scene_clock):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("d", "down", "down")
+        await settle(pilot)
+        table = app.query_one("#completed", PagedJobTable)
+        chosen = table.selected_job_id
+        scene_clock.advance(1)
+        claimed = scene.claim("w")  # completes after every shown job: it lands above the chosen one
+        scene.complete(claimed.id, worker_id="w", attempt=claimed.attempt)
+        app.request_refresh()
+        await settle(pilot)
+        assert shown_ids(table)[0] == claimed.id
+        assert table.selected_job_id == chosen
+
+
+async def test_activity_view_charts_the_last_hour(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.query_one(ActivityView)
+        assert app.view == "activity" and app.snapshot.activity is not None
+        completed = app.snapshot.activity.series["completed"]
+        assert len(completed) == 60 and sum(completed) == scene.counts()["completed"]  # the scene is < 1 h
+        assert view.query_one("#completed-chart").data == completed
+        assert "Activity" in app.sub_title
+
+
+async def test_schedules_view_lists_each_schedule_or_says_there_are_none(make_app, scene, db_url):
+    nightly = Schedule(name="nightly-report", cron="0 3 * * *", type="report")
+    app = make_app(schedules=[nightly])
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        table = app.query_one(SchedulesView)
+        assert table.row_count == 1
+        row = table.get_row("nightly-report")
+        assert row[1] == "0 3 * * *" and row[3] == "never" and row[5] == "01-02 03:00 UTC"
+    empty = make_app()
+    async with empty.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("4")
+        await settle(pilot)
+        assert "none" in str(empty.query_one(SchedulesView).border_title)
+
+
+async def open_view(app, pilot, key: str) -> None:
+    await settle(pilot)
+    await pilot.press(key)
+    await settle(pilot)
+
+
+async def test_queues_view_pauses_and_resumes_the_selected_queue_after_asking(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_view(app, pilot, "2")
+        table = app.query_one(QueuesTable)
+        assert app.focused is table and list(table.states) == ["default", "mail", "reports"]
+        assert table.states["reports"].paused and "1 paused" in str(app.query_one("#view-bar").render())
+        await pilot.press("down")  # mail
+        await pilot.press("p")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")  # no: nothing changes
+        await settle(pilot)
+        assert not scene.queue_state("mail").paused
+        await pilot.press("p", "y")
+        await settle(pilot)
+        assert scene.queue_state("mail").paused
+        assert table.selected_queue.name == "mail" and table.selected_queue.paused  # the cursor stayed on its queue
+        await pilot.press("p", "enter")
+        await settle(pilot)
+        assert not scene.queue_state("mail").paused
+
+
+async def test_workers_view_shows_lost_workers_and_enter_lists_the_jobs_held(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_view(app, pilot, "3")
+        table = app.query_one(WorkersTable)
+        assert [str(table.get_row_at(i)[0]) for i in range(table.row_count)] == [
+            "host-a:412",
+            "host-b:413",
+            "host-c:977",
+        ]
+        lost = table.get_row("host-c:977")
+        assert str(lost[5]) == "lost · silent 6m00s" and lost[0].style == "bold red"
+        assert "1 lost" in str(app.query_one("#view-bar").render())
+        await pilot.press("down", "down", "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, WorkerJobsScreen)
+        held = app.screen.query_one("#held")
+        expected = [job.id for job in scene.list("running") if job.worker_id == "host-c:977"]
+        assert [int(row.key.value) for row in held.ordered_rows] == expected and expected
+        await pilot.press("escape")
+        assert not isinstance(app.screen, WorkerJobsScreen)
+
+
+async def test_c_cancels_the_selected_pending_job_after_asking(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        job_id = app.focused.selected_job_id
+        await pilot.press("c")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert scene.find_by_id(job_id).status == "pending"
+        await pilot.press("c", "y")
+        await settle(pilot)
+        assert scene.find_by_id(job_id).status == "cancelled"
+        await pilot.press("k")
+        await settle(pilot)
+        assert job_id in shown_ids(app.query_one("#cancelled", PagedJobTable))
+
+
+async def test_c_on_a_running_job_asks_its_worker(make_app, scene):
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("tab")
+        job_id = app.focused.selected_job_id
+        await pilot.press("c", "y")
+        await settle(pilot)
+        job = scene.find_by_id(job_id)
+        assert job.status == "running" and job.cancel_requested
+
+
+async def test_enqueue_form_takes_a_queue_and_a_delay(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("n", *"echo", "tab", "tab", "tab", "tab", *"later-1", "tab")
+        await pilot.press(*"mail", "tab", *"5m", "enter")  # a field tabbed into has its text selected
+        await settle(pilot)
+        job = scene.find_by_idempotency_key("later-1")
+        assert job.queue == "mail" and job.run_at == scene.now() + timedelta(minutes=5)
+        await pilot.press("s")
+        await settle(pilot)
+        assert job.id in shown_ids(app.query_one("#scheduled", PagedJobTable))
+
+
+async def test_a_bad_delay_is_refused_in_the_form(make_app, scene):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("n", *"echo", "tab", "tab", "tab", "tab", "tab", "tab", *"soon", "enter")
+        await settle(pilot)
+        assert "is not a delay" in str(app.screen.query_one("#form-error").render())
+        assert app.screen.focused.id == "delay"
+
+
+async def test_detail_shows_queue_attempt_result_and_cancel_request(make_app, scene):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("tab")  # running: the stale one first
+        job_id = app.focused.selected_job_id
+        scene.cancel(job_id)
+        await pilot.press("enter")
+        await settle(pilot)
+        text = str(app.screen.query_one("#detail-fields").render())
+        assert "queue" in text and "default" in text and "attempt" in text and "requested" in text
+
+
+async def test_the_schedules_view_gets_the_handler_modules_periodic_jobs(tmp_path, monkeypatch):
+    from console.app import schedules_of
+
+    (tmp_path / "nightly_tasks.py").write_text(
+        "from queue_core.tasks import Queue\n"
+        "from queue_core.worker.handlers import HandlerRegistry\n"
+        f"queue = Queue('sqlite:///{tmp_path}/q.db', registry=HandlerRegistry())\n"
+        "@queue.periodic('0 3 * * *')\n"
+        "def nightly():\n"
+        "    pass\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    __import__("nightly_tasks")
+    [schedule] = schedules_of(["nightly_tasks", "not_imported"])
+    assert (schedule.name, schedule.cron) == ("nightly", "0 3 * * *")
+
+
+async def test_the_query_line_narrows_every_table_and_escape_clears_it(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"status:fail", "enter")
+        assert "status: is one of" in str(app.screen.query_one("#query-error").render())  # said under the line
+        await pilot.press("ctrl+u", *"type:send-invoice mailbox", "enter")  # ctrl+u: delete to the start
+        await settle(pilot)
+        shown = [job for status in ("pending", "running", "failed") for job in app.snapshot.rows[status]]
+        assert [job.id for job in shown] == [job.id for job in scene.list("failed", type="send-invoice")]
+        assert app.snapshot.counts["failed"] == 1 and app.snapshot.counts["pending"] == 0
+        assert "query type:send-invoice mailbox" in app.sub_title
+        await pilot.press("d")
+        await settle(pilot)
+        assert shown_ids(app.query_one("#completed", PagedJobTable)) == []  # the query applies here too
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.job_query is None and app.snapshot.counts == scene.counts()
+
+
+async def test_a_hostile_query_is_a_value_never_sql(make_app, scene):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        before = scene.counts()
+        await pilot.press("slash", *'"\'; DROP TABLE jobs; --" payload.x:%', "enter")
+        await settle(pilot)
+        assert app.is_running and app.job_query is not None
+        assert sum(app.snapshot.counts.values()) == 0 and scene.counts() == before

@@ -1,0 +1,96 @@
+"""queue_core.store.pages (keyset pages per state) and queue_core.store.activity (per-minute counts), both backends."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from queue_core.errors import ValidationError
+from queue_core.store.activity import ActivityReads
+from queue_core.store.pages import page
+
+
+def complete_one(repo, clock, job_type="t"):
+    job, _ = repo.create(job_type)
+    claimed = repo.claim("w")
+    assert claimed.id == job.id
+    repo.complete(job.id, worker_id="w", attempt=claimed.attempt)
+    clock.advance(1)
+    return job.id
+
+
+def test_completed_pages_walk_every_job_once_newest_first(repo, clock):
+    ids = [complete_one(repo, clock) for _ in range(7)]
+    seen, after, pages = [], None, 0
+    while True:
+        current = page(repo, "completed", after=after, limit=3)
+        seen += [row.id for row in current.rows]
+        pages += 1
+        if current.next_after is None:
+            break
+        after = current.next_after
+    assert seen == ids[::-1]
+    assert pages == 3  # 3 + 3 + 1, and the last page says it is the last
+    assert not hasattr(current.rows[0], "payload")  # light rows: a page never reads payloads
+
+
+def test_a_page_is_stable_when_jobs_finish_meanwhile(repo, clock):
+    ids = [complete_one(repo, clock) for _ in range(4)]
+    first = page(repo, "completed", limit=2)
+    newer = complete_one(repo, clock)  # lands on page one, ahead of the cursor: page two does not shift
+    second = page(repo, "completed", after=first.next_after, limit=2)
+    assert [row.id for row in second.rows] == [ids[1], ids[0]]
+    assert newer not in [row.id for row in second.rows]
+
+
+def test_scheduled_is_pending_due_later_soonest_first(repo, clock):
+    now = repo.now()
+    due_now, _ = repo.create("t")
+    later, _ = repo.create("t", run_at=now + timedelta(minutes=5))
+    soonest, _ = repo.create("t", run_at=now + timedelta(minutes=1))
+    same_time, _ = repo.create("t", run_at=now + timedelta(minutes=5))
+    rows = page(repo, "scheduled", limit=2).rows
+    assert [row.id for row in rows] == [soonest.id, later.id]
+    rest = page(repo, "scheduled", after=(rows[-1].run_at, rows[-1].id), limit=2)
+    assert [row.id for row in rest.rows] == [same_time.id] and rest.next_after is None
+    assert due_now.id not in [row.id for row in page(repo, "scheduled").rows]
+
+
+def test_a_page_filters_by_type_and_refuses_an_unknown_state(repo, clock):
+    complete_one(repo, clock, "a")
+    wanted = complete_one(repo, clock, "b")
+    assert [row.id for row in page(repo, "completed", type="b").rows] == [wanted]
+    assert page(repo, "cancelled").rows == []
+    with pytest.raises(ValidationError):
+        page(repo, "pending; DROP TABLE jobs")
+
+
+def test_activity_counts_each_minute_of_the_last_hour(repo, clock):
+    reads = ActivityReads(repo)
+    complete_one(repo, clock)  # at 12:00:00, enqueued and completed
+    clock.advance(120)
+    job, _ = repo.create("t", max_retries=0)  # 12:02
+    claimed = repo.claim("w")
+    repo.fail(job.id, "boom", worker_id="w", attempt=claimed.attempt)
+    activity = reads.last_hour()
+    assert len(activity.series["completed"]) == 60
+    # The last bucket is the current minute (12:02), two before it 12:00.
+    assert activity.series["completed"][-3] == 1 and activity.total("completed") == 1
+    assert activity.series["enqueued"][-3] == 1 and activity.series["enqueued"][-1] == 1
+    assert activity.series["failed"][-1] == 1 and activity.total("failed") == 1
+    clock.advance(3600)
+    assert ActivityReads(repo).last_hour().total("enqueued") == 0  # an hour later, nothing is charted
+
+
+def test_enqueued_counts_only_the_last_hour_of_a_long_history_with_gaps(repo, clock):
+    made = []
+    for _ in range(30):  # one job every 5 minutes over two and a half hours
+        made.append(repo.create("t")[0])
+        clock.advance(300)
+    repo.Job.delete().where(repo.Job.id.in_([made[5].id, made[20].id, made[-1].id])).execute()  # pruned
+    now = repo.now()
+    start = now.replace(second=0, microsecond=0) - timedelta(minutes=59)
+    expected = sum(1 for job in repo.Job.select() if job.created_at >= start)
+    activity = ActivityReads(repo).last_hour()
+    assert activity.start == start and activity.total("enqueued") == expected > 0
