@@ -13,6 +13,7 @@ from ..store.database import DATABASE_ERRORS, default_url, without_password
 from ..store.models import JobStatus
 from ..store.repository import JobRepository
 from ..validation import MAX_LIST_LIMIT, parse_payload
+from . import schedules
 from .args import (
     EXIT_FAILURE,
     CLIArgumentParser,
@@ -85,6 +86,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     prune = commands.add_parser("prune", parents=[db_option], help="delete finished jobs older than a retention")
     prune.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
+
+    schedules.add_parser(commands, [db_option])
     return parser
 
 
@@ -179,6 +182,7 @@ RUNNERS = {
     "retry": run_retry,
     "reap": run_reap,
     "prune": run_prune,
+    "schedules": schedules.run_schedules,
 }
 COMMANDS = tuple(RUNNERS)
 

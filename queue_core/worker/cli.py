@@ -32,12 +32,14 @@ from ..cli.args import (
 from ..errors import QueueError
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
+from ..tasks import registered_schedules
 from ..validation import validate_api_url, validate_token, validate_worker_id
 from .defaults import DEFAULTS, MAX_CONCURRENCY
 from .events import WorkerEvent
 from .handlers import registry
 from .loop import Worker, default_worker_id
 from .protocol import JobQueue
+from .scheduler import Scheduler
 
 logger = logging.getLogger("queue_core.worker")
 
@@ -96,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     prune_help = "delete finished jobs older than S seconds, checked hourly (default: keep them)"
     add("--prune-after", type=positive_seconds, default=d.prune_after, metavar="S", help=prune_help)
     add("--burst", action="store_true", help="exit once nothing is claimable and nothing runs")
+    no_scheduler_help = "do not enqueue the periodic jobs of the --handlers modules (default: every worker does)"
+    add("--no-scheduler", action="store_true", help=no_scheduler_help)
     add("--log-level", type=str.lower, choices=LOG_LEVELS, default="info", help="(default info)")
     add("--log-format", choices=("text", "json"), default="text", help="one line per event (default text)")
     return parser
@@ -195,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.token and not args.api:
         return fail("--token is for --api; a --db worker talks to the database directly")
     try:
+        schedules = [] if args.no_scheduler else registered_schedules(registry)
         queue, database, close = open_queue(args)
     except QueueError as exc:
         return fail(str(exc))
@@ -210,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             shutdown_timeout=args.shutdown_timeout,
             on_event=log_event,
             prune_after=args.prune_after,
+            scheduler=Scheduler(queue, schedules) if schedules else None,
         )
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once (None on SQLite: polling).
         # No database over the HTTP API: that worker polls the server.

@@ -26,6 +26,7 @@ from .events import EVENT_KINDS, EventHub, WorkerEvent, exception_message
 from .handlers import HandlerRegistry, call_handler, default_registry
 from .housekeeping import Housekeeping
 from .protocol import ClaimedJob, JobQueue, close_thread_connection
+from .scheduler import Scheduler
 from .session import Running, Session
 
 logger = logging.getLogger(__name__)
@@ -69,7 +70,8 @@ class Worker:
     A heartbeat thread refreshes running jobs every ``min(stale_after / 3, 10)`` seconds and reaps other
     workers' claims older than ``stale_after`` every ``stale_after / 2`` seconds. With ``prune_after``, the same
     thread deletes finished jobs older than that many seconds, a batch per beat, at start and then hourly.
-    Defaults are ``defaults.DEFAULTS``.
+    With ``scheduler``, a thread of its own enqueues the periodic jobs it schedules while the worker runs
+    (a burst ticks it once, at start). Defaults are ``defaults.DEFAULTS``.
     """
 
     def __init__(
@@ -85,6 +87,7 @@ class Worker:
         shutdown_timeout: float = DEFAULTS.shutdown_timeout,
         on_event: Callable[[WorkerEvent], None] | None = None,
         prune_after: float | None = DEFAULTS.prune_after,
+        scheduler: Scheduler | None = None,
     ):
         self.concurrency = valid_concurrency(concurrency)
         self.queue = queue
@@ -96,6 +99,7 @@ class Worker:
         self.stale_after = positive_seconds("stale_after", stale_after)
         self.shutdown_timeout = positive_seconds("shutdown_timeout", shutdown_timeout, allow_zero=True)
         self.prune_after = None if prune_after is None else positive_seconds("prune_after", prune_after)
+        self.scheduler = scheduler  # periodic jobs to enqueue while running (None: none)
         self._lock = threading.RLock()  # re-entrant: stop() may run in a signal handler on a thread holding it
         self._session: Session | None = None
         self._completed = 0
@@ -198,6 +202,7 @@ class Worker:
         if burst:
             # A dead worker's stale claims are work this burst should do, not a reason to keep waiting.
             self._housekeeping.reap()
+        self._start_scheduler(session)
         for slot in range(self.concurrency):
             name = f"worker-{self.worker_id}-{slot}"
             session.threads.append(threading.Thread(target=self._claim_loop, args=(session, slot), name=name))
@@ -220,8 +225,9 @@ class Worker:
         grace_deadline = time.monotonic() + ACK_GRACE
         session.join_slots(lambda: grace_deadline)
         session.heartbeat_stop.set()
-        if session.heartbeat_thread is not None:
-            session.heartbeat_thread.join(ACK_GRACE)
+        for thread in (session.heartbeat_thread, session.scheduler_thread):
+            if thread is not None:
+                thread.join(ACK_GRACE)
         stats = self.stats
         self._events.emit(
             "stopped",
@@ -229,6 +235,24 @@ class Worker:
         )
         session.stopped.set()
         session.wake_main.set()
+
+    def _start_scheduler(self, session: Session) -> None:
+        """Periodic jobs: a burst enqueues the due ticks once, now; a running worker ticks until it stops."""
+        scheduler = self.scheduler
+        if scheduler is None or not scheduler.schedules:
+            return
+        if session.burst:
+            scheduler.tick()  # before the claim threads start, so this burst runs what it enqueued
+            return
+
+        def run() -> None:
+            try:
+                scheduler.run_forever(session.stopping, on_created=lambda _jobs: self.wakeup())
+            finally:
+                close_thread_connection(self.queue)
+
+        session.scheduler_thread = threading.Thread(target=run, name="scheduler", daemon=True)
+        session.scheduler_thread.start()
 
     # --- claim threads -----------------------------------------------------------------------------
 

@@ -208,11 +208,16 @@ class Scheduler:
             due.append(now if owed else schedule.next_tick(now))
         return min(due, default=None)
 
-    def run_forever(self, stop_event: threading.Event) -> None:
-        """Tick, then sleep until the next tick is due, until ``stop_event`` is set (a worker's scheduler thread)."""
+    def run_forever(self, stop_event: threading.Event, on_created: Callable[[list[Job]], None] | None = None) -> None:
+        """Tick, then sleep until the next tick is due, until ``stop_event`` is set (a worker's scheduler thread).
+
+        ``on_created(jobs)`` hears of the jobs a tick created (a worker wakes its idle claim threads with it).
+        """
         while not stop_event.is_set():
             now = _utc(self.clock())
-            self.tick(now)
+            created = self.tick(now)
+            if created and on_created is not None:
+                on_created(created)
             stop_event.wait(self._wait_after(now))
 
     def _wait_after(self, now: datetime) -> float:

@@ -50,6 +50,7 @@ class Session:
         self.slot_wakes = [threading.Event() for _ in range(concurrency)]
         self.threads: list[threading.Thread] = []
         self.heartbeat_thread: threading.Thread | None = None
+        self.scheduler_thread: threading.Thread | None = None  # enqueues periodic jobs until ``stopping``
         self.running: dict[tuple[int, int], Running] = {}  # by Running.key: (job id, attempt)
         self.abandoned: set[threading.Thread] = set()  # slots stuck in a handler whose job a stop released
         self.in_flight = 0  # slots claiming or running a job (burst ends when none is)
