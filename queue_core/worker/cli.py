@@ -44,7 +44,13 @@ from .scheduler import Scheduler
 logger = logging.getLogger("queue_core.worker")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-EVENT_LEVELS = {"failed": logging.WARNING, "released": logging.WARNING, "lost": logging.WARNING, "error": logging.ERROR}
+EVENT_LEVELS = {
+    "failed": logging.WARNING,
+    "released": logging.WARNING,
+    "lost": logging.WARNING,
+    "overrun": logging.WARNING,
+    "error": logging.ERROR,
+}
 EVENT_FIELDS = ("kind", "worker_id", "job_id", "job_type", "attempt", "duration", "error")
 EXIT_OK, EXIT_CRASH = 0, 1
 

@@ -14,7 +14,20 @@ from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
 
-EVENT_KINDS = ("started", "claimed", "completed", "failed", "released", "lost", "reaped", "error", "stopped")
+# "overrun": a plain handler's thread still running past its job's timeout (Python cannot stop it); the
+# attempt was failed and the slot moved on.
+EVENT_KINDS = (
+    "started",
+    "claimed",
+    "completed",
+    "failed",
+    "released",
+    "lost",
+    "reaped",
+    "overrun",
+    "error",
+    "stopped",
+)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ prune), ``events`` (what it reports), ``defaults`` (its settings). It talks to t
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -23,9 +24,10 @@ from ..validation import validate_worker_id
 from .acks import GAVE_UP, Acks
 from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_concurrency
 from .events import EVENT_KINDS, EventHub, WorkerEvent, exception_message
-from .handlers import HandlerRegistry, call_handler, default_registry
+from .handlers import HandlerRegistry, default_registry
 from .housekeeping import Housekeeping
 from .protocol import ClaimedJob, JobQueue, close_thread_connection
+from .runner import HandlerRunner
 from .scheduler import Scheduler
 from .session import Running, Session
 
@@ -115,6 +117,7 @@ class Worker:
             on_error=self._error,
             on_reaped=self.wakeup,
         )
+        self._runner = HandlerRunner(self._events)
         self.heartbeat_interval = self._housekeeping.heartbeat_interval
         self.reap_interval = self._housekeeping.reap_interval
         if on_event is not None:
@@ -228,6 +231,7 @@ class Worker:
         for thread in (session.heartbeat_thread, session.scheduler_thread):
             if thread is not None:
                 thread.join(ACK_GRACE)
+        self._runner.close()  # reports the handler threads it leaves running past their timeout
         stats = self.stats
         self._events.emit(
             "stopped",
@@ -237,22 +241,15 @@ class Worker:
         session.wake_main.set()
 
     def _start_scheduler(self, session: Session) -> None:
-        """Periodic jobs: a burst enqueues the due ticks once, now; a running worker ticks until it stops."""
-        scheduler = self.scheduler
-        if scheduler is None or not scheduler.schedules:
+        """Periodic jobs: a burst enqueues the due ticks once, now (before its claim threads start, so it runs
+        them); a running worker ticks on a thread of its own until it stops."""
+        if self.scheduler is None or not self.scheduler.schedules:
             return
         if session.burst:
-            scheduler.tick()  # before the claim threads start, so this burst runs what it enqueued
-            return
-
-        def run() -> None:
-            try:
-                scheduler.run_forever(session.stopping, on_created=lambda _jobs: self.wakeup())
-            finally:
-                close_thread_connection(self.queue)
-
-        session.scheduler_thread = threading.Thread(target=run, name="scheduler", daemon=True)
-        session.scheduler_thread.start()
+            self.scheduler.tick()
+        else:
+            on_exit = functools.partial(close_thread_connection, self.queue)
+            session.scheduler_thread = self.scheduler.start(session.stopping, self.wakeup, on_exit)
 
     # --- claim threads -----------------------------------------------------------------------------
 
@@ -323,7 +320,7 @@ class Worker:
         started = time.monotonic()
         error = None
         try:
-            call_handler(fn, job)
+            self._runner.run(fn, job)
         except BaseException as exc:  # a handler must never take its worker thread down
             error = exception_message(exc)
             logger.debug("job %s (%s) raised", job.id, job.type, exc_info=True)

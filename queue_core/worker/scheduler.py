@@ -220,6 +220,22 @@ class Scheduler:
                 on_created(created)
             stop_event.wait(self._wait_after(now))
 
+    def start(
+        self, stop_event: threading.Event, on_created: Callable[[], None], on_exit: Callable[[], None]
+    ) -> threading.Thread:
+        """``run_forever`` on a daemon thread (a worker's): ``on_created()`` after a tick created jobs,
+        ``on_exit()`` when the thread ends (a worker closes the thread's database connection)."""
+
+        def run() -> None:
+            try:
+                self.run_forever(stop_event, on_created=lambda _jobs: on_created())
+            finally:
+                on_exit()
+
+        thread = threading.Thread(target=run, name="scheduler", daemon=True)
+        thread.start()
+        return thread
+
     def _wait_after(self, now: datetime) -> float:
         """Seconds to sleep after ``tick(now)``: judged at that same ``now``, so a tick falling due while
         ``tick`` ran is never mistaken for a failed one."""
