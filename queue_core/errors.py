@@ -17,12 +17,12 @@ class ValidationError(QueueError, ValueError):
 
 
 class IdempotencyConflict(QueueError):
-    """The idempotency key is taken by a job with another type or payload; the stored job is untouched."""
+    """The idempotency key is taken by a job with another type, queue or payload; the stored job is untouched."""
 
     def __init__(self, key: str, existing):
         super().__init__(
             f"idempotency key {key!r} already belongs to job {existing.id} "
-            f"(type {existing.type!r}) with a different type or payload; use a new key"
+            f"(type {existing.type!r}, queue {existing.queue!r}) with a different type, queue or payload; use a new key"
         )
         self.key = key
         self.existing = existing

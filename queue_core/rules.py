@@ -16,6 +16,15 @@ PENDING = "pending"
 RUNNING = "running"
 COMPLETED = "completed"
 FAILED = "failed"
+CANCELLED = "cancelled"
+# Statuses a job never leaves by itself: only an operator retry (failed, cancelled) brings it back.
+FINAL = (COMPLETED, FAILED, CANCELLED)
+DEFAULT_QUEUE = "default"
+
+# A worker's state in the registry (JobRepository.workers).
+WORKER_RUNNING = "running"
+WORKER_STOPPED = "stopped"
+WORKER_LOST = "lost"
 
 DEFAULT_MAX_RETRIES = 3
 # Retry back-off: delay = min(CAP, base * 2**retry_count), then "equal jitter" (a random point in the
@@ -70,3 +79,13 @@ def is_stale(job: Claimed, now: datetime, older_than: timedelta) -> bool:
     """Whether ``reap_stale(older_than)`` at ``now`` would take this running job back (the rule its query
     applies in SQL), for rows already read, e.g. the console's stale marker."""
     return last_sign_of_life(job) < cutoff_before(now, older_than)
+
+
+def worker_state(stopped_at: datetime | None, last_seen_at: datetime, stale_after: float, now: datetime) -> str:
+    """``stopped`` after a clean stop; ``lost`` when not seen for longer than the worker's own ``stale_after``
+    seconds (it died, or hangs: the reaper takes its jobs back); else ``running``."""
+    if stopped_at is not None:
+        return WORKER_STOPPED
+    if (now - last_seen_at).total_seconds() > stale_after:
+        return WORKER_LOST
+    return WORKER_RUNNING

@@ -42,6 +42,57 @@ def validate_type(value) -> str:
     return value
 
 
+def validate_queue_name(value, field: str = "queue") -> str:
+    """A queue's name: the rules of a type name (non-empty, at most 255 printable characters)."""
+    try:
+        return validate_type(value)
+    except ValidationError as exc:
+        raise ValidationError(field, exc.message.replace("'send-invoice'", "'mail'")) from None
+
+
+def validate_queue_names(value) -> list[str] | None:
+    """A claim's ``queues``: None (every queue) or a list of at most ``MAX_TYPES`` queue names."""
+    if value is None:
+        return None
+    if isinstance(value, str | bytes):
+        raise ValidationError("queues", f"must be a list of queue names, not the single string {value!r}")
+    try:
+        names = list(value)
+    except TypeError:
+        raise ValidationError("queues", f"must be a list of queue names, not {type(value).__name__}") from None
+    if len(names) > MAX_TYPES:
+        raise ValidationError("queues", f"names {len(names)} queues; a claim takes at most {MAX_TYPES}")
+    for index, name in enumerate(names):
+        try:
+            validate_queue_name(name)
+        except ValidationError as exc:
+            raise ValidationError("queues", f"item {index}: {exc.message}") from None
+    return names
+
+
+def validate_timeout(value) -> float | None:
+    """Seconds an attempt may run; None: no limit."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+        raise ValidationError("timeout", "must be a positive number of seconds, or None for no limit")
+    return float(value)
+
+
+def validate_seconds(field: str, value) -> float:
+    """A non-negative, finite number of seconds (a worker's ``stale_after``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise ValidationError(field, "must be a non-negative number of seconds")
+    return float(value)
+
+
+def validate_count(field: str, value) -> int:
+    """A counter: a non-negative integer."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
+        raise ValidationError(field, "must be a non-negative integer")
+    return value
+
+
 def validate_types(value) -> list[str] | None:
     """A claim's ``types``: None (any type) or a list of at most ``MAX_TYPES`` type names."""
     if value is None:

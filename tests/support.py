@@ -27,3 +27,15 @@ def fresh_repository(db_url: str, clock=None, rng=None) -> JobRepository:
         models.JobError.delete().execute()
         models.Job.delete().execute()
     return JobRepository(db, clock=clock, rng=rng)
+
+
+def as_schema_version_5(db) -> None:
+    """Turn a current database back into schema version 5: no queue, cancel request, result or timeout
+    column on jobs, no queues or workers table (the migration tests then open it again)."""
+    db.execute_sql("DROP INDEX IF EXISTS jobs_queue_claim")
+    db.execute_sql("DROP INDEX IF EXISTS jobs_pending_queue_claim")
+    for column in ("queue", "cancel_requested_at", "result", "timeout"):
+        db.execute_sql(f"ALTER TABLE jobs DROP COLUMN {column}")
+    db.execute_sql("DROP TABLE queues")
+    db.execute_sql("DROP TABLE workers")
+    db.execute_sql("UPDATE queue_meta SET value = '5' WHERE key = 'schema_version'")

@@ -18,7 +18,7 @@ from queue_core.validation import MAX_TYPES
 
 
 def claim_query(repo, worker_id, n, types, now):
-    return repo.statements.claim_query(worker_id, n, types, now)
+    return repo.statements.claim_query(worker_id, repo.statements.due(n, types, None, now), now)
 
 
 def test_replayed_sql_and_parameters_equal_what_peewee_builds(repo, clock):
@@ -187,7 +187,7 @@ def test_every_hot_path_statement_is_keyed_by_its_shape(repo):
     repo.complete(job.id, worker_id="w", attempt=job.attempt)
     repo.complete_and_claim(job.id, worker_id="w", attempt=job.attempt)
     keys = set(repo.statements.compiled)
-    assert {key for key in keys if key[0].endswith("._claim")} == {("Statements._claim", 4)}
+    assert {key for key in keys if key[0].endswith("._claim")} == {("Statements._claim", 4, None)}
     assert {key[1:] for key in keys if key[0].endswith("._complete")} == {(False, False), (True, True)}
-    assert any(key[0].endswith("._complete_and_claim") and key[1:] == (None,) for key in keys)
+    assert any(key[0].endswith("._complete_and_claim") and key[1:] == (None, None) for key in keys)
     assert any(key[0].endswith("._insert") for key in keys)

@@ -58,7 +58,7 @@ def test_eight_processes_run_five_thousand_jobs_each_exactly_once(db_url):
     assert len(done) == 5000 and set(done) == ids
     assert sum(1 for _, claimed, _ in outcome if claimed) > 1  # the work was shared, not one process's
     db = open_database(db_url)
-    assert JobRepository(db).counts() == {"pending": 0, "running": 0, "completed": 5000, "failed": 0}
+    assert JobRepository(db).counts() == {"pending": 0, "running": 0, "completed": 5000, "failed": 0, "cancelled": 0}
     db.close()
 
 

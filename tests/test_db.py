@@ -8,6 +8,7 @@ import time
 
 import peewee as pw
 import pytest
+from support import as_schema_version_5
 
 from queue_core.errors import DatabaseURLError
 from queue_core.store.database import default_url, open_database
@@ -92,7 +93,7 @@ def test_version_1_database_is_migrated_keeping_jobs(db_url):
     db.execute_sql("UPDATE queue_meta SET value = '1' WHERE key = 'schema_version'")
     db.close()
     db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION == 5
+    assert schema_version(db) == SCHEMA_VERSION
     assert "job_errors_created" in {index.name for index in db.get_indexes("job_errors")}
     assert JobRepository(db).list()[0].payload == {"keep": True}
     db.close()
@@ -151,6 +152,7 @@ def test_throughput_reads_job_errors_through_its_time_index(repo, db):
 
 def _as_version_4(db) -> None:
     """Turn a current database back into schema version 4: no ``attempt`` column on jobs."""
+    as_schema_version_5(db)
     db.execute_sql("ALTER TABLE jobs DROP COLUMN attempt")
     db.execute_sql("UPDATE queue_meta SET value = '4' WHERE key = 'schema_version'")
 
@@ -175,7 +177,7 @@ def test_version_4_database_gets_a_stored_attempt_keeping_every_job(db_url):
 
     db = open_database(db_url)
     repo = JobRepository(db)
-    assert schema_version(db) == SCHEMA_VERSION == 5
+    assert schema_version(db) == SCHEMA_VERSION
     assert {job.payload["keep"] for job in repo.list()} == {"running", "retried", "fresh", "done"}
     assert repo.find_by_id(running.id).attempt == 3
     # The worker still holding the running job acks with the attempt it was given (retry_count + 1).

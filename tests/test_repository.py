@@ -217,7 +217,7 @@ def test_complete_and_claim_completes_the_held_job_and_claims_the_next_in_claim_
     assert done.id == first.id and following.id == low.id
     done, following = repo.complete_and_claim(low.id, ["t"], worker_id="w1", attempt=1)
     assert done.id == low.id and following is None  # "other" is not a type it asked for
-    assert repo.counts() == {"pending": 1, "running": 0, "completed": 3, "failed": 0}
+    assert repo.counts() == {"pending": 1, "running": 0, "completed": 3, "failed": 0, "cancelled": 0}
     assert repo.find_by_id(other.id).status == "pending"
 
 
@@ -276,8 +276,8 @@ def test_counts_list_window_and_throughput(repo, clock):
     repo.claim("w")  # priority 4
     job = repo.claim("w")  # priority 3
     repo.complete(job.id)
-    assert repo.counts() == {"pending": 3, "running": 1, "completed": 1, "failed": 0}
-    assert repo.counts(type="t0") == {"pending": 2, "running": 1, "completed": 0, "failed": 0}
+    assert repo.counts() == {"pending": 3, "running": 1, "completed": 1, "failed": 0, "cancelled": 0}
+    assert repo.counts(type="t0") == {"pending": 2, "running": 1, "completed": 0, "failed": 0, "cancelled": 0}
     page1 = repo.list(limit=2)
     page2 = repo.list(limit=2, after=page1[-1].id)
     assert [j.id for j in page1 + page2] == [1, 2, 3, 4]
@@ -340,9 +340,19 @@ def test_counts_with_a_cap_stop_counting_past_it(repo):
         repo.create("a")
     repo.create("b")
     repo.claim("w")
-    assert repo.counts(cap=3) == {"pending": 4, "running": 1, "completed": 0, "failed": 0}  # 5 pending: "more than 3"
-    assert repo.counts(cap=10) == repo.counts() == {"pending": 5, "running": 1, "completed": 0, "failed": 0}
-    assert repo.counts(type="b", cap=3) == {"pending": 1, "running": 0, "completed": 0, "failed": 0}
+    assert repo.counts(cap=3) == {
+        "pending": 4,
+        "running": 1,
+        "completed": 0,
+        "failed": 0,
+        "cancelled": 0,
+    }  # 5 pending: "more than 3"
+    assert (
+        repo.counts(cap=10)
+        == repo.counts()
+        == {"pending": 5, "running": 1, "completed": 0, "failed": 0, "cancelled": 0}
+    )
+    assert repo.counts(type="b", cap=3) == {"pending": 1, "running": 0, "completed": 0, "failed": 0, "cancelled": 0}
     with pytest.raises(ValidationError):
         repo.counts(cap=0)
 

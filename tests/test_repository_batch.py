@@ -77,7 +77,9 @@ def test_empty_batch_writes_nothing(repo):
         ({"type": "t", "run_at": datetime(2026, 1, 1)}, "specs[2].run_at"),
         ({"type": "t", "retry_backoff": float("nan")}, "specs[2].retry_backoff"),
         ({"type": "t", "idempotency_key": ""}, "specs[2].idempotency_key"),
-        ({"type": "t", "queue": "fast"}, "specs[2]"),
+        ({"type": "t", "queue": ""}, "specs[2].queue"),
+        ({"type": "t", "timeout": 0}, "specs[2].timeout"),
+        ({"type": "t", "colour": "red"}, "specs[2]"),
         ({"payload": {}}, "specs[2]"),
         (("t", {}), "specs[2]"),
     ],
@@ -90,8 +92,14 @@ def test_one_bad_spec_names_itself_and_nothing_is_written(repo, bad, field):
 
 
 def test_unknown_field_error_says_what_a_spec_takes(repo):
-    with pytest.raises(ValidationError, match=r"unknown field\(s\) queue; a spec takes type, payload"):
-        repo.create_many([{"type": "t", "queue": "fast"}])
+    with pytest.raises(ValidationError, match=r"unknown field\(s\) colour; a spec takes type, payload.*queue, timeout"):
+        repo.create_many([{"type": "t", "colour": "red"}])
+
+
+def test_specs_take_a_queue_and_a_timeout(repo):
+    mail, plain = repo.create_many([{"type": "t", "queue": "mail", "timeout": 2.5}, {"type": "t"}])
+    assert (mail.queue, mail.timeout, plain.queue, plain.timeout) == ("mail", 2.5, "default", None)
+    assert repo.find_by_id(mail.id).queue == "mail"
 
 
 def test_a_used_idempotency_key_returns_the_existing_job(repo):

@@ -356,7 +356,7 @@ def test_reap_takes_back_stale_claims(http, repo, clock):
 def test_stats_and_healthz(http, repo):
     enqueue(http)
     stats = http.get("/stats").json()
-    assert stats["counts"] == {"pending": 1, "running": 0, "completed": 0, "failed": 0}
+    assert stats["counts"] == {"pending": 1, "running": 0, "completed": 0, "failed": 0, "cancelled": 0}
     assert set(stats["per_minute_last_5m"]) == {"completed", "failed"}
     assert http.get("/healthz").json() == {"status": "ok"}
 

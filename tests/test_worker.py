@@ -141,7 +141,7 @@ def test_burst_drains_the_queue_with_several_threads(live_repo, handlers, make_w
         live_repo.create("t", {"i": i})
     worker = make_worker(concurrency=3)
     worker.run(burst=True)
-    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 40, "failed": 0}
+    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 40, "failed": 0, "cancelled": 0}
     assert worker.stats.completed == 40
 
 
@@ -377,7 +377,7 @@ def test_a_busy_worker_completes_each_job_and_claims_the_next_in_one_call(live_r
     make_worker(queue).run(burst=True)
 
     assert ran == list(range(30))  # claim order kept, each once
-    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 30, "failed": 0}
+    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 30, "failed": 0, "cancelled": 0}
     assert queue.calls["complete_and_claim"] == 30 and queue.calls["complete"] == 0
     assert queue.calls["claim"] == 2  # the first job, and the empty claim that ends the burst
     assert events.kinds().count("completed") == 30 and events.kinds().count("claimed") == 30
@@ -398,7 +398,7 @@ def test_a_stop_during_a_busy_drain_claims_nothing_more(live_repo, handlers, eve
     worker.run()
 
     assert ran == [0, 1]  # the job that saw the stop finished; its completion claimed no next job
-    assert live_repo.counts() == {"pending": 3, "running": 0, "completed": 2, "failed": 0}
+    assert live_repo.counts() == {"pending": 3, "running": 0, "completed": 2, "failed": 0, "cancelled": 0}
     assert queue.calls["complete_and_claim"] == 1 and queue.calls["complete"] == 1
     assert "released" not in events.kinds()
 

@@ -29,7 +29,7 @@ def test_a_burst_worker_over_the_api_drains_the_queue(db_url, tmp_path):
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
     repo = JobRepository(open_database(db_url))
-    assert repo.counts() == {"pending": 0, "running": 0, "completed": 30, "failed": 1}
+    assert repo.counts() == {"pending": 0, "running": 0, "completed": 30, "failed": 1, "cancelled": 0}
     assert {repo.find_by_id(job_id).worker_id for job_id in ids} == {"remote-1"}
     assert [e.error for e in repo.errors_for(doomed.id)] == ["card declined", "card declined"]
     assert " ERROR " not in result.stderr, result.stderr

@@ -103,7 +103,7 @@ def test_burst_workers_run_each_job_exactly_once(db, db_url, live_repo, start_wo
 
     for process in workers:
         assert process.wait(300) == 0, process.log()
-    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": count, "failed": 0}
+    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": count, "failed": 0, "cancelled": 0}
     runs = db.execute_sql("SELECT job_id, COUNT(*), MIN(worker_id) FROM test_executions GROUP BY job_id").fetchall()
     assert sorted(job_id for job_id, _, _ in runs) == ids
     assert {count for _, count, _ in runs} == {1}
@@ -131,7 +131,7 @@ def test_a_job_of_a_killed_worker_is_reaped_and_completed_by_another(live_repo, 
     assert (after.retry_count, after.worker_id) == (1, "rescuer")
     [lost] = live_repo.errors_for(job.id)
     assert lost.attempt == 1 and lost.worker_id == "doomed" and "doomed lost its claim" in lost.error
-    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 1, "failed": 0}
+    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 1, "failed": 0, "cancelled": 0}
     assert "reaped 1 stale job(s)" in rescuer.log()
     assert f"completed job={job.id} type=sleep attempt=2 worker=rescuer" in rescuer.log()
 

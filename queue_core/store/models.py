@@ -25,6 +25,7 @@ class JobStatus(StrEnum):
     RUNNING = rules.RUNNING
     COMPLETED = rules.COMPLETED
     FAILED = rules.FAILED
+    CANCELLED = rules.CANCELLED
 
 
 class Priority(IntEnum):
@@ -137,6 +138,11 @@ class Job(BaseModel):
     # operator retry resets retry_count, not this), so it is the fencing token an ack names: a hung run's
     # late ack carries an older number than any later claim of the same job.
     attempt = pw.IntegerField(default=0, constraints=[pw.SQL("DEFAULT 0")])
+    # Schema version 6.
+    queue = pw.CharField(max_length=255, default=rules.DEFAULT_QUEUE, constraints=[pw.SQL("DEFAULT 'default'")])
+    cancel_requested_at = UTCDateTimeField(null=True)  # an operator asked to cancel it while it ran
+    result = JSONTextField(null=True)  # a handler's return value, as JSON
+    timeout = pw.FloatField(null=True)  # seconds an attempt may run; None: no limit
 
     class Meta:
         table_name = "jobs"
@@ -145,6 +151,11 @@ class Job(BaseModel):
     def priority_label(self) -> str:
         return priority_label(self.priority)
 
+    @property
+    def cancel_requested(self) -> bool:
+        """Whether an operator asked to cancel this job while it ran (its handler should stop)."""
+        return self.cancel_requested_at is not None
+
     def to_dict(self) -> dict:
         """Plain, JSON-ready data: every column, payload as an object, times as ISO 8601 UTC."""
         data = {}
@@ -152,6 +163,7 @@ class Job(BaseModel):
             value = getattr(self, name)
             data[name] = value.isoformat() if isinstance(value, datetime) else value
         data["priority_label"] = self.priority_label
+        data["cancel_requested"] = self.cancel_requested
         return data
 
 
@@ -188,7 +200,38 @@ class SchemaMeta(BaseModel):
         table_name = "queue_meta"
 
 
-MODELS = (Job, JobError, SchemaMeta)
+class QueueRecord(BaseModel):
+    """A queue's operator state: a paused queue's jobs are never claimed (schema version 6)."""
+
+    name = pw.CharField(max_length=255, primary_key=True)
+    paused = pw.BooleanField(default=False)
+    updated_at = UTCDateTimeField()
+
+    class Meta:
+        table_name = "queues"
+
+
+class WorkerRecord(BaseModel):
+    """One worker process in the registry, refreshed by its heartbeat (schema version 6)."""
+
+    id = pw.CharField(max_length=255, primary_key=True)
+    host = pw.CharField(max_length=255)
+    pid = pw.IntegerField()
+    queues = pw.TextField()  # a JSON list of queue names, or "*" for every queue
+    concurrency = pw.IntegerField()
+    stale_after = pw.FloatField()  # seconds without a sign of life after which it counts as lost
+    started_at = UTCDateTimeField()
+    last_seen_at = UTCDateTimeField()
+    stopped_at = UTCDateTimeField(null=True)
+    running = pw.IntegerField(default=0)
+    completed = pw.IntegerField(default=0)
+    failed = pw.IntegerField(default=0)
+
+    class Meta:
+        table_name = "workers"
+
+
+MODELS = (Job, JobError, SchemaMeta, QueueRecord, WorkerRecord)
 
 
 def is_postgres(db: pw.Database) -> bool:
@@ -199,7 +242,8 @@ _bound: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def bind_models(db: pw.Database) -> SimpleNamespace:
-    """Subclasses of every model bound to ``db`` (cached), as ``.Job``, ``.JobError``, ``.SchemaMeta``."""
+    """Subclasses of every model bound to ``db`` (cached), as ``.Job``, ``.JobError``, ``.SchemaMeta``,
+    ``.QueueRecord``, ``.WorkerRecord``."""
     models = _bound.get(db)
     if models is None:
         bound = {}

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import peewee as pw
 
-from ..rules import COMPLETED, FAILED, PENDING, RUNNING, cutoff_before
+from ..rules import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, cutoff_before, worker_state
 from ..validation import validate_age, validate_limit, validate_positive_int, validate_status
 from .compiled import RowReader
 from .models import Job, JobStatus
@@ -15,12 +17,55 @@ from .statements import HostTime, ServerTime, Statements
 ROW_ERROR_CHARS = 300
 
 
+@dataclass(frozen=True)
+class QueueState:
+    """A queue as operators see it: paused or not, its jobs per status, and its latency (seconds since its
+    oldest due pending job became due; None when nothing is waiting)."""
+
+    name: str
+    paused: bool
+    counts: dict[str, int]
+    latency: float | None
+
+    def to_dict(self) -> dict:
+        return {"name": self.name, "paused": self.paused, "counts": dict(self.counts), "latency": self.latency}
+
+
+@dataclass(frozen=True)
+class WorkerState:
+    """A worker's registry row and its state: ``running``, ``stopped``, or ``lost`` (not seen for longer than
+    its own ``stale_after``); ``silent_for`` is the seconds since it was last seen."""
+
+    id: str
+    host: str
+    pid: int
+    queues: list[str] | str  # "*": every queue
+    concurrency: int
+    stale_after: float
+    started_at: datetime
+    last_seen_at: datetime
+    stopped_at: datetime | None
+    running: int
+    completed: int
+    failed: int
+    state: str
+    silent_for: float
+
+    def to_dict(self) -> dict:
+        data = dict(self.__dict__)
+        for name in ("started_at", "last_seen_at", "stopped_at"):
+            data[name] = data[name].isoformat() if data[name] is not None else None
+        return data
+
+
 class JobReads:
     """Reads of one database's jobs; ``JobRepository`` extends it and sets what it reads through."""
 
     db: pw.Database
     Job: type[Job]
     JobError: type[pw.Model]
+    QueueRecord: type[pw.Model]
+    WorkerRecord: type[pw.Model]
     statements: Statements
     time: HostTime | ServerTime
     _window_reader: RowReader  # its own: window rows have other columns than RETURNING *
@@ -120,7 +165,7 @@ class JobReads:
         """The first ``limit`` jobs of one status in the order an operator reads them.
 
         pending: claim order; running: the longest silent first (oldest heartbeat, or claim if none), so
-        stale ones stay on top; completed and failed: most recent first.
+        stale ones stay on top; completed, failed and cancelled: most recent first.
         """
         return list(self._window_query(status, type, limit))
 
@@ -144,6 +189,7 @@ class JobReads:
             RUNNING: (_last_sign_of_life(Job), Job.id),
             COMPLETED: (Job.updated_at.desc(), Job.id.desc()),
             FAILED: (Job.updated_at.desc(), Job.id.desc()),
+            CANCELLED: (Job.updated_at.desc(), Job.id.desc()),
         }
         query = Job.select(*columns).where(Job.status == status).order_by(*orders[status]).limit(validate_limit(limit))
         if type is not None:
@@ -158,6 +204,67 @@ class JobReads:
         failed = JobError.select().where(JobError.created_at >= since).count()
         minutes = period.total_seconds() / 60
         return {"completed": completed / minutes, "failed": failed / minutes}
+
+    # --- queues and workers -----------------------------------------------------------------------
+
+    def queues(self) -> list[QueueState]:
+        """One ``QueueState`` per queue that has jobs or is paused, sorted by name."""
+        return self._queue_states(None)
+
+    def queue_state(self, name: str) -> QueueState:
+        """One queue's state (zero counts and not paused for a queue nobody used)."""
+        states = self._queue_states(name)
+        return states[0] if states else QueueState(name, False, {status.value: 0 for status in JobStatus}, None)
+
+    def _queue_states(self, name: str | None) -> list[QueueState]:
+        Job, Queue = self.Job, self.QueueRecord
+        now = self.now()
+        counts = Job.select(Job.queue, Job.status, pw.fn.COUNT(Job.id)).group_by(Job.queue, Job.status)
+        due = Job.select(Job.queue, pw.fn.MIN(Job.run_at)).where(
+            (Job.status == PENDING) & (Job.run_at <= Job.run_at.to_value(now))
+        )
+        paused = Queue.select(Queue.name, Queue.paused)
+        if name is not None:
+            counts, due, paused = (
+                counts.where(Job.queue == name),
+                due.where(Job.queue == name),
+                paused.where(Queue.name == name),
+            )
+        per_queue: dict[str, dict[str, int]] = {}
+        for queue, status, n in counts.tuples():
+            per_queue.setdefault(queue, {s.value: 0 for s in JobStatus})[status] = n
+        oldest = dict(due.group_by(Job.queue).tuples())
+        flags = dict(paused.tuples())
+        names = set(per_queue) | {queue for queue, is_paused in flags.items() if is_paused}
+        return [
+            QueueState(
+                queue,
+                bool(flags.get(queue, False)),
+                per_queue.get(queue) or {s.value: 0 for s in JobStatus},
+                _seconds_since(oldest.get(queue), now, Job.run_at),
+            )
+            for queue in sorted(names)
+        ]
+
+    def workers(self) -> list[WorkerState]:
+        """Every worker in the registry with its state, sorted by id."""
+        Worker = self.WorkerRecord
+        now = self.now()
+        states = []
+        for row in Worker.select().order_by(Worker.id):
+            fields = {name: getattr(row, name) for name in Worker._meta.sorted_field_names}
+            fields["queues"] = row.queues if row.queues == "*" else json.loads(row.queues)
+            fields["state"] = worker_state(row.stopped_at, row.last_seen_at, row.stale_after, now)
+            fields["silent_for"] = max(0.0, (now - row.last_seen_at).total_seconds())
+            states.append(WorkerState(**fields))
+        return states
+
+
+def _seconds_since(value, now: datetime, field: pw.Field) -> float | None:
+    """Seconds from ``value`` (an aggregate, which comes back unconverted) to ``now``; None for None."""
+    if value is None:
+        return None
+    return max(0.0, (now - field.python_value(value)).total_seconds())
 
 
 def _last_sign_of_life(Job: type[Job]):

@@ -15,9 +15,12 @@ import peewee as pw
 
 from ..clock import Clock, utc_now
 from ..rules import (
+    CANCELLED,
     COMPLETED,
     DEFAULT_MAX_RETRIES,
+    DEFAULT_QUEUE,
     FAILED,
+    FINAL,
     PENDING,
     RUNNING,
     backoff_delay,
@@ -29,12 +32,15 @@ from ..validation import (
     validate_age,
     validate_error,
     validate_positive_int,
+    validate_queue_names,
     validate_types,
     validate_worker_id,
 )
 from .compiled import RowReader
+from .controls import OperatorControls
 from .models import Job, bind_models, is_postgres
 from .reads import JobReads
+from .registry import WorkerRegistry
 from .specs import reject_repeated_keys, same_job_or_conflict, validated_fields, validated_spec
 from .statements import HostTime, PostgresStatements, ServerTime, SqliteStatements
 
@@ -47,8 +53,11 @@ _KEEP = object()  # _requeue_changes: leave the latest error as it is
 PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum keeps up in between
 
 
-class JobRepository(JobReads):
+class JobRepository(OperatorControls, WorkerRegistry, JobReads):
     """Every transition of a job, on one database (and, from JobReads, every read of them).
+
+    Operator controls (cancel, pause and resume a queue) come from store.controls, the worker registry
+    from store.registry: the same repository, in modules of their own.
 
     Time: an injected ``clock`` (tests) is used for every time on both backends. Without one, PostgreSQL
     uses the server's ``now()``, so workers on hosts with skewed clocks still agree on claim and heartbeat
@@ -61,6 +70,8 @@ class JobRepository(JobReads):
         models = bind_models(db)
         self.Job = models.Job
         self.JobError = models.JobError
+        self.QueueRecord = models.QueueRecord
+        self.WorkerRecord = models.WorkerRecord
         # The one place that asks which database this is; every method after reads as the rules.
         if is_postgres(db):
             self.statements = PostgresStatements(db, self.Job, ServerTime(db) if clock is None else HostTime(clock))
@@ -81,10 +92,21 @@ class JobRepository(JobReads):
         idempotency_key: str | None = None,
         run_at: datetime | None = None,
         retry_backoff: float | None = None,
+        queue: str = DEFAULT_QUEUE,
+        timeout: float | None = None,
     ) -> tuple[Job, bool]:
         """Enqueue a job; with an idempotency key already used, return that job and ``created=False``."""
         fields = validated_fields(
-            self.time.sql(), type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff
+            self.time.sql(),
+            type,
+            payload,
+            priority,
+            max_retries,
+            idempotency_key,
+            run_at,
+            retry_backoff,
+            queue,
+            timeout,
         )
         if idempotency_key is not None:
             existing = self.find_by_idempotency_key(idempotency_key)
@@ -148,19 +170,25 @@ class JobRepository(JobReads):
 
     # --- claim and run --------------------------------------------------------------------------
 
-    def claim(self, worker_id: str, *, types: Iterable[str] | None = None) -> Job | None:
-        """Atomically take the next due pending job: highest priority, then due first, then lowest id."""
-        jobs = self.claim_many(worker_id, 1, types=types)
+    def claim(
+        self, worker_id: str, *, types: Iterable[str] | None = None, queues: Iterable[str] | None = None
+    ) -> Job | None:
+        """Atomically take the next due pending job of a queue not paused (of ``types`` and ``queues`` if
+        given): highest priority, then due first, then lowest id."""
+        jobs = self.claim_many(worker_id, 1, types=types, queues=queues)
         return jobs[0] if jobs else None
 
-    def claim_many(self, worker_id: str, n: int, *, types: Iterable[str] | None = None) -> list[Job]:
+    def claim_many(
+        self, worker_id: str, n: int, *, types: Iterable[str] | None = None, queues: Iterable[str] | None = None
+    ) -> list[Job]:
         """Claim up to ``n`` jobs in one statement (in claim order), never one another claimer takes too."""
         worker_id = validate_worker_id(worker_id)
         validate_positive_int("n", n)
         types = validate_types(types)
-        if types == []:
+        queues = validate_queue_names(queues)
+        if types == [] or queues == []:
             return []
-        jobs = self.statements.claim(worker_id, n, types)
+        jobs = self.statements.claim(worker_id, n, types, queues)
         jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
         return jobs
 
@@ -182,7 +210,13 @@ class JobRepository(JobReads):
         return self.statements.complete(job_id, worker_id, attempt)
 
     def complete_and_claim(
-        self, job_id: int, types: Iterable[str] | None = None, *, worker_id: str, attempt: int
+        self,
+        job_id: int,
+        types: Iterable[str] | None = None,
+        *,
+        worker_id: str,
+        attempt: int,
+        queues: Iterable[str] | None = None,
     ) -> tuple[Job | None, Job | None]:
         """``complete`` a job this worker holds at ``attempt`` and ``claim`` its next one, in one statement.
 
@@ -191,14 +225,17 @@ class JobRepository(JobReads):
         """
         worker_id = validate_worker_id(worker_id)
         types = validate_types(types)
-        if types == []:
+        queues = validate_queue_names(queues)
+        if types == [] or queues == []:
             return self.complete(job_id, worker_id=worker_id, attempt=attempt), None
-        jobs = self.statements.complete_and_claim(job_id, worker_id, attempt, types)
+        jobs = self.statements.complete_and_claim(job_id, worker_id, attempt, types, queues)
         done = next((job for job in jobs if job.status == COMPLETED), None)
         return done, next((job for job in jobs if job.status == RUNNING), None)
 
     def fail(self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
-        """Record a failed attempt: back to pending after a back-off while retries are left, else failed."""
+        """Record a failed attempt: back to pending after a back-off while retries are left, else failed.
+
+        A job an operator asked to cancel is cancelled instead: it is never re-queued."""
         error = validate_error(error)
         Job = self.Job
         with self.db.atomic():
@@ -213,7 +250,9 @@ class JobRepository(JobReads):
             now = self.time.sql()
             self._record_error(job, error, now)
             delay = None
-            if has_retries_left(job):
+            if job.cancel_requested:
+                changes = {"status": CANCELLED, "error": error, "updated_at": now}
+            elif has_retries_left(job):
                 delay = backoff_delay(job.retry_count, job.retry_backoff, self.rng)
                 changes = self._requeue_changes(now, retry_count=job.retry_count + 1, error=error)
                 changes["run_at"] = now + timedelta(seconds=delay)
@@ -226,14 +265,18 @@ class JobRepository(JobReads):
             return failed
 
     def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
-        """Give a running job back to the queue without counting a retry (a worker shutting down)."""
-        changes = self._requeue_changes(self.time.sql(), retry_count=self.Job.retry_count)
-        query = self.Job.update(**changes).where(self.statements.held(job_id, worker_id, attempt)).returning(self.Job)
+        """Give a running job back to the queue without counting a retry (a worker shutting down); one an
+        operator asked to cancel ends cancelled instead."""
+        Job = self.Job
+        changes = self._requeue_changes(self.time.sql(), retry_count=Job.retry_count)
+        # One statement, so a cancel request that lands meanwhile is either seen here or finds it pending.
+        changes["status"] = pw.Case(None, [(Job.cancel_requested_at.is_null(False), CANCELLED)], PENDING)
+        query = Job.update(**changes).where(self.statements.held(job_id, worker_id, attempt)).returning(Job)
         return self._announced(next(iter(query.execute()), None))
 
     def _announced(self, job: Job | None) -> Job | None:
         """``job``, after waking listening workers if it is claimable again."""
-        if job is not None:
+        if job is not None and job.status == PENDING:
             self.statements.announce_pending()
         return job
 
@@ -262,7 +305,8 @@ class JobRepository(JobReads):
         """Take back claims whose heartbeat (or claim, if none) is older than ``older_than``.
 
         A job with retries left goes back to pending at once with retry_count + 1; one without becomes
-        failed, with an error naming the worker that lost it. Returns how many jobs were reaped.
+        failed, with an error naming the worker that lost it; one an operator asked to cancel becomes
+        cancelled. Returns how many jobs were reaped.
         """
         validate_age("older_than", older_than)
         Job = self.Job
@@ -279,7 +323,9 @@ class JobRepository(JobReads):
                     f"{(now - seen).total_seconds():.0f}s (stale after {older_than.total_seconds():.0f}s)"
                 )
                 self._record_error(job, error, now)
-                if has_retries_left(job):
+                if job.cancel_requested:
+                    changes = {"status": CANCELLED, "error": error, "updated_at": now}
+                elif has_retries_left(job):
                     changes = self._requeue_changes(now, retry_count=job.retry_count + 1, error=error)
                 else:
                     changes = {"status": FAILED, "error": error + "; no retries left", "updated_at": now}
@@ -289,20 +335,23 @@ class JobRepository(JobReads):
             return len(stale)
 
     def retry(self, job_id: int) -> Job | None:
-        """Operator retry of a failed job: back to pending now, retry_count reset to 0, claim cleared.
+        """Operator retry of a failed or cancelled job: back to pending now, retry_count reset to 0, claim
+        and cancel request cleared.
 
         ``attempt`` is kept: the next claim numbers above every earlier one, so no late ack can finish it.
 
         The latest ``error`` and the attempt history stay, so the operator still sees why it failed.
-        None if the job is missing or not failed.
+        None if the job is missing or neither failed nor cancelled.
         """
         Job = self.Job
         changes = self._requeue_changes(self.time.sql(), retry_count=0)
-        query = Job.update(**changes).where((Job.id == job_id) & (Job.status == FAILED)).returning(Job)
+        changes["cancel_requested_at"] = None
+        query = Job.update(**changes).where((Job.id == job_id) & Job.status.in_([FAILED, CANCELLED])).returning(Job)
         return self._announced(next(iter(query.execute()), None))
 
     def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH, max_batches: int | None = None) -> int:
-        """Delete completed and failed jobs (and their error history) finished more than ``older_than`` ago.
+        """Delete completed, failed and cancelled jobs (and their error history) finished more than
+        ``older_than`` ago, and the registry's stopped or lost workers last seen before then.
 
         In transactions of ``batch`` jobs, so that a large backlog never holds locks (SQLite: the write
         lock every worker needs) for long, and PostgreSQL's autovacuum can reclaim space in between.
@@ -315,7 +364,8 @@ class JobRepository(JobReads):
             validate_positive_int("max_batches", max_batches)
         Job, JobError = self.Job, self.JobError
         cutoff = cutoff_before(self.now(), older_than)
-        finished = Job.status.in_([COMPLETED, FAILED]) & (Job.updated_at < cutoff)
+        finished = Job.status.in_(FINAL) & (Job.updated_at < cutoff)
+        self.prune_workers(cutoff)
         pruned = batches = 0
         while True:
             batches += 1

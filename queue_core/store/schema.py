@@ -110,8 +110,55 @@ def _migrate_v5(db: pw.Database) -> None:
     db.execute_sql(ATTEMPT_FROM_V4.format(greatest="MAX"))
 
 
+# Version 6's columns on jobs: name -> its definition. Every existing job is in queue "default", with no
+# cancel request, result or timeout.
+COLUMNS_V6 = {
+    "queue": "VARCHAR(255) NOT NULL DEFAULT 'default'",
+    "cancel_requested_at": "{timestamp}",
+    "result": "TEXT",
+    "timeout": "REAL",
+}
+# A claim limited to queues (a worker's per-queue slots claim with queues=[name]) reads the pending jobs
+# of that queue in claim order straight from this index, however many jobs the other queues hold. As
+# jobs_claim (v1) and jobs_pending_claim (v3): the full index on SQLite, the pending part on PostgreSQL.
+QUEUE_CLAIM_INDEX_SQLITE = (
+    "CREATE INDEX IF NOT EXISTS jobs_queue_claim ON jobs (queue, status, priority DESC, run_at, id)"
+)
+QUEUE_CLAIM_INDEX_POSTGRES = (
+    "CREATE INDEX IF NOT EXISTS jobs_pending_queue_claim ON jobs (queue, priority DESC, run_at, id)"
+    " WHERE status = 'pending'"
+)
+
+
+def _migrate_v6(db: pw.Database) -> None:
+    # Named queues, cancel requests, the queues (pause state) and workers (registry) tables, and issue 14's
+    # result and timeout columns, in one step. A fresh database already has the columns (v1 creates the
+    # table from the current model); an old one gets them with defaults, no job rewritten or lost.
+    models = bind_models(db)
+    if is_postgres(db):
+        for name, definition in COLUMNS_V6.items():
+            db.execute_sql(
+                f"ALTER TABLE jobs ADD COLUMN IF NOT EXISTS {name} {definition.format(timestamp='TIMESTAMP')}"
+            )
+        db.execute_sql(QUEUE_CLAIM_INDEX_POSTGRES)
+    else:
+        present = {column.name for column in db.get_columns("jobs")}
+        for name, definition in COLUMNS_V6.items():
+            if name not in present:
+                db.execute_sql(f"ALTER TABLE jobs ADD COLUMN {name} {definition.format(timestamp='DATETIME')}")
+        db.execute_sql(QUEUE_CLAIM_INDEX_SQLITE)
+    db.create_tables([models.QueueRecord, models.WorkerRecord])
+
+
 # (version, step): each step takes the schema from version - 1 to version, keeping every job.
-MIGRATIONS = ((1, _migrate_v1), (2, _migrate_v2), (3, _migrate_v3), (4, _migrate_v4), (5, _migrate_v5))
+MIGRATIONS = (
+    (1, _migrate_v1),
+    (2, _migrate_v2),
+    (3, _migrate_v3),
+    (4, _migrate_v4),
+    (5, _migrate_v5),
+    (6, _migrate_v6),
+)
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
 

@@ -7,22 +7,36 @@ import json
 from collections.abc import Mapping
 
 from ..errors import IdempotencyConflict, ValidationError
-from ..rules import DEFAULT_MAX_RETRIES, PENDING
+from ..rules import DEFAULT_MAX_RETRIES, DEFAULT_QUEUE, PENDING
 from ..validation import (
     encode_payload,
     validate_aware,
     validate_idempotency_key,
     validate_max_retries,
+    validate_queue_name,
     validate_retry_backoff,
+    validate_timeout,
     validate_type,
 )
 from .models import Job, parse_priority
 
-CREATE_FIELDS = ("type", "payload", "priority", "max_retries", "idempotency_key", "run_at", "retry_backoff")
+CREATE_FIELDS = (
+    "type",
+    "payload",
+    "priority",
+    "max_retries",
+    "idempotency_key",
+    "run_at",
+    "retry_backoff",
+    "queue",
+    "timeout",
+)
 CREATE_FIELD_SET = frozenset(CREATE_FIELDS)
 
 
-def validated_fields(now, type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff) -> dict:
+def validated_fields(
+    now, type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff, queue=DEFAULT_QUEUE, timeout=None
+) -> dict:
     """Every column a new job sets (store.statements.INSERT_COLUMNS), checked; ``now`` may be the server's clock."""
     return {
         "type": validate_type(type),
@@ -32,6 +46,8 @@ def validated_fields(now, type, payload, priority, max_retries, idempotency_key,
         "idempotency_key": validate_idempotency_key(idempotency_key),
         "run_at": now if run_at is None else validate_aware("run_at", run_at),
         "retry_backoff": validate_retry_backoff(retry_backoff),
+        "queue": validate_queue_name(queue),
+        "timeout": validate_timeout(timeout),
         "status": PENDING,
         "retry_count": 0,
         "attempt": 0,
@@ -45,7 +61,8 @@ def same_job_or_conflict(existing: Job, fields: dict) -> Job:
     # Payloads compared as canonical JSON, not as Python values: 1 == 1.0 == True in Python, yet
     # {"amount": 1}, {"amount": 1.0} and {"amount": true} are different requests. Key order is not.
     new = json.loads(fields["payload"])
-    if existing.type != fields["type"] or canonical(existing.payload) != canonical(new):
+    same_place = existing.type == fields["type"] and existing.queue == fields["queue"]
+    if not same_place or canonical(existing.payload) != canonical(new):
         raise IdempotencyConflict(fields["idempotency_key"], existing)
     return existing
 
@@ -69,6 +86,8 @@ def validated_spec(index: int, spec, now) -> dict:
             spec.get("idempotency_key"),
             spec.get("run_at"),
             spec.get("retry_backoff"),
+            spec.get("queue", DEFAULT_QUEUE),
+            spec.get("timeout"),
         )
     except ValidationError as exc:
         raise ValidationError(f"specs[{index}].{exc.field}", exc.message) from None

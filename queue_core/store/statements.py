@@ -29,7 +29,7 @@ from ..clock import Clock
 from ..errors import ValidationError
 from ..rules import COMPLETED, PENDING, RUNNING
 from .compiled import CompiledStatements, Markers, RowReader, numbered
-from .models import Job
+from .models import Job, bind_models
 from .notify import JOBS_CHANNEL
 
 # PostgreSQL's clock as a naive UTC timestamp (the columns' type), evaluated by the server.
@@ -46,6 +46,8 @@ INSERT_COLUMNS = (
     "idempotency_key",
     "run_at",
     "retry_backoff",
+    "queue",
+    "timeout",
     "created_at",
     "updated_at",
 )
@@ -110,6 +112,7 @@ class Statements:
         self.db = db
         self.Job = model
         self.time = time
+        self.QueueRecord = bind_models(db).QueueRecord
         self.compiled = CompiledStatements(db, rows_as=model)
         self.rows = RowReader(model)
 
@@ -130,12 +133,18 @@ class Statements:
             condition &= Job.attempt == attempt
         return condition
 
-    def due(self, n, types, now):
-        """The ids of the next ``n`` due pending jobs: highest priority, then due first, then lowest id."""
-        Job = self.Job
-        due = Job.select(Job.id).where((Job.status == self.pending) & (Job.run_at <= now))
+    def due(self, n, types, queues, now):
+        """The ids of the next ``n`` due pending jobs of queues not paused (of ``types`` and ``queues`` if
+        given): highest priority, then due first, then lowest id."""
+        Job, Queue = self.Job, self.QueueRecord
+        # Read in the claim's own statement: a claim that commits after pause_queue's commit saw the pause
+        # (SQLite has one writer; PostgreSQL's pause waits for claims in flight, see pause_lock).
+        paused = Queue.select(Queue.name).where(Queue.paused == True)  # noqa: E712 (SQL, not Python)
+        due = Job.select(Job.id).where((Job.status == self.pending) & (Job.run_at <= now) & Job.queue.not_in(paused))
         if types is not None:
             due = due.where(Job.type.in_(types))
+        if queues is not None:
+            due = due.where(Job.queue.in_(queues))
         return due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(n)
 
     def claim_changes(self, worker_id, now) -> dict:
@@ -149,9 +158,13 @@ class Statements:
             "updated_at": now,
         }
 
-    def claim_query(self, worker_id, n, types, now):
-        """The statement that claims the next ``n`` due jobs for ``worker_id``, RETURNING them."""
+    def claim_query(self, worker_id, due, now):
+        """The statement that claims the ``due`` jobs for ``worker_id``, RETURNING them."""
         raise NotImplementedError
+
+    def pause_lock(self) -> None:
+        """Inside pause_queue's transaction: wait until no claim is in flight. Nothing to do on SQLite,
+        whose claims are writes and so already serialised with the pause."""
 
     def complete_and_claim_query(self, held, worker_id, due, now):
         """The statement that completes the ``held`` job and claims the ``due`` one, RETURNING both."""
@@ -159,17 +172,21 @@ class Statements:
 
     # --- the hot paths: compiled once per shape ---------------------------------------------------
 
-    def claim(self, worker_id: str, n: int, types: list[str] | None) -> list[Job]:
-        types = _padded(types)
-        values = {"worker_id": worker_id, "n": n, **numbered("type", types)}
-        return self.compiled.statement(self._claim, _count(types)).execute(self.time.bind(values))
+    def claim(self, worker_id: str, n: int, types: list[str] | None, queues: list[str] | None) -> list[Job]:
+        types, queues = _padded(types), _padded(queues)
+        values = {"worker_id": worker_id, "n": n, **numbered("type", types), **numbered("queue", queues)}
+        statement = self.compiled.statement(self._claim, _count(types), _count(queues))
+        return statement.execute(self.time.bind(values))
 
-    def _claim(self, m: Markers, type_count: int | None):
+    def _claim(self, m: Markers, type_count: int | None, queue_count: int | None):
         Job = self.Job
-        types = m.texts("type", type_count, Job.type)
-        return self.claim_query(
-            m.text("worker_id", Job.worker_id), m.integer("n"), types, self.time.marker(m, Job.run_at)
-        )
+        now = self.time.marker(m, Job.run_at)
+        due = self.due(m.integer("n"), *self._filters(m, type_count, queue_count), now)
+        return self.claim_query(m.text("worker_id", Job.worker_id), due, now)
+
+    def _filters(self, m: Markers, type_count: int | None, queue_count: int | None):
+        """A claim's type and queue lists as markers (None: no filter)."""
+        return m.texts("type", type_count, self.Job.type), m.texts("queue", queue_count, self.Job.queue)
 
     def complete(self, job_id: int, worker_id: str | None, attempt: int | None) -> Job | None:
         values = {"job_id": job_id}
@@ -187,18 +204,21 @@ class Statements:
         changes = {"status": COMPLETED, "updated_at": self.time.marker(m, Job.updated_at)}
         return Job.update(**changes).where(self.held(m.integer("job_id", Job.id), holder, held_at)).returning(Job)
 
-    def complete_and_claim(self, job_id: int, worker_id: str, attempt: int, types: list[str] | None) -> list[Job]:
-        types = _padded(types)
-        values = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt, **numbered("type", types)}
-        statement = self.compiled.statement(self._complete_and_claim, _count(types))
+    def complete_and_claim(
+        self, job_id: int, worker_id: str, attempt: int, types: list[str] | None, queues: list[str] | None
+    ) -> list[Job]:
+        types, queues = _padded(types), _padded(queues)
+        values = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt}
+        values |= numbered("type", types) | numbered("queue", queues)
+        statement = self.compiled.statement(self._complete_and_claim, _count(types), _count(queues))
         return statement.execute(self.time.bind(values))
 
-    def _complete_and_claim(self, m: Markers, type_count: int | None):
+    def _complete_and_claim(self, m: Markers, type_count: int | None, queue_count: int | None):
         Job = self.Job
         now = self.time.marker(m, Job.updated_at)
         holder = m.text("worker_id", Job.worker_id)
         held = self.held(m.integer("job_id", Job.id), holder, m.integer("attempt", Job.attempt))
-        due = self.due(1, m.texts("type", type_count, Job.type), now)
+        due = self.due(1, *self._filters(m, type_count, queue_count), now)
         return self.complete_and_claim_query(held, holder, due, now)
 
     def insert(self, fields: dict) -> Job:
@@ -261,11 +281,9 @@ class Statements:
 
 
 class SqliteStatements(Statements):
-    def claim_query(self, worker_id, n, types, now):
+    def claim_query(self, worker_id, due, now):
         Job = self.Job
-        return (
-            Job.update(**self.claim_changes(worker_id, now)).where(Job.id.in_(self.due(n, types, now))).returning(Job)
-        )
+        return Job.update(**self.claim_changes(worker_id, now)).where(Job.id.in_(due)).returning(Job)
 
     def complete_and_claim_query(self, held, worker_id, due, now):
         Job = self.Job
@@ -291,9 +309,17 @@ class PostgresStatements(Statements):
     def announce_pending(self) -> None:
         self.db.execute(pw.Select(columns=[_pending_notification()]))
 
-    def claim_query(self, worker_id, n, types, now):
-        chosen, claim = self._claimed(worker_id, self.due(n, types, now), now)
+    def claim_query(self, worker_id, due, now):
+        chosen, claim = self._claimed(worker_id, due, now)
         return claim.with_cte(chosen)
+
+    def pause_lock(self) -> None:
+        # A claim whose statement began before the pause committed reads the queue as not paused and may
+        # commit after it. This mode conflicts with the ROW EXCLUSIVE lock every claim (an UPDATE) holds,
+        # so the pause first waits for the claims in flight; a claim that starts meanwhile waits for the
+        # pause's commit and then, in READ COMMITTED, reads the queue as paused. Claims are short, and
+        # pausing is a rare operator action.
+        self.db.execute_sql(f'LOCK TABLE "{self.Job._meta.table_name}" IN SHARE ROW EXCLUSIVE MODE')
 
     def complete_and_claim_query(self, held, worker_id, due, now):
         Job = self.Job

@@ -15,7 +15,9 @@ from console.widgets.jobs.stack import share_height
 
 def test_snapshot_of_the_scene(scene):
     snapshot = load_snapshot(scene, stale_after=timedelta(seconds=300))
-    assert snapshot.counts == scene.counts() == {"pending": 17, "running": 4, "completed": 30, "failed": 4}
+    assert (
+        snapshot.counts == scene.counts() == {"pending": 17, "running": 4, "completed": 30, "failed": 4, "cancelled": 0}
+    )
     assert [job.id for job in snapshot.rows["pending"]] == [job.id for job in scene.window("pending")]
     assert [job.id for job in snapshot.rows["failed"]] == [job.id for job in scene.window("failed")]
     [stale] = [job for job in snapshot.rows["running"] if job.id in snapshot.stale_ids]

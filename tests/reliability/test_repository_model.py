@@ -195,7 +195,7 @@ class RepositoryMachine(RuleBasedStateMachine):
     def agrees_with_model(self):
         if not hasattr(self, "repo"):
             return
-        counts = {"pending": 0, "running": 0, "completed": 0, "failed": 0}
+        counts = {"pending": 0, "running": 0, "completed": 0, "failed": 0, "cancelled": 0}
         for model in self.jobs.values():
             counts[model.status] += 1
         assert self.repo.counts() == counts

@@ -1,0 +1,102 @@
+"""The worker registry (both backends): register, seen, stopped, lost after each worker's own threshold, prune."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from queue_core.errors import ValidationError
+
+
+def register(repo, worker_id="w1", **options):
+    settings = {"host": "box", "pid": 42, "queues": None, "concurrency": 4, "stale_after": 30.0} | options
+    repo.register_worker(worker_id, **settings)
+
+
+def states(repo) -> dict[str, str]:
+    return {worker.id: worker.state for worker in repo.workers()}
+
+
+def test_a_registered_worker_is_running_with_its_settings(repo, clock):
+    register(repo, queues=["mail", "default"], concurrency=3)
+    (worker,) = repo.workers()
+    assert (worker.id, worker.host, worker.pid, worker.queues, worker.concurrency) == (
+        "w1",
+        "box",
+        42,
+        ["mail", "default"],
+        3,
+    )
+    assert worker.started_at == worker.last_seen_at == clock.now and worker.stopped_at is None
+    assert (worker.running, worker.completed, worker.failed, worker.state, worker.silent_for) == (0, 0, 0, "running", 0)
+    assert worker.to_dict()["started_at"] == clock.now.isoformat()
+
+
+def test_every_queue_is_stored_as_a_star(repo):
+    register(repo, queues=None)
+    register(repo, "w2", queues="*")
+    assert [worker.queues for worker in repo.workers()] == ["*", "*"]
+
+
+def test_seen_refreshes_and_counts_and_lost_follows_each_workers_own_threshold(repo, clock):
+    register(repo, "quick", stale_after=2)
+    register(repo, "patient", stale_after=60)
+    clock.advance(1)
+    repo.worker_seen("quick", running=2, completed=10, failed=1)
+    clock.advance(2.5)
+    assert states(repo) == {"patient": "running", "quick": "lost"}
+    quick = next(worker for worker in repo.workers() if worker.id == "quick")
+    assert (quick.running, quick.completed, quick.failed, quick.silent_for) == (2, 10, 1, 2.5)
+    repo.worker_seen("quick", running=0, completed=11, failed=1)
+    assert states(repo)["quick"] == "running"  # seen again: alive
+    clock.advance(61)
+    assert states(repo) == {"patient": "lost", "quick": "lost"}
+
+
+def test_a_clean_stop_shows_as_stopped_and_a_restart_registers_afresh(repo, clock):
+    register(repo)
+    repo.worker_seen("w1", running=1, completed=5, failed=0)
+    repo.worker_stopped("w1")
+    clock.advance(3600)
+    (worker,) = repo.workers()
+    assert worker.state == "stopped" and worker.stopped_at is not None and worker.running == 0
+    register(repo, pid=43)
+    (worker,) = repo.workers()
+    assert (worker.state, worker.pid, worker.completed, worker.started_at) == ("running", 43, 0, clock.now)
+
+
+def test_prune_removes_stopped_and_lost_worker_rows_last_seen_before_the_cutoff(repo, clock):
+    register(repo, "stopped")
+    repo.worker_stopped("stopped")
+    register(repo, "lost", stale_after=10)
+    register(repo, "slow", stale_after=7200)  # silent an hour, yet within its own threshold: still running
+    clock.advance(3600)
+    register(repo, "recently-stopped")
+    repo.worker_stopped("recently-stopped")
+    repo.prune(timedelta(minutes=30))
+    assert states(repo) == {"recently-stopped": "stopped", "slow": "running"}
+
+
+@pytest.mark.parametrize(
+    ("options", "field"),
+    [
+        ({"host": 5}, "host"),
+        ({"pid": -1}, "pid"),
+        ({"queues": "mail"}, "queues"),
+        ({"queues": [""]}, "queues"),
+        ({"concurrency": 0}, "concurrency"),
+        ({"stale_after": float("nan")}, "stale_after"),
+    ],
+)
+def test_bad_registrations_name_the_field_and_write_nothing(repo, options, field):
+    with pytest.raises(ValidationError) as error:
+        register(repo, **options)
+    assert error.value.field == field
+    assert repo.workers() == []
+
+
+def test_seen_and_stopped_of_an_unknown_worker_change_nothing(repo):
+    repo.worker_seen("ghost", running=0, completed=0, failed=0)
+    repo.worker_stopped("ghost")
+    assert repo.workers() == []
