@@ -1,7 +1,8 @@
 """``HttpQueue``: the HTTP API seen as a queue, so the same ``Worker`` loop runs remotely.
 
 It has the methods of ``JobRepository`` that a worker calls (``queue_core.worker.protocol.JobQueue``:
-claim, complete, complete_and_claim, fail, release, heartbeat, reap_stale, prune; plus claim_many, and
+claim, complete, complete_and_claim, fail, release, heartbeat, cancel_requests, mark_cancelled, reap_stale,
+prune, and the registry's register_worker, worker_seen, worker_stopped; plus claim_many, and
 create for producers) with the same shapes and the same
 answers: a job, ``None`` when the job is not (or no longer) held, and ``ValidationError`` for bad
 input. Jobs come back as ``RemoteJob``: plain data, no database behind it.
@@ -12,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -22,7 +24,7 @@ from .validation import validate_api_url, validate_token
 from .wire import IDEMPOTENCY_CONFLICT
 
 DEFAULT_TIMEOUT = 30.0
-TIME_FIELDS = ("claimed_at", "created_at", "updated_at", "run_at", "heartbeat_at")
+TIME_FIELDS = ("claimed_at", "created_at", "updated_at", "run_at", "heartbeat_at", "cancel_requested_at")
 
 
 class RemoteQueueError(QueueError):
@@ -56,6 +58,10 @@ class RemoteJob:
     # Claims so far: the fencing token an ack names (schema v5). A server from before v5 does not send
     # it; from_dict then derives it as that server's token was (retry_count + 1).
     attempt: int | None = None
+    queue: str = "default"  # schema v6
+    # An operator's cancel request (schema v6); the worker sets it on the running job when its heartbeat sees
+    # one, so a handler over HTTP reads current_job().cancel_requested as one on the database would.
+    cancel_requested_at: datetime | None = None
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -69,6 +75,10 @@ class RemoteJob:
             values["attempt"] = values["retry_count"] + 1
         extra = {key: value for key, value in data.items() if key not in known and key != "priority_label"}
         return cls(**values, extra=extra)
+
+    @property
+    def cancel_requested(self) -> bool:
+        return self.cancel_requested_at is not None
 
     @property
     def priority_label(self) -> str:
@@ -147,13 +157,14 @@ class HttpQueue:
             raise IdempotencyConflict(idempotency_key, existing)
         return RemoteJob.from_dict(response.json()), response.status_code == 201
 
-    def claim(self, worker_id: str, *, types=None) -> RemoteJob | None:
-        response = self._post("/jobs/claim", {"worker_id": worker_id, "types": _list_or_none(types)})
+    def claim(self, worker_id: str, *, types=None, queues=None) -> RemoteJob | None:
+        body = {"worker_id": worker_id, "types": _list_or_none(types), "queues": _list_or_none(queues)}
+        response = self._post("/jobs/claim", body)
         return None if response.status_code == 204 else RemoteJob.from_dict(response.json())
 
-    def claim_many(self, worker_id: str, n: int, *, types=None) -> list[RemoteJob]:
-        response = self._post("/jobs/claim-many", {"worker_id": worker_id, "n": n, "types": _list_or_none(types)})
-        return [RemoteJob.from_dict(data) for data in response.json()["jobs"]]
+    def claim_many(self, worker_id: str, n: int, *, types=None, queues=None) -> list[RemoteJob]:
+        body = {"worker_id": worker_id, "n": n, "types": _list_or_none(types), "queues": _list_or_none(queues)}
+        return [RemoteJob.from_dict(data) for data in self._post("/jobs/claim-many", body).json()["jobs"]]
 
     def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> RemoteJob | None:
         return self._ack(job_id, "complete", {"worker_id": worker_id, "attempt": attempt})
@@ -178,12 +189,38 @@ class HttpQueue:
         return self._post("/jobs/reap", {"older_than_seconds": older_than.total_seconds()}).json()["reaped"]
 
     def complete_and_claim(
-        self, job_id: int, types=None, *, worker_id: str, attempt: int
+        self, job_id: int, types=None, *, worker_id: str, attempt: int, queues=None
     ) -> tuple[RemoteJob | None, RemoteJob | None]:
-        """Complete the held job and claim the next due one of ``types`` in one round trip: (completed, claimed)."""
+        """Complete the held job and claim the next due one of ``types`` in ``queues`` in one round trip:
+        (completed, claimed)."""
         body = {"worker_id": worker_id, "attempt": attempt, "types": _list_or_none(types)}
+        body["queues"] = _list_or_none(queues)
         data = self._post(f"/jobs/{int(job_id)}/complete-and-claim", body).json()
         return _remote_or_none(data["completed"]), _remote_or_none(data["claimed"])
+
+    def cancel_requests(self, job_ids, *, worker_id: str) -> list[int]:
+        job_ids = list(job_ids)
+        if not job_ids:
+            return []
+        return self._post("/jobs/cancel-requests", {"worker_id": worker_id, "job_ids": job_ids}).json()["ids"]
+
+    def mark_cancelled(self, job_id: int, *, worker_id: str, attempt: int) -> RemoteJob | None:
+        return self._ack(job_id, "cancelled", {"worker_id": worker_id, "attempt": attempt})
+
+    # --- the worker registry: the worker's row, for `workers` and `GET /workers` ---------------
+
+    def register_worker(
+        self, worker_id: str, *, host: str, pid: int, queues: list[str] | None, concurrency: int, stale_after: float
+    ) -> None:
+        body = {"host": host, "pid": pid, "queues": queues, "concurrency": concurrency, "stale_after": stale_after}
+        self._post(f"/workers/{_segment(worker_id)}/register", body)
+
+    def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:
+        body = {"running": running, "completed": completed, "failed": failed}
+        self._post(f"/workers/{_segment(worker_id)}/seen", body)
+
+    def worker_stopped(self, worker_id: str) -> None:
+        self._post(f"/workers/{_segment(worker_id)}/stopped", {})
 
     def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH, max_batches: int | None = None) -> int:
         if not isinstance(older_than, timedelta):
@@ -217,6 +254,11 @@ class HttpQueue:
 
 def _remote_or_none(data: dict | None) -> RemoteJob | None:
     return None if data is None else RemoteJob.from_dict(data)
+
+
+def _segment(text: str) -> str:
+    """``text`` as one URL path segment: a worker id may hold ``/``, ``?`` or ``%``."""
+    return quote(text, safe="")
 
 
 def _list_or_none(types):

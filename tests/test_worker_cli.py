@@ -245,6 +245,13 @@ def test_an_always_failing_job_fails_after_max_retries_plus_one_attempts_with_ba
         ),
         (["--handlers", "broken_handlers"], "cannot import handler module 'broken_handlers': RuntimeError: broken"),
         (["--db", "mysql://x/y"], "unsupported database URL"),
+        (["--queues", "mail=2,,default"], "--queues"),
+        (["--queues", "mail=two"], "not a whole number"),
+        (["--queues", "mail=0"], "must be from 1 to 256"),
+        (["--queues", "mail=257"], "must be from 1 to 256"),
+        (["--queues", "mail,mail=2"], "named twice"),
+        (["--queues", "=3"], "--queues"),
+        (["--queues", "mail=2", "--concurrency", "4"], "give --queues or --concurrency, not both"),
     ],
 )
 def test_bad_input_is_one_clear_line_exit_2_and_no_job_touched(live_repo, worker_env, tmp_path, args, message):
@@ -336,3 +343,46 @@ def test_the_entry_point_function_is_the_cli(live_repo, worker_env, tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=worker_env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert live_repo.find_by_id(job.id).worker_id == "script"
+
+
+# --- operator controls (issue 13) ------------------------------------------------------------------
+
+
+def test_with_per_queue_slots_a_flood_on_one_queue_does_not_delay_another(live_repo, start_worker):
+    # The issue's criterion: with --queues slow=1,fast=2 and 20 long slow jobs queued first, fast jobs still
+    # start within a second (claimed_at - created_at: how long each waited once enqueued).
+    worker = start_worker("--queues", "slow=1,fast=2")
+    wait_until(lambda: " INFO started " in worker.log(), "the worker to start")
+    for _ in range(20):
+        live_repo.create("sleep", {"seconds": 30}, queue="slow")
+    fast = [live_repo.create("sleep", {"seconds": 0.2}, queue="fast")[0].id for _ in range(4)]
+
+    wait_until(lambda: all(live_repo.find_by_id(i).status == "completed" for i in fast), "the fast jobs to finish")
+    for job_id in fast:
+        job = live_repo.find_by_id(job_id)
+        assert (job.claimed_at - job.created_at).total_seconds() < 1.0, job.to_dict()
+    assert live_repo.counts()["running"] == 1  # the one slow slot; 19 slow jobs still wait their turn
+
+
+def registered(repo, worker_id):
+    rows = [w for w in repo.workers() if w.id == worker_id]
+    return rows[0] if rows else None
+
+
+def test_a_killed_worker_shows_as_lost_after_its_threshold_and_a_stopped_one_as_stopped(live_repo, start_worker):
+    doomed = start_worker("--stale-after", "2", worker_id="doomed")
+    tidy = start_worker("--stale-after", "2", worker_id="tidy")
+    for worker_id in ("doomed", "tidy"):
+        wait_until(lambda w=worker_id: registered(live_repo, w) is not None, f"{worker_id} to register")
+    row = registered(live_repo, "doomed")
+    assert (row.state, row.pid, row.stale_after) == ("running", doomed.proc.pid, 2)
+
+    doomed.proc.kill()  # SIGKILL: no chance to say goodbye
+    tidy.signal(signal.SIGTERM)
+    assert tidy.wait() == 0, tidy.log()
+
+    wait_until(lambda: registered(live_repo, "doomed").state == "lost", "the killed worker to show as lost")
+    lost = registered(live_repo, "doomed")
+    assert lost.silent_for > 2 and lost.stopped_at is None
+    stopped = registered(live_repo, "tidy")
+    assert stopped.state == "stopped" and stopped.stopped_at is not None

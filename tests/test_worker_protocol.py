@@ -42,14 +42,19 @@ def assert_satisfies(implementation, protocol) -> None:
 
 def test_the_protocol_names_what_the_worker_calls():
     assert protocol_members(JobQueue) == [
+        "cancel_requests",
         "claim",
         "complete",
         "complete_and_claim",
         "fail",
         "heartbeat",
+        "mark_cancelled",
         "prune",
         "reap_stale",
+        "register_worker",
         "release",
+        "worker_seen",
+        "worker_stopped",
     ]
 
 

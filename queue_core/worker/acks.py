@@ -1,4 +1,4 @@
-"""Acknowledgements: writing a job's outcome (complete, fail, release) for the claim the worker holds.
+"""Acknowledgements: writing a job's outcome (complete, fail, release, cancelled) for the claim the worker holds.
 
 A database error while writing an outcome is not the job's fault: the write is tried again, waiting
 ``ACK_FIRST_WAIT`` doubling up to ``ACK_MAX_WAIT``, for as long as the claim can still be the worker's
@@ -60,10 +60,17 @@ class Acks:
         """The job back to pending, None, or ``GAVE_UP``; ``once``: a single try (a stopping worker)."""
         return self._held("release", lambda: self.queue.release(job.id, **self._claim(job)), once=once)
 
-    def complete_and_claim(self, job: ClaimedJob, types: list[str]) -> tuple[object, ClaimedJob | None]:
-        """Complete ``job`` and claim the next of ``types`` in one call: (as ``complete``, the next job or None)."""
+    def mark_cancelled(self, job: ClaimedJob):
+        """The job ended ``cancelled`` on an operator's request, None if the claim was taken back, or ``GAVE_UP``."""
+        return self._held("mark_cancelled", lambda: self.queue.mark_cancelled(job.id, **self._claim(job)))
+
+    def complete_and_claim(
+        self, job: ClaimedJob, types: list[str], queues: list[str] | None
+    ) -> tuple[object, ClaimedJob | None]:
+        """Complete ``job`` and claim the next of ``types`` in ``queues`` in one call: (as ``complete``, the next
+        job or None)."""
         try:
-            return self.queue.complete_and_claim(job.id, types, **self._claim(job))
+            return self.queue.complete_and_claim(job.id, types, queues=queues, **self._claim(job))
         except Exception as exc:
             # Not again: had that try committed unseen, another would claim a second job and orphan the
             # first. A plain completion is safe to repeat (a done job is simply no longer held).

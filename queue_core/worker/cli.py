@@ -34,7 +34,7 @@ from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
 from ..tasks import registered_schedules
 from ..validation import validate_api_url, validate_token, validate_worker_id
-from .defaults import DEFAULTS, MAX_CONCURRENCY
+from .defaults import DEFAULTS, MAX_CONCURRENCY, valid_queue_slots
 from .events import WorkerEvent
 from .handlers import registry
 from .loop import Worker, default_worker_id
@@ -57,6 +57,21 @@ EXIT_OK, EXIT_CRASH = 0, 1
 
 def concurrency(text: str) -> int:
     return bounded_number(text, int, 1, MAX_CONCURRENCY, "a whole number")
+
+
+def queue_slots(text: str) -> dict[str, int]:
+    """``mail=2,default=4`` -> {"mail": 2, "default": 4}; a name alone gets one slot."""
+    slots: dict[str, int] = {}
+    for item in text.split(","):
+        name, sep, count = item.strip().partition("=")
+        name = name.strip()
+        if name in slots:
+            raise argparse.ArgumentTypeError(f"queue {name!r} is named twice in {text!r}")
+        slots[name] = concurrency(count.strip()) if sep else 1
+    try:
+        return valid_queue_slots(slots)
+    except QueueError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r}: {exc.message}") from None
 
 
 def worker_id(text: str) -> str:
@@ -97,6 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"jobs run at once, one thread each (default {d.concurrency})",
     )
+    queues_help = "claim only from these queues, each with its own slots: mail=2,default=4 (a name alone: 1 slot; "
+    queues_help += "default: every queue, on --concurrency slots)"
+    add("--queues", type=queue_slots, default=d.queues, metavar="NAME[=N],...", help=queues_help)
     seconds("--poll-interval", positive_seconds, d.poll_interval, "first wait when idle")
     seconds("--max-poll-interval", positive_seconds, d.max_poll_interval, "longest wait when idle")
     seconds("--stale-after", positive_seconds, d.stale_after, "reap claims with no heartbeat for this long")
@@ -204,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail("--prune-after needs --db: prune where the database is, not over the HTTP API")
     if args.token and not args.api:
         return fail("--token is for --api; a --db worker talks to the database directly")
+    if args.queues is not None and args.concurrency != DEFAULTS.concurrency:
+        return fail("give --queues or --concurrency, not both: with --queues each queue has its own slots")
     try:
         schedules = [] if args.no_scheduler else registered_schedules(registry)
         queue, database, close = open_queue(args)
@@ -221,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
             shutdown_timeout=args.shutdown_timeout,
             on_event=log_event,
             prune_after=args.prune_after,
+            queues=args.queues,
             scheduler=Scheduler(queue, schedules) if schedules else None,
         )
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once (None on SQLite: polling).

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from ..errors import ValidationError
+from ..validation import validate_queue_name
 
 MAX_CONCURRENCY = 256
 
@@ -23,6 +24,8 @@ class WorkerDefaults:
     stale_after: float = 300.0  # seconds without a heartbeat before a claim is reaped
     shutdown_timeout: float = 30.0  # seconds running jobs get to finish on a stop
     prune_after: float | None = None  # seconds after which finished jobs are deleted; None keeps them
+    # Slots per named queue ({"mail": 2, "default": 4}); None: every queue shares ``concurrency`` slots.
+    queues: dict[str, int] | None = None
 
 
 DEFAULTS = WorkerDefaults()
@@ -35,6 +38,24 @@ def positive_seconds(field: str, value, *, allow_zero: bool = False) -> float:
     if value < 0 or (value == 0 and not allow_zero):
         raise ValidationError(field, f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}")
     return float(value)
+
+
+def valid_queue_slots(value) -> dict[str, int] | None:
+    """``{queue name: slots}`` checked (names as ``validate_queue_name``, slots as ``concurrency``), or None."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not value:
+        raise ValidationError("queues", f"must be a non-empty mapping of queue name to slots, got {value!r}")
+    slots = {validate_queue_name(name): _slots(name, count) for name, count in value.items()}
+    if sum(slots.values()) > MAX_CONCURRENCY:
+        raise ValidationError("queues", f"at most {MAX_CONCURRENCY} slots in all, got {sum(slots.values())}")
+    return slots
+
+
+def _slots(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
+        raise ValidationError("queues", f"slots of {name!r} must be from 1 to {MAX_CONCURRENCY}, got {value!r}")
+    return value
 
 
 def valid_concurrency(value) -> int:

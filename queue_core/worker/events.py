@@ -27,6 +27,8 @@ EVENT_KINDS = (
     "overrun",
     "error",
     "stopped",
+    "cancel-requested",
+    "cancelled",
 )
 
 

@@ -1,10 +1,12 @@
-"""The heartbeat thread of a worker: keep its claims alive, take back other workers' stale ones, prune.
+"""The heartbeat thread of a worker: keep its claims alive, pass on cancel requests, keep its registry row
+fresh, take back other workers' stale claims, prune.
 
-Every ``heartbeat_interval`` (``min(stale_after / 3, 10)`` seconds) it refreshes the jobs this worker runs
-and notices those taken back from it; every ``stale_after / 2`` seconds it reaps claims with no sign of
-life for ``stale_after``. With ``prune_after`` it deletes finished jobs older than that, one batch per tick
-while a backlog lasts, then hourly: a long prune on this thread would delay the beats that keep this
-worker's own jobs from looking stale.
+Every ``heartbeat_interval`` (``min(stale_after / 3, 10)`` seconds, a fixed rate: an operator's cancel
+reaches a handler within one interval) it refreshes the jobs this worker runs, notices those taken back
+from it, marks those an operator asked to cancel, and tells the registry it is alive; every
+``stale_after / 2`` seconds it reaps claims with no sign of life for ``stale_after``. With ``prune_after``
+it deletes finished jobs older than that, one batch per tick while a backlog lasts, then hourly: a long
+prune on this thread would delay the beats that keep this worker's own jobs from looking stale.
 """
 
 from __future__ import annotations
@@ -14,11 +16,13 @@ import time
 from collections.abc import Callable
 from datetime import timedelta
 
+from ..clock import utc_now
 from ..store.repository import PRUNE_BATCH
 from .acks import ErrorReporter
 from .events import EventHub
+from .presence import Presence
 from .protocol import JobQueue, close_thread_connection
-from .session import Session
+from .session import Running, Session
 
 logger = logging.getLogger(__name__)
 
@@ -42,6 +46,7 @@ class Housekeeping:
         events: EventHub,
         on_error: ErrorReporter,
         on_reaped: Callable[[], None],
+        presence: Presence,
     ):
         self.queue = queue
         self.worker_id = worker_id
@@ -52,23 +57,28 @@ class Housekeeping:
         self._events = events
         self._on_error = on_error
         self._on_reaped = on_reaped  # reaped jobs are pending again: wake idle claim threads
+        self.presence = presence
 
     def run(self, session: Session) -> None:
         next_reap = time.monotonic() + (self.reap_interval if session.burst else 0.0)  # a burst reaped at start
-        next_prune = time.monotonic()
+        next_prune = next_tick = time.monotonic()
+        self.presence.register()
         try:
             while True:
+                # Beat first: on a loaded machine a late beat must not make our own live jobs look stale.
+                self.beat(session)
+                self.presence.seen()
                 if time.monotonic() >= next_reap and not session.stopping.is_set():
-                    # Beat first: on a loaded machine a late beat must not make our own live jobs look stale.
-                    self.beat(session)
                     self.reap()
                     next_reap = time.monotonic() + self.reap_interval
                 if self.prune_after is not None and time.monotonic() >= next_prune:
                     more = self.prune_batch()
                     next_prune = time.monotonic() + (0.0 if more else PRUNE_INTERVAL)
-                if session.heartbeat_stop.wait(self.heartbeat_interval):
+                # A fixed rate, not a fixed pause after the work: the interval bounds a cancel's delay.
+                next_tick = max(next_tick + self.heartbeat_interval, time.monotonic())
+                if session.heartbeat_stop.wait(next_tick - time.monotonic()):
+                    self.presence.stopped()  # only a finished stop sets heartbeat_stop: a clean stop
                     return
-                self.beat(session)
         finally:
             close_thread_connection(self.queue)
 
@@ -77,6 +87,12 @@ class Housekeeping:
             entries = session.live_entries()
         if not entries:
             return
+        held = self._refresh(session, entries)
+        if held:
+            self._pass_on_cancels(session, [entry for entry in entries if entry.job.id in held])
+
+    def _refresh(self, session: Session, entries: list[Running]) -> set[int]:
+        """Heartbeat the running jobs; mark the claims taken back from us lost; the ids still held."""
         try:
             # Ids only, once each: a stale attempt and the newer one of the same job share the row, and both
             # count as held while this worker holds the newer one (the stale run's ack is refused anyway).
@@ -84,7 +100,7 @@ class Housekeeping:
             held = set(self.queue.heartbeat(job_ids, worker_id=self.worker_id))
         except Exception as exc:
             self._on_error("heartbeat", exc)
-            return
+            return set()
         for entry in entries:
             with session.lock:
                 # Finished since the snapshot: a completed job is not held any more, and not lost either.
@@ -93,6 +109,25 @@ class Housekeeping:
                 entry.lost = True
             note = "claim taken back while running (reaped); its outcome will be discarded"
             self._events.emit("lost", entry.job, note=note)
+        return held
+
+    def _pass_on_cancels(self, session: Session, entries: list[Running]) -> None:
+        """Mark the running jobs an operator asked to cancel, so their handlers can see it and stop."""
+        try:
+            requested = set(self.queue.cancel_requests(sorted({r.job.id for r in entries}), worker_id=self.worker_id))
+        except Exception as exc:
+            self._on_error("cancel_requests", exc)
+            return
+        for entry in entries:
+            with session.lock:
+                if entry.job.id not in requested or entry.cancel_requested or entry.acking:
+                    continue  # not asked, told already, or finished first: a finished handler completes as usual
+                entry.cancel_requested = True
+                # The handler reads this very object through current_job(), so it is updated in place; a
+                # RemoteJob is a frozen dataclass (plain data from the wire), hence object.__setattr__.
+                object.__setattr__(entry.job, "cancel_requested_at", utc_now())
+            note = "an operator asked to cancel it: current_job().cancel_requested is now True"
+            self._events.emit("cancel-requested", entry.job, note=note)
 
     def reap(self) -> None:
         reaped = self._count("reap", lambda: self.queue.reap_stale(timedelta(seconds=self.stale_after)))

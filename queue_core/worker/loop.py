@@ -19,13 +19,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import QueueError
-from ..rules import FAILED
 from ..validation import validate_worker_id
 from .acks import GAVE_UP, Acks
-from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_concurrency
+from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_concurrency, valid_queue_slots
 from .events import EVENT_KINDS, EventHub, WorkerEvent, exception_message
 from .handlers import HandlerRegistry, default_registry
 from .housekeeping import Housekeeping
+from .outcomes import Outcomes
+from .presence import Presence
 from .protocol import ClaimedJob, JobQueue, close_thread_connection
 from .runner import HandlerRunner
 from .scheduler import Scheduler
@@ -45,6 +46,7 @@ class WorkerStats:
     completed: int  # jobs completed since the worker was created
     failed: int  # failed attempts (retried or final) since the worker was created
     running: int  # jobs running now
+    cancelled: int = 0  # jobs ended "cancelled" on an operator's request since the worker was created
 
 
 def default_worker_id() -> str:
@@ -56,12 +58,11 @@ def next_idle_delay(delay: float, max_poll_interval: float) -> float:
     return min(max_poll_interval, delay * 2)
 
 
-def failure_note(job: ClaimedJob, result: ClaimedJob) -> str:
-    """What became of a failed attempt: retried when, or failed for good."""
-    if result.status == FAILED:
-        return f"no retries left after {job.attempt} attempts"
-    retry_at = result.run_at.isoformat(timespec="milliseconds")
-    return f"retry {result.retry_count}/{result.max_retries} at {retry_at}"
+def slot_queues(queues: dict[str, int] | None, concurrency: int) -> list[tuple[str, ...] | None]:
+    """The queues each claim slot claims from: every queue (None) on each, or each named queue on its own N."""
+    if queues is None:
+        return [None] * concurrency
+    return [(name,) for name, slots in queues.items() for _ in range(slots)]
 
 
 class Worker:
@@ -73,7 +74,13 @@ class Worker:
     workers' claims older than ``stale_after`` every ``stale_after / 2`` seconds. With ``prune_after``, the same
     thread deletes finished jobs older than that many seconds, a batch per beat, at start and then hourly.
     With ``scheduler``, a thread of its own enqueues the periodic jobs it schedules while the worker runs
-    (a burst ticks it once, at start). Defaults are ``defaults.DEFAULTS``.
+    (a burst ticks it once, at start).
+    With ``queues`` ({"mail": 2, "default": 4}) each named queue gets its own slots, which claim from that
+    queue only, so a flood on one cannot starve another; ``concurrency`` is then their sum.
+    The worker keeps its row in the registry (``register_worker``, ``worker_seen`` on every beat,
+    ``worker_stopped``) and hands an operator's cancel request to the handler (``current_job()
+    .cancel_requested``); a job that was asked to stop ends ``cancelled`` whatever its handler did next.
+    Defaults are ``defaults.DEFAULTS``.
     """
 
     def __init__(
@@ -89,9 +96,17 @@ class Worker:
         shutdown_timeout: float = DEFAULTS.shutdown_timeout,
         on_event: Callable[[WorkerEvent], None] | None = None,
         prune_after: float | None = DEFAULTS.prune_after,
+        queues: dict[str, int] | None = DEFAULTS.queues,
         scheduler: Scheduler | None = None,
     ):
+        self.queues = valid_queue_slots(queues)
         self.concurrency = valid_concurrency(concurrency)
+        if self.queues is not None:
+            total = sum(self.queues.values())
+            if self.concurrency not in (DEFAULTS.concurrency, total):
+                raise QueueError(f"concurrency={concurrency} and queues={queues!r} disagree: with queues, give one")
+            self.concurrency = total
+        self._slot_queues = slot_queues(self.queues, self.concurrency)
         self.queue = queue
         self.worker_id = validate_worker_id(default_worker_id() if worker_id is None else worker_id)
         self.registry = default_registry() if registry is None else registry
@@ -104,10 +119,9 @@ class Worker:
         self.scheduler = scheduler  # periodic jobs to enqueue while running (None: none)
         self._lock = threading.RLock()  # re-entrant: stop() may run in a signal handler on a thread holding it
         self._session: Session | None = None
-        self._completed = 0
-        self._failed = 0
         self._events = EventHub(self.worker_id)
         self._acks = Acks(queue, self.worker_id, patience=self.stale_after, on_error=self._error)
+        self._outcomes = Outcomes(self._acks, self._events, self._lock)
         self._housekeeping = Housekeeping(
             queue,
             self.worker_id,
@@ -116,6 +130,15 @@ class Worker:
             events=self._events,
             on_error=self._error,
             on_reaped=self.wakeup,
+            presence=Presence(
+                queue,
+                self.worker_id,
+                queues=None if self.queues is None else list(self.queues),
+                concurrency=self.concurrency,
+                stale_after=self.stale_after,
+                stats=lambda: self.stats,
+                on_error=self._error,
+            ),
         )
         self._runner = HandlerRunner(self._events)
         self.heartbeat_interval = self._housekeeping.heartbeat_interval
@@ -139,7 +162,8 @@ class Worker:
         with self._lock:
             session = self._session
             running = 0 if session is None else sum(not r.released for r in session.running.values())
-            return WorkerStats(completed=self._completed, failed=self._failed, running=running)
+            done = self._outcomes
+            return WorkerStats(done.completed, done.failed, running, done.cancelled)
 
     def start(self) -> None:
         """Start the claim threads and the heartbeat thread; returns at once."""
@@ -196,10 +220,11 @@ class Worker:
         with self._lock:
             if self.is_running:
                 raise QueueError(f"worker {self.worker_id} is already running; stop() it first")
-            session = self._session = Session(self.concurrency, burst, self.shutdown_timeout, self._lock)
+            session = self._session = Session(self._slot_queues, burst, self.shutdown_timeout, self._lock)
+        queues = "*" if self.queues is None else ",".join(f"{name}={n}" for name, n in self.queues.items())
         self._events.emit(
             "started",
-            message=f"started worker={self.worker_id} concurrency={self.concurrency} "
+            message=f"started worker={self.worker_id} concurrency={self.concurrency} queues={queues} "
             f"burst={burst} types={','.join(self.registry.names()) or '(none)'}",
         )
         if burst:
@@ -264,7 +289,7 @@ class Worker:
                     delay = self.poll_interval
                     continue
                 wake.clear()
-                entry, nobody_busy, claim_ok = self._claim(session)
+                entry, nobody_busy, claim_ok = self._claim(session, slot)
                 if entry is not None:
                     continue
                 if session.burst and nobody_busy and claim_ok:
@@ -275,26 +300,30 @@ class Worker:
         finally:
             close_thread_connection(self.queue)
 
-    def _claim(self, session: Session) -> tuple[Running | None, bool, bool]:
-        """Claim one job; returns (entry or None, no slot is claiming or running, the claim query worked)."""
+    def _claim(self, session: Session, slot: int) -> tuple[Running | None, bool, bool]:
+        """Claim one job for ``slot``; returns (entry or None, nothing is left for a burst, the claim worked)."""
         with self._lock:
             session.in_flight += 1
         job, ok = None, True
         try:
-            job = self.queue.claim(self.worker_id, types=self.registry.names())
+            job = self.queue.claim(self.worker_id, types=self.registry.names(), queues=self._queues_of(slot))
         except Exception as exc:
             ok = False
             self._error("claim", exc)
         if job is None:
             with self._lock:
                 session.in_flight -= 1
-                return None, session.in_flight == 0, ok
-        return self._register(session, job), False, ok
+                return None, session.nothing_left(slot), ok
+        return self._register(session, job, slot), False, ok
 
-    def _register(self, session: Session, job: ClaimedJob) -> Running | None:
+    def _queues_of(self, slot: int) -> list[str] | None:
+        queues = self._slot_queues[slot]
+        return None if queues is None else list(queues)
+
+    def _register(self, session: Session, job: ClaimedJob, slot: int) -> Running | None:
         """Track a job just claimed (``in_flight`` already counts it); one that raced a stop goes back."""
         with self._lock:
-            entry = Running(job=job, started=time.monotonic(), thread=threading.current_thread())
+            entry = Running(job=job, started=time.monotonic(), thread=threading.current_thread(), slot=slot)
             session.running[entry.key] = entry
             # Marked under the lock, so a stop's release of leftovers never takes this one too.
             entry.released = session.stopping.is_set()
@@ -330,52 +359,39 @@ class Worker:
                 logger.debug("job %s finished after it was released; its outcome is discarded", job.id)
                 return None
             entry.acking = True
+            cancelled = entry.cancel_requested  # seen while the handler ran: it stopped because of it, or may have
         try:
-            return self._record_outcome(session, entry, duration, error)
+            return self._record_outcome(session, entry, duration, error, cancelled)
         finally:
             self._done(session, entry)
 
-    def _record_outcome(self, session: Session, entry: Running, duration: float, error: str | None) -> Running | None:
+    def _record_outcome(
+        self, session: Session, entry: Running, duration: float, error: str | None, cancelled: bool
+    ) -> Running | None:
         """Write the outcome (claiming the slot's next job with a success, if it can); returns that job."""
-        next_entry = None
-        if error is not None:
-            result = self._acks.fail(entry.job, error)
-        elif not session.stopping.is_set():
-            result, next_entry = self._complete_and_claim(session, entry)
+        if cancelled:
+            self._outcomes.cancel(entry, duration, error)
+        elif error is not None:
+            self._outcomes.fail(entry, duration, error)
+        elif session.stopping.is_set():
+            self._outcomes.complete(entry, duration)
         else:
-            result = self._acks.complete(entry.job)
-        if result is not GAVE_UP:
-            self._report_outcome(entry, result, duration, error)
-        return next_entry
-
-    def _report_outcome(self, entry: Running, result: ClaimedJob | None, duration: float, error: str | None) -> None:
-        job = entry.job
-        if result is None:
-            if not entry.lost:  # the heartbeat has not said so already
-                outcome = "completed" if error is None else f"failed ({error})"
-                note = f"{outcome} but the claim was taken back (reaped, maybe claimed again); outcome discarded"
-                self._events.emit("lost", job, duration=duration, note=note)
-            return
-        with self._lock:
-            if error is None:
-                self._completed += 1
-            else:
-                self._failed += 1
-        if error is None:
-            self._events.emit("completed", job, duration=duration)
-        elif self._events.listening:  # the note formats a date: only worth it when someone reads it
-            self._events.emit("failed", job, duration=duration, error=error, note=failure_note(job, result))
+            result, next_entry = self._complete_and_claim(session, entry)
+            self._outcomes.report(entry, result, duration, None)
+            return next_entry
+        return None
 
     def _complete_and_claim(self, session: Session, entry: Running) -> tuple[object, Running | None]:
         """Complete ``entry`` and claim the slot's next job in one statement: (completed job, next entry)."""
         with self._lock:
             session.in_flight += 1  # the next job, counted before this one is done so a burst cannot end
-        done, next_job = self._acks.complete_and_claim(entry.job, self.registry.names())
+        queues = self._queues_of(entry.slot)  # the slot keeps to its own queues
+        done, next_job = self._acks.complete_and_claim(entry.job, self.registry.names(), queues)
         if next_job is None:
             with self._lock:
                 session.in_flight -= 1
             return done, None
-        return done, self._register(session, next_job)
+        return done, self._register(session, next_job, entry.slot)
 
     def _release(self, session: Session, entry: Running, reason: str) -> None:
         job = entry.job
@@ -395,6 +411,7 @@ class Worker:
         with self._lock:
             session.running.pop(entry.key, None)
             session.in_flight -= 1
+            session.finished += 1
 
     # --- helpers -----------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@
 compares every method's signature with theirs. The worker calls these methods and nothing else, with no
 probing for what a queue can do: a queue that lacks one is incomplete, not a lesser kind of queue.
 
-Every acknowledgement (complete, fail, release, complete_and_claim) carries the claim it acknowledges
+Every acknowledgement (complete, fail, release, complete_and_claim, mark_cancelled) carries the claim it acknowledges
 (``worker_id`` and the 1-based ``attempt``, the fencing token) and answers ``None`` when that claim is no
 longer held: the job was reaped, maybe claimed again, and the late outcome must be discarded.
 """
@@ -45,8 +45,10 @@ class ClaimedJob(Protocol):
 class JobQueue(Protocol):
     """The queue operations a worker uses; see the module's docstring for what the answers mean."""
 
-    def claim(self, worker_id: str, *, types: Iterable[str] | None = None) -> ClaimedJob | None:
-        """The next due job of ``types`` (any type if None), now running for ``worker_id``; None if none is due."""
+    def claim(
+        self, worker_id: str, *, types: Iterable[str] | None = None, queues: Iterable[str] | None = None
+    ) -> ClaimedJob | None:
+        """The next due job of ``types`` in ``queues`` (None: any), now running for ``worker_id``; None if none."""
         ...
 
     def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> ClaimedJob | None:
@@ -54,7 +56,13 @@ class JobQueue(Protocol):
         ...
 
     def complete_and_claim(
-        self, job_id: int, types: Iterable[str] | None = None, *, worker_id: str, attempt: int
+        self,
+        job_id: int,
+        types: Iterable[str] | None = None,
+        *,
+        worker_id: str,
+        attempt: int,
+        queues: Iterable[str] | None = None,
     ) -> tuple[ClaimedJob | None, ClaimedJob | None]:
         """``complete`` and ``claim`` in one step (one transaction, one round trip): (completed, claimed)."""
         ...
@@ -71,6 +79,36 @@ class JobQueue(Protocol):
 
     def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> Sequence[int]:
         """Refresh the claims ``worker_id`` holds among ``job_ids``; the ids it still holds."""
+        ...
+
+    def cancel_requests(self, job_ids: Iterable[int], *, worker_id: str) -> Sequence[int]:
+        """Of ``job_ids`` (running, held by ``worker_id``), the ids an operator asked to cancel."""
+        ...
+
+    def mark_cancelled(self, job_id: int, *, worker_id: str, attempt: int) -> ClaimedJob | None:
+        """The handler stopped on a cancel request: the held job ends ``cancelled``, never retried; None if the
+        claim is no longer held."""
+        ...
+
+    def register_worker(
+        self,
+        worker_id: str,
+        *,
+        host: str,
+        pid: int,
+        queues: list[str] | None,
+        concurrency: int,
+        stale_after: float,
+    ) -> None:
+        """Add or reset this worker's row in the registry (``queues`` None: every queue)."""
+        ...
+
+    def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:
+        """The worker is alive, with these counts since it started."""
+        ...
+
+    def worker_stopped(self, worker_id: str) -> None:
+        """The worker stopped cleanly (not lost)."""
         ...
 
     def reap_stale(self, older_than: timedelta) -> int:

@@ -124,32 +124,31 @@ class HandlerRunner:
         # A daemon: Python cannot stop a thread, so one stuck past its deadline must not hold the process.
         thread = threading.Thread(target=attempt, name=f"job-{job.id}-attempt-{job.attempt}", daemon=True)
         thread.start()
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            with self._lock:
-                self._overrun.add(thread)
-            note = (
-                f"still running past its {timeout:g}s timeout on thread {thread.name}: the attempt is failed and "
-                "the slot moves on (Python cannot stop a thread; it runs on, its outcome discarded)"
-            )
-            self._events.emit("overrun", job, note=note)
-            raise AttemptTimedOut(timeout) from None
+        # wait(), not result(timeout): a handler's own TimeoutError must not read as the job's timeout.
+        if concurrent.futures.wait([future], timeout).done:
+            return future.result()
+        with self._lock:
+            self._overrun.add(thread)
+        note = (
+            f"still running past its {timeout:g}s timeout on thread {thread.name}: the attempt is failed and "
+            "the slot moves on (Python cannot stop a thread; it runs on, its outcome discarded)"
+        )
+        self._events.emit("overrun", job, note=note)
+        raise AttemptTimedOut(timeout)
 
     # --- coroutines ---------------------------------------------------------------------------------
 
     def _run_async(self, fn: Handler, job, timeout: float | None) -> object:
         loop = self._event_loop()
         future = asyncio.run_coroutine_threadsafe(_attempt(fn, job, timeout), loop)
-        while True:
-            try:
-                return future.result(CANCEL_POLL)
-            except concurrent.futures.TimeoutError:
-                if getattr(job, "cancel_requested", False):
-                    future.cancel()  # cancels the task: the coroutine gets CancelledError at its await
-                    raise AttemptCancelled() from None
-            except concurrent.futures.CancelledError:
-                raise AttemptCancelled() from None
+        # wait(), not result(timeout): a handler's own TimeoutError must not read as "still running".
+        while not concurrent.futures.wait([future], CANCEL_POLL).done:
+            if getattr(job, "cancel_requested", False):
+                future.cancel()  # cancels the task: the coroutine gets CancelledError at its await
+                raise AttemptCancelled()
+        if future.cancelled():
+            raise AttemptCancelled()  # the worker's stop cancelled it (its job was released)
+        return future.result()
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:

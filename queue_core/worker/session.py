@@ -21,9 +21,11 @@ class Running:
     job: ClaimedJob
     started: float
     thread: threading.Thread
+    slot: int  # the claim thread's slot: its next claim keeps to the same queues
     released: bool = False  # given back by a stop; the handler's late outcome is discarded
     acking: bool = False  # its outcome is being written; a stop leaves it alone
     lost: bool = False  # the heartbeat found the claim taken back
+    cancel_requested: bool = False  # the heartbeat saw an operator's cancel: the outcome is "cancelled"
 
     @property
     def key(self) -> tuple[int, int]:
@@ -39,7 +41,8 @@ class Session:
     ``abandoned`` and each entry's flags.
     """
 
-    def __init__(self, concurrency: int, burst: bool, shutdown_timeout: float, lock: threading.RLock):
+    def __init__(self, slot_queues: list, burst: bool, shutdown_timeout: float, lock: threading.RLock):
+        self.slot_queues = slot_queues  # per slot: the queues it claims from (None: every queue)
         self.burst = burst
         self.shutdown_timeout = shutdown_timeout
         self.lock = lock
@@ -47,7 +50,7 @@ class Session:
         self.stopped = threading.Event()  # stop() finished
         self.wake_main = threading.Event()  # run() has something to look at
         self.heartbeat_stop = threading.Event()
-        self.slot_wakes = [threading.Event() for _ in range(concurrency)]
+        self.slot_wakes = [threading.Event() for _ in slot_queues]
         self.threads: list[threading.Thread] = []
         self.heartbeat_thread: threading.Thread | None = None
         self.scheduler_thread: threading.Thread | None = None  # enqueues periodic jobs until ``stopping``
@@ -59,6 +62,20 @@ class Session:
         self.timeout: float | None = None  # the grace the first stop request gave running jobs
         self.hurried = False  # a later request (a second signal) moved the deadline closer
         self.stopper: int | None = None  # thread running stop()
+        # For a burst's end: jobs finished so far, and the count when each set of queues last claimed nothing.
+        self.finished = 0
+        self.found_nothing: dict[tuple[str, ...] | None, int] = {}
+
+    def nothing_left(self, slot: int) -> bool:
+        """``slot`` just claimed nothing: is the burst over? (caller holds the lock)
+
+        Only if no slot is claiming or running, and every set of queues the slots claim from came up empty
+        since the last job finished (a job may enqueue another): with per-queue slots, one empty queue says
+        nothing of the others.
+        """
+        key = self.slot_queues[slot]
+        self.found_nothing[key] = self.finished
+        return self.in_flight == 0 and all(self.found_nothing.get(q) == self.finished for q in set(self.slot_queues))
 
     def live_entries(self) -> list[Running]:
         """The jobs still ours to beat for: not released, not lost, not being acknowledged (caller holds the lock)."""

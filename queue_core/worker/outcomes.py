@@ -1,0 +1,79 @@
+"""What became of each job a worker ran: the outcome written (through ``Acks``), reported, and counted.
+
+A handler's end maps to one write: it raised -> ``fail`` (retried or failed for good); it returned ->
+``complete``; an operator's cancel request reached it while it ran -> ``mark_cancelled``, whatever it did
+next (a handler that checks ``current_job().cancel_requested`` returns or raises early, and either way the
+job must not run again). An answer of None means the claim was taken back: the outcome is discarded.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..rules import FAILED
+from .acks import GAVE_UP, Acks
+from .events import EventHub
+from .protocol import ClaimedJob
+from .session import Running
+
+
+def failure_note(job: ClaimedJob, result: ClaimedJob) -> str:
+    """What became of a failed attempt: retried when, or failed for good."""
+    if result.status == FAILED:
+        return f"no retries left after {job.attempt} attempts"
+    retry_at = result.run_at.isoformat(timespec="milliseconds")
+    return f"retry {result.retry_count}/{result.max_retries} at {retry_at}"
+
+
+class Outcomes:
+    """Writes and reports outcomes; counts them under ``lock`` (the worker's, which ``stats`` reads under)."""
+
+    def __init__(self, acks: Acks, events: EventHub, lock: threading.RLock):
+        self.acks = acks
+        self.events = events
+        self.lock = lock
+        self.completed = 0
+        self.failed = 0  # failed attempts, retried or final
+        self.cancelled = 0
+
+    def fail(self, entry: Running, duration: float, error: str) -> None:
+        self.report(entry, self.acks.fail(entry.job, error), duration, error)
+
+    def complete(self, entry: Running, duration: float) -> None:
+        self.report(entry, self.acks.complete(entry.job), duration, None)
+
+    def cancel(self, entry: Running, duration: float, error: str | None) -> None:
+        """The handler returned or raised after a cancel request reached it: the job ends cancelled, no retry."""
+        result = self.acks.mark_cancelled(entry.job)
+        if result is GAVE_UP:
+            return
+        if result is None:
+            self._lost(entry, "cancelled", duration)
+            return
+        with self.lock:
+            self.cancelled += 1
+        note = "on an operator's request; not retried" + ("" if error is None else " (the handler raised)")
+        self.events.emit("cancelled", entry.job, duration=duration, error=error, note=note)
+
+    def report(self, entry: Running, result, duration: float, error: str | None) -> None:
+        """Count and report a completion or failed attempt whose write answered ``result``."""
+        if result is GAVE_UP:
+            return  # the write never got through: nothing is known of the job, the reaper will see to it
+        job = entry.job
+        if result is None:
+            self._lost(entry, "completed" if error is None else f"failed ({error})", duration)
+            return
+        with self.lock:
+            if error is None:
+                self.completed += 1
+            else:
+                self.failed += 1
+        if error is None:
+            self.events.emit("completed", job, duration=duration)
+        elif self.events.listening:  # the note formats a date: only worth it when someone reads it
+            self.events.emit("failed", job, duration=duration, error=error, note=failure_note(job, result))
+
+    def _lost(self, entry: Running, outcome: str, duration: float) -> None:
+        if not entry.lost:  # the heartbeat has not said so already
+            note = f"{outcome} but the claim was taken back (reaped, maybe claimed again); outcome discarded"
+            self.events.emit("lost", entry.job, duration=duration, note=note)

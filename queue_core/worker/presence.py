@@ -1,0 +1,66 @@
+"""The worker's row in the registry (``workers``): registered at start, seen on every beat, stopped at the end.
+
+Operators read the registry to tell a live worker from a dead one: ``lost`` is a row not seen for longer
+than the ``stale_after`` it registered with. None of these calls may stop the work itself: a registry that
+cannot be written (a database hiccup, an older server) is an ``error`` event, and the jobs go on running.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Callable
+
+from .acks import ErrorReporter
+from .protocol import JobQueue
+
+
+class Presence:
+    """Registry calls of one worker; ``stats()`` gives its running / completed / failed counts."""
+
+    def __init__(
+        self,
+        queue: JobQueue,
+        worker_id: str,
+        *,
+        queues: list[str] | None,
+        concurrency: int,
+        stale_after: float,
+        stats: Callable[[], object],
+        on_error: ErrorReporter,
+    ):
+        self.queue = queue
+        self.worker_id = worker_id
+        self.queues = queues
+        self.concurrency = concurrency
+        self.stale_after = stale_after
+        self.stats = stats
+        self.on_error = on_error
+
+    def register(self) -> None:
+        self._try(
+            "register_worker",
+            lambda: self.queue.register_worker(
+                self.worker_id,
+                host=socket.gethostname(),
+                pid=os.getpid(),
+                queues=self.queues,
+                concurrency=self.concurrency,
+                stale_after=self.stale_after,
+            ),
+        )
+
+    def seen(self) -> None:
+        stats = self.stats()
+        counts = {"running": stats.running, "completed": stats.completed, "failed": stats.failed}
+        self._try("worker_seen", lambda: self.queue.worker_seen(self.worker_id, **counts))
+
+    def stopped(self) -> None:
+        self.seen()  # the final counts first: the row outlives the worker
+        self._try("worker_stopped", lambda: self.queue.worker_stopped(self.worker_id))
+
+    def _try(self, action: str, call: Callable[[], object]) -> None:
+        try:
+            call()
+        except Exception as exc:
+            self.on_error(action, exc)
