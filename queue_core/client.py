@@ -62,6 +62,8 @@ class RemoteJob:
     # An operator's cancel request (schema v6); the worker sets it on the running job when its heartbeat sees
     # one, so a handler over HTTP reads current_job().cancel_requested as one on the database would.
     cancel_requested_at: datetime | None = None
+    result: Any = None  # the handler's return value (schema v6)
+    timeout: float | None = None  # seconds per attempt (schema v6)
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -140,6 +142,7 @@ class HttpQueue:
         idempotency_key: str | None = None,
         run_at: datetime | None = None,
         retry_backoff: float | None = None,
+        timeout: float | None = None,
     ) -> tuple[RemoteJob, bool]:
         body = {"type": type, "payload": payload, "priority": priority, "idempotency_key": idempotency_key}
         if max_retries is not None:
@@ -148,6 +151,8 @@ class HttpQueue:
             body["run_at"] = run_at.isoformat()
         if retry_backoff is not None:
             body["retry_backoff"] = retry_backoff
+        if timeout is not None:
+            body["timeout"] = timeout
         response = self._request("POST", "/jobs", body, allow=(422,))
         if response.status_code == 422:
             problem = response.json()
@@ -166,8 +171,10 @@ class HttpQueue:
         body = {"worker_id": worker_id, "n": n, "types": _list_or_none(types), "queues": _list_or_none(queues)}
         return [RemoteJob.from_dict(data) for data in self._post("/jobs/claim-many", body).json()["jobs"]]
 
-    def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> RemoteJob | None:
-        return self._ack(job_id, "complete", {"worker_id": worker_id, "attempt": attempt})
+    def complete(
+        self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None, result=None
+    ) -> RemoteJob | None:
+        return self._ack(job_id, "complete", {"worker_id": worker_id, "attempt": attempt, "result": result})
 
     def fail(
         self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None
@@ -189,12 +196,13 @@ class HttpQueue:
         return self._post("/jobs/reap", {"older_than_seconds": older_than.total_seconds()}).json()["reaped"]
 
     def complete_and_claim(
-        self, job_id: int, types=None, *, worker_id: str, attempt: int, queues=None
+        self, job_id: int, types=None, *, worker_id: str, attempt: int, queues=None, result=None
     ) -> tuple[RemoteJob | None, RemoteJob | None]:
         """Complete the held job and claim the next due one of ``types`` in ``queues`` in one round trip:
         (completed, claimed)."""
         body = {"worker_id": worker_id, "attempt": attempt, "types": _list_or_none(types)}
         body["queues"] = _list_or_none(queues)
+        body["result"] = result
         data = self._post(f"/jobs/{int(job_id)}/complete-and-claim", body).json()
         return _remote_or_none(data["completed"]), _remote_or_none(data["claimed"])
 

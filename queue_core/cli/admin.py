@@ -22,6 +22,7 @@ from .args import (
     non_negative_seconds,
     one_line,
     open_for_command,
+    positive_seconds,
 )
 
 INT64_MAX = 2**63 - 1  # ids are the database's 64-bit signed integers
@@ -64,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES)
     enqueue.add_argument("--idempotency-key", default=None)
     enqueue.add_argument("--delay", type=non_negative_seconds, default=0.0, help="seconds before it may run")
+    timeout_help = "seconds an attempt may run before it fails as timed out (default: no limit)"
+    enqueue.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS", help=timeout_help)
 
     listing = commands.add_parser("list", parents=[db_option], help="list jobs as a table")
     listing.add_argument("--status", choices=[s.value for s in JobStatus])
@@ -118,6 +121,7 @@ def run_enqueue(args, repo: JobRepository) -> int:
         max_retries=args.max_retries,
         idempotency_key=args.idempotency_key,
         run_at=run_at,
+        timeout=args.timeout,
     )
     print(job_json(repo, job))
     if not created:

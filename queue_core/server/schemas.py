@@ -96,6 +96,9 @@ class CreateJob(Body):
     retry_backoff: StrictFloat | None = Field(
         default=None, description="base back-off in seconds between retries; 0 retries at once"
     )
+    timeout: StrictFloat | StrictInt | None = Field(
+        default=None, description="seconds an attempt may run before it fails as timed out; null: no limit"
+    )
 
 
 class ClaimJob(Body):
@@ -112,6 +115,12 @@ class Ack(Body):
 
     worker_id: WorkerId | None = None
     attempt: Attempt | None = None
+
+
+class CompleteJob(Ack):
+    result: Any = Field(
+        default=None, description="the handler's return value, any JSON (at most 64 KB as JSON); null: none"
+    )
 
 
 class FailJob(Ack):
@@ -136,6 +145,7 @@ class CompleteAndClaim(Body):
     worker_id: WorkerId
     attempt: Attempt
     types: ClaimTypes | None = None
+    result: Any = Field(default=None, description="the completed job's result, as for complete")
 
 
 class Prune(Body):

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import QueueError
+from ..results import encode_result
 from ..validation import validate_worker_id
 from .acks import GAVE_UP, Acks
 from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_concurrency, valid_queue_slots
@@ -347,9 +348,10 @@ class Worker:
             self._done(session, entry)
             return None
         started = time.monotonic()
-        error = None
+        error = result = None
         try:
-            self._runner.run(fn, job)
+            result = self._runner.run(fn, job)
+            encode_result(result)  # a value that cannot be stored fails the attempt, saying why
         except BaseException as exc:  # a handler must never take its worker thread down
             error = exception_message(exc)
             logger.debug("job %s (%s) raised", job.id, job.type, exc_info=True)
@@ -361,32 +363,33 @@ class Worker:
             entry.acking = True
             cancelled = entry.cancel_requested  # seen while the handler ran: it stopped because of it, or may have
         try:
-            return self._record_outcome(session, entry, duration, error, cancelled)
+            return self._record_outcome(session, entry, duration, error, cancelled, result)
         finally:
             self._done(session, entry)
 
     def _record_outcome(
-        self, session: Session, entry: Running, duration: float, error: str | None, cancelled: bool
+        self, session: Session, entry: Running, duration: float, error: str | None, cancelled: bool, result=None
     ) -> Running | None:
-        """Write the outcome (claiming the slot's next job with a success, if it can); returns that job."""
+        """Write the outcome (with a success, its ``result``, claiming the slot's next job if it can); returns
+        that job."""
         if cancelled:
             self._outcomes.cancel(entry, duration, error)
         elif error is not None:
             self._outcomes.fail(entry, duration, error)
         elif session.stopping.is_set():
-            self._outcomes.complete(entry, duration)
+            self._outcomes.complete(entry, duration, result)
         else:
-            result, next_entry = self._complete_and_claim(session, entry)
-            self._outcomes.report(entry, result, duration, None)
+            done, next_entry = self._complete_and_claim(session, entry, result)
+            self._outcomes.report(entry, done, duration, None)
             return next_entry
         return None
 
-    def _complete_and_claim(self, session: Session, entry: Running) -> tuple[object, Running | None]:
+    def _complete_and_claim(self, session: Session, entry: Running, result=None) -> tuple[object, Running | None]:
         """Complete ``entry`` and claim the slot's next job in one statement: (completed job, next entry)."""
         with self._lock:
             session.in_flight += 1  # the next job, counted before this one is done so a burst cannot end
         queues = self._queues_of(entry.slot)  # the slot keeps to its own queues
-        done, next_job = self._acks.complete_and_claim(entry.job, self.registry.names(), queues)
+        done, next_job = self._acks.complete_and_claim(entry.job, self.registry.names(), queues, result)
         if next_job is None:
             with self._lock:
                 session.in_flight -= 1

@@ -49,6 +49,7 @@ def create_job(
         idempotency_key=idempotency_key_from(body, idempotency_key),
         run_at=body.run_at,
         retry_backoff=body.retry_backoff,
+        timeout=body.timeout,
     )
     return job_response(job, 201 if created else 200)
 
