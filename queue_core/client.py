@@ -24,6 +24,7 @@ from .validation import validate_api_url, validate_token
 from .wire import IDEMPOTENCY_CONFLICT
 
 DEFAULT_TIMEOUT = 30.0
+DERIVED = ("priority_label", "cancel_requested")  # computed from other fields: never kept as extras
 TIME_FIELDS = ("claimed_at", "created_at", "updated_at", "run_at", "heartbeat_at", "cancel_requested_at")
 
 
@@ -75,7 +76,7 @@ class RemoteJob:
                 values[name] = datetime.fromisoformat(values[name])
         if values.get("attempt") is None and values.get("retry_count") is not None:
             values["attempt"] = values["retry_count"] + 1
-        extra = {key: value for key, value in data.items() if key not in known and key != "priority_label"}
+        extra = {key: value for key, value in data.items() if key not in known and key not in DERIVED}
         return cls(**values, extra=extra)
 
     @property
@@ -92,6 +93,7 @@ class RemoteJob:
             if data[name] is not None:
                 data[name] = data[name].isoformat()
         data["priority_label"] = self.priority_label
+        data["cancel_requested"] = self.cancel_requested  # as Job.to_dict: the same JSON either way
         return data
 
 

@@ -22,7 +22,9 @@ class IdempotencyConflict(QueueError):
     def __init__(self, key: str, existing):
         super().__init__(
             f"idempotency key {key!r} already belongs to job {existing.id} "
-            f"(type {existing.type!r}, queue {existing.queue!r}) with a different type, queue or payload; use a new key"
+            # getattr: a job read from a server before named queues (schema v6) has no queue.
+            f"(type {existing.type!r}, queue {getattr(existing, 'queue', 'default')!r}) with a different type, "
+            "queue or payload; use a new key"
         )
         self.key = key
         self.existing = existing

@@ -35,19 +35,20 @@ def is_text(value: str) -> bool:
 
 
 def validate_type(value) -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError("type", "must be a non-empty string, e.g. 'send-invoice'")
-    if len(value) > MAX_TEXT_CHARS or not value.isprintable():
-        raise ValidationError("type", f"must be at most {MAX_TEXT_CHARS} printable characters")
-    return value
+    return _validate_name("type", value, "send-invoice")
 
 
 def validate_queue_name(value, field: str = "queue") -> str:
     """A queue's name: the rules of a type name (non-empty, at most 255 printable characters)."""
-    try:
-        return validate_type(value)
-    except ValidationError as exc:
-        raise ValidationError(field, exc.message.replace("'send-invoice'", "'mail'")) from None
+    return _validate_name(field, value, "mail")
+
+
+def _validate_name(field: str, value, example: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(field, f"must be a non-empty string, e.g. {example!r}")
+    if len(value) > MAX_TEXT_CHARS or not value.isprintable():
+        raise ValidationError(field, f"must be at most {MAX_TEXT_CHARS} printable characters")
+    return value
 
 
 def validate_queue_names(value) -> list[str] | None:

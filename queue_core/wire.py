@@ -18,6 +18,7 @@ NOT_FOUND = "urn:queue-core:problem:job-not-found"
 # One type per cause of a 409: a client may branch on it (a worker's lost claim vs an operator's retry).
 NOT_HELD = "urn:queue-core:problem:job-not-held"
 NOT_FAILED = "urn:queue-core:problem:job-not-failed"
+ALREADY_FINAL = "urn:queue-core:problem:job-already-final"  # cancel of a completed, failed or cancelled job
 UNAUTHORIZED = "urn:queue-core:problem:unauthorized"
 BODY_TOO_LARGE = "urn:queue-core:problem:body-too-large"
 UNAVAILABLE = "urn:queue-core:problem:database-unavailable"

@@ -60,7 +60,7 @@ def test_retry_and_reap(cli, db_url):
     repo.fail(job.id, "boom")
     assert json.loads(cli("retry", str(job.id)).stdout)["status"] == "pending"
     err = cli("retry", str(job.id), expect=2).stderr
-    assert "only failed jobs" in err
+    assert "only failed or cancelled jobs" in err
     repo.claim("w")
     assert json.loads(cli("reap", "--older-than", "0").stdout) == {"reaped": 1}
 

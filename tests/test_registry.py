@@ -33,10 +33,11 @@ def test_a_registered_worker_is_running_with_its_settings(repo, clock):
     assert worker.to_dict()["started_at"] == clock.now.isoformat()
 
 
-def test_every_queue_is_stored_as_a_star(repo):
+def test_every_queue_is_stored_as_a_star_and_slots_per_queue_as_their_names(repo):
     register(repo, queues=None)
     register(repo, "w2", queues="*")
-    assert [worker.queues for worker in repo.workers()] == ["*", "*"]
+    register(repo, "w3", queues={"mail": 2, "default": 4})
+    assert [worker.queues for worker in repo.workers()] == ["*", "*", ["mail", "default"]]
 
 
 def test_seen_refreshes_and_counts_and_lost_follows_each_workers_own_threshold(repo, clock):

@@ -96,6 +96,7 @@ def test_show_and_get_job_show_the_result_and_a_worker_over_http_stores_it(queue
     with HttpQueue("http://testserver", client=client) as remote:
         Worker(remote, registry=queue.registry, poll_interval=0.01).run(burst=True)
         assert remote.find_by_id(jobs[0].id).result == 3
+    client = TestClient(create_app(live_repo), raise_server_exceptions=False)
     assert client.get(f"/jobs/{jobs[1].id}").json()["result"] == 7
 
     assert admin_main(["--db", db_url, "show", str(jobs[0].id)]) == 0

@@ -8,12 +8,12 @@ import sys
 from datetime import timedelta
 
 from ..errors import QueueError
-from ..rules import DEFAULT_MAX_RETRIES
+from ..rules import DEFAULT_MAX_RETRIES, RUNNING
 from ..store.database import DATABASE_ERRORS, default_url, without_password
 from ..store.models import JobStatus
 from ..store.repository import JobRepository
 from ..validation import MAX_LIST_LIMIT, parse_payload
-from . import schedules
+from . import controls, schedules
 from .args import (
     EXIT_FAILURE,
     CLIArgumentParser,
@@ -67,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--delay", type=non_negative_seconds, default=0.0, help="seconds before it may run")
     timeout_help = "seconds an attempt may run before it fails as timed out (default: no limit)"
     enqueue.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS", help=timeout_help)
+    enqueue.add_argument("--queue", default="default", help="queue name (default: default)")
 
     listing = commands.add_parser("list", parents=[db_option], help="list jobs as a table")
     listing.add_argument("--status", choices=[s.value for s in JobStatus])
@@ -81,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("stats", parents=[db_option], help="jobs per status and throughput")
 
-    retry = commands.add_parser("retry", parents=[db_option], help="put a failed job back to pending")
+    retry = commands.add_parser("retry", parents=[db_option], help="put a failed or cancelled job back to pending")
     retry.add_argument("id", type=job_id)
 
     reap = commands.add_parser("reap", parents=[db_option], help="take back stale claims")
@@ -91,6 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
     prune.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
 
     schedules.add_parser(commands, [db_option])
+    controls.add_commands(commands, db_option, job_id)
     return parser
 
 
@@ -102,14 +104,13 @@ def job_json(repo: JobRepository, job, *, with_errors: bool = False) -> str:
 
 
 def print_table(jobs) -> None:
-    rows = [("ID", "TYPE", "PRIORITY", "STATUS", "RETRIES", "WORKER", "ERROR")]
+    rows = [("ID", "TYPE", "PRIORITY", "STATUS", "QUEUE", "RETRIES", "WORKER", "ERROR")]
     for job in jobs:
         error = (job.error or "").splitlines()[0][:50] if job.error else ""
         retries = f"{job.retry_count}/{job.max_retries}"
-        rows.append((str(job.id), job.type, job.priority_label, job.status, retries, job.worker_id or "", error))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        status = f"{job.status} (cancel requested)" if job.cancel_requested and job.status == RUNNING else job.status
+        rows.append((str(job.id), job.type, job.priority_label, status, job.queue, retries, job.worker_id or "", error))
+    controls.print_rows(rows)
 
 
 def run_enqueue(args, repo: JobRepository) -> int:
@@ -122,6 +123,7 @@ def run_enqueue(args, repo: JobRepository) -> int:
         idempotency_key=args.idempotency_key,
         run_at=run_at,
         timeout=args.timeout,
+        queue=args.queue,
     )
     print(job_json(repo, job))
     if not created:
@@ -161,7 +163,9 @@ def run_retry(args, repo: JobRepository) -> int:
     job = repo.retry(args.id)
     if job is None:
         found = repo.find_by_id(args.id)
-        reason = "no such job" if found is None else f"it is {found.status}; only failed jobs can be retried"
+        reason = (
+            "no such job" if found is None else f"it is {found.status}; only failed or cancelled jobs can be retried"
+        )
         return fail(f"cannot retry job {args.id}: {reason}")
     print(job_json(repo, job))
     return 0
@@ -187,6 +191,7 @@ RUNNERS = {
     "reap": run_reap,
     "prune": run_prune,
     "schedules": schedules.run_schedules,
+    **controls.RUNNERS,
 }
 COMMANDS = tuple(RUNNERS)
 

@@ -23,6 +23,7 @@ from ..validation import (
     MAX_RETRIES_LIMIT,
     MAX_TEXT_CHARS,
     MAX_TYPES,
+    validate_queue_name,
     validate_type,
     validate_worker_id,
 )
@@ -59,6 +60,16 @@ WorkerId = Annotated[
 TypeName = Annotated[
     StrictStr, checked_by(validate_type), Field(json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_CHARS})
 ]
+QueueName = Annotated[
+    StrictStr,
+    checked_by(validate_queue_name),
+    Field(json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_CHARS}),
+]
+ClaimQueues = Annotated[
+    list[QueueName],
+    Field(max_length=MAX_CLAIM_TYPES, description=f"only claim jobs of these queues (at most {MAX_CLAIM_TYPES})"),
+]
+Count = Annotated[int, Field(strict=True, ge=0, le=INT64_MAX)]
 ClaimTypes = Annotated[
     list[TypeName],
     Field(max_length=MAX_CLAIM_TYPES, description=f"only claim jobs of these types (at most {MAX_CLAIM_TYPES})"),
@@ -96,14 +107,20 @@ class CreateJob(Body):
     retry_backoff: StrictFloat | None = Field(
         default=None, description="base back-off in seconds between retries; 0 retries at once"
     )
-    timeout: StrictFloat | StrictInt | None = Field(
-        default=None, description="seconds an attempt may run before it fails as timed out; null: no limit"
+    queue: StrictStr = Field(
+        default="default", description="the queue it waits in", json_schema_extra={"minLength": 1, "maxLength": 255}
+    )
+    timeout: StrictFloat | None = Field(
+        default=None,
+        description="seconds an attempt may run; null: no limit",
+        json_schema_extra={"exclusiveMinimum": 0},
     )
 
 
 class ClaimJob(Body):
     worker_id: WorkerId
     types: ClaimTypes | None = None
+    queues: ClaimQueues | None = None
 
 
 class ClaimMany(ClaimJob):
@@ -146,6 +163,39 @@ class CompleteAndClaim(Body):
     attempt: Attempt
     types: ClaimTypes | None = None
     result: Any = Field(default=None, description="the completed job's result, as for complete")
+    queues: ClaimQueues | None = None
+
+
+class HeldAttempt(Body):
+    """The worker and the attempt it holds (a cancel acknowledgement names both)."""
+
+    worker_id: WorkerId
+    attempt: Attempt
+
+
+class CancelRequests(Body):
+    worker_id: WorkerId
+    job_ids: list[JobId] = Field(max_length=MAX_HEARTBEAT_IDS)
+
+
+class CancelRequested(BaseModel):
+    ids: list[int] = Field(description="of the ids sent, the running jobs of this worker an operator asked to cancel")
+
+
+class RegisterWorker(Body):
+    host: StrictStr = Field(json_schema_extra={"maxLength": MAX_TEXT_CHARS})
+    pid: Count
+    queues: list[QueueName] | Literal["*"] | None = Field(default=None, description='queue names; "*" or null: all')
+    concurrency: Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)]
+    stale_after: StrictFloat = Field(
+        description="seconds without a heartbeat after which it counts as lost", json_schema_extra={"minimum": 0}
+    )
+
+
+class WorkerSeen(Body):
+    running: Count
+    completed: Count
+    failed: Count
 
 
 class Prune(Body):
@@ -180,6 +230,11 @@ class JobOut(BaseModel):
     heartbeat_at: datetime | None
     retry_backoff: float | None
     attempt: int = Field(description="claims so far: the fencing token acks name; never reset")
+    queue: str
+    cancel_requested_at: datetime | None = Field(description="when an operator asked to cancel it while it ran")
+    cancel_requested: bool
+    result: Any = Field(default=None, description="the handler's return value (JSON), if it kept one")
+    timeout: float | None = Field(default=None, description="seconds an attempt may run; null: no limit")
 
 
 class AttemptError(BaseModel):
@@ -222,6 +277,38 @@ class PruneResult(BaseModel):
 class Stats(BaseModel):
     counts: dict[str, int]
     per_minute_last_5m: dict[str, float]
+
+
+class QueueOut(BaseModel):
+    name: str
+    paused: bool
+    counts: dict[str, int] = Field(description="jobs per status")
+    latency: float | None = Field(description="seconds since its oldest due pending job became due; null if none")
+
+
+class QueueList(BaseModel):
+    queues: list[QueueOut]
+
+
+class WorkerOut(BaseModel):
+    id: str
+    host: str
+    pid: int
+    queues: list[str] | Literal["*"]
+    concurrency: int
+    stale_after: float
+    started_at: datetime
+    last_seen_at: datetime
+    stopped_at: datetime | None
+    running: int
+    completed: int
+    failed: int
+    state: Literal["running", "stopped", "lost"]
+    silent_for: float = Field(description="seconds since it was last seen")
+
+
+class WorkerList(BaseModel):
+    workers: list[WorkerOut]
 
 
 class Health(BaseModel):

@@ -29,9 +29,13 @@ def stored_queues(queues: Iterable[str] | str | None) -> str:
     """A worker's queues as its row stores them: a JSON list of names, or "*" for every queue."""
     if queues is None or queues == EVERY_QUEUE:
         return EVERY_QUEUE
-    if isinstance(queues, str | bytes):
-        raise ValueError  # replaced below by a ValidationError naming the field
-    return json.dumps([validate_queue_name(name, "queues") for name in queues])
+    try:
+        if isinstance(queues, str | bytes):
+            raise TypeError
+        names = list(queues)  # a dict of slots per queue gives its names
+    except TypeError:
+        raise ValidationError("queues", 'must be a list of queue names, or None or "*" for every queue') from None
+    return json.dumps([validate_queue_name(name, "queues") for name in names])
 
 
 class WorkerRegistry:
@@ -48,10 +52,7 @@ class WorkerRegistry:
         stale_after: float,
     ) -> None:
         """Record a starting worker (again, if the id is reused): started and seen now, counters at 0."""
-        try:
-            stored = stored_queues(queues)
-        except (ValueError, TypeError):
-            raise ValidationError("queues", 'must be a list of queue names, or None or "*" for every queue') from None
+        stored = stored_queues(queues)
         now = self.time.sql()
         row = {
             "id": validate_worker_id(worker_id),

@@ -16,6 +16,8 @@ from ...store.repository import JobRepository
 from ..problems import problem_doc, problem_response
 from ..schemas import (
     Ack,
+    CancelRequested,
+    CancelRequests,
     ClaimJob,
     ClaimMany,
     CompleteAndClaim,
@@ -24,6 +26,7 @@ from ..schemas import (
     FailJob,
     Heartbeat,
     HeartbeatResult,
+    HeldAttempt,
     JobBatch,
     JobOut,
 )
@@ -55,14 +58,39 @@ def refused(repo: JobRepository, job_id: int, ack: Ack, verb: str) -> Response:
     summary="Claim the next due job",
 )
 def claim_job(body: ClaimJob, repo: Repo) -> Response:
-    job = repo.claim(body.worker_id, types=body.types)
+    job = repo.claim(body.worker_id, types=body.types, queues=body.queues)
     return Response(status_code=204) if job is None else job_response(job)
 
 
 @router.post("/jobs/claim-many", response_model=JobBatch, summary="Claim up to n due jobs at once")
 def claim_many(body: ClaimMany, repo: Repo) -> JSONResponse:
-    jobs = repo.claim_many(body.worker_id, body.n, types=body.types)
+    jobs = repo.claim_many(body.worker_id, body.n, types=body.types, queues=body.queues)
     return JobsJSONResponse({"jobs": [job.to_dict() for job in jobs]})
+
+
+@router.post(
+    "/jobs/cancel-requests", response_model=CancelRequested, summary="Which of a worker's running jobs to cancel"
+)
+def cancel_requests(body: CancelRequests, repo: Repo) -> dict:
+    return {"ids": repo.cancel_requests(body.job_ids, worker_id=body.worker_id)}
+
+
+@router.post(
+    "/jobs/{job_id:int}/cancelled",
+    response_model=None,
+    responses=ACK_DOCS,
+    summary="Acknowledge a cancel: the handler stopped, the job it holds ends cancelled",
+)
+def mark_cancelled(job_id: JobIdPath, body: HeldAttempt, repo: Repo) -> Response:
+    job = repo.mark_cancelled(job_id, worker_id=body.worker_id, attempt=body.attempt)
+    if job is not None:
+        return job_response(job)
+    if repo.find_by_id(job_id) is None:
+        return not_found(job_id)
+    reason = repo.refusal(job_id, worker_id=body.worker_id, attempt=body.attempt) or "no cancel was requested"
+    return problem_response(
+        409, f"cannot cancel job {job_id}: {reason}", type=wire.NOT_HELD, title="Job not held", job_id=job_id
+    )
 
 
 @router.post("/jobs/heartbeat", response_model=HeartbeatResult, summary="Keep running jobs' claims fresh")
@@ -118,7 +146,12 @@ def complete_and_claim(job_id: JobIdPath, body: CompleteAndClaim, repo: Repo) ->
     # 200 either way, as the repository answers: a null `completed` is a claim no longer held (the ack's
     # 404/409 cases), a null `claimed` is nothing due; the worker acts on both without asking why.
     done, claimed = repo.complete_and_claim(
-        job_id, body.types, worker_id=body.worker_id, attempt=body.attempt, result=body.result
+        job_id,
+        body.types,
+        worker_id=body.worker_id,
+        attempt=body.attempt,
+        queues=body.queues,
+        result=body.result,
     )
     return JobsJSONResponse({"completed": _as_dict(done), "claimed": _as_dict(claimed)})
 

@@ -1,4 +1,5 @@
-"""``/jobs``: enqueue a job, list them a page at a time, read one with its errors, retry a failed one."""
+"""``/jobs``: enqueue a job, list them a page at a time, read one with its errors, retry a failed or cancelled
+one, cancel one."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def create_job(
         idempotency_key=idempotency_key_from(body, idempotency_key),
         run_at=body.run_at,
         retry_backoff=body.retry_backoff,
+        queue=body.queue,
         timeout=body.timeout,
     )
     return job_response(job, 201 if created else 200)
@@ -60,9 +62,9 @@ def create_job(
     responses={
         200: {"model": JobOut, "description": "the job, pending again"},
         **NOT_FOUND,
-        409: problem_doc("the job is not failed"),
+        409: problem_doc("the job is neither failed nor cancelled"),
     },
-    summary="Retry a failed job now",
+    summary="Retry a failed or cancelled job now",
 )
 def retry_job(job_id: JobIdPath, repo: Repo) -> Response:
     job = repo.retry(job_id)
@@ -73,9 +75,35 @@ def retry_job(job_id: JobIdPath, repo: Repo) -> Response:
         return not_found(job_id)
     return problem_response(
         409,
-        f"cannot retry job {job_id}: it is {found.status}; only failed jobs can be retried",
+        f"cannot retry job {job_id}: it is {found.status}; only failed or cancelled jobs can be retried",
         type=wire.NOT_FAILED,
         title="Job not failed",
+        job_id=job_id,
+    )
+
+
+@router.post(
+    "/jobs/{job_id:int}/cancel",
+    response_model=None,
+    responses={
+        200: {"model": JobOut, "description": "pending: now cancelled; running: still running, cancel requested"},
+        **NOT_FOUND,
+        409: problem_doc("the job is already completed, failed or cancelled"),
+    },
+    summary="Cancel a job: a pending one at once, a running one through its worker",
+)
+def cancel_job(job_id: JobIdPath, repo: Repo) -> Response:
+    job = repo.cancel(job_id)
+    if job is not None:
+        return job_response(job)
+    found = repo.find_by_id(job_id)
+    if found is None:
+        return not_found(job_id)
+    return problem_response(
+        409,
+        f"cannot cancel job {job_id}: it is already {found.status}",
+        type=wire.ALREADY_FINAL,
+        title="Job already final",
         job_id=job_id,
     )
 

@@ -1,0 +1,63 @@
+"""``/queues`` and ``/workers``: pause and resume a queue, list queues, and the worker registry (a remote
+worker registers, reports on each heartbeat and marks its stop; operators list the workers and their state)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+from starlette.responses import Response
+
+from ...validation import MAX_TEXT_CHARS
+from ..schemas import QueueList, QueueOut, RegisterWorker, WorkerList, WorkerSeen
+from .common import Repo
+
+router = APIRouter()
+
+QueuePath = Annotated[str, Path(description="the queue's name (it need not have jobs yet)", max_length=MAX_TEXT_CHARS)]
+WorkerPath = Annotated[str, Path(description="the worker's id", max_length=MAX_TEXT_CHARS)]
+
+
+@router.get("/queues", response_model=QueueList, summary="Queues: paused or not, jobs per status, latency")
+def list_queues(repo: Repo) -> dict:
+    return {"queues": [state.to_dict() for state in repo.queues()]}
+
+
+@router.post("/queues/{name}/pause", response_model=QueueOut, summary="Pause a queue: no worker claims its jobs")
+def pause_queue(name: QueuePath, repo: Repo) -> dict:
+    return repo.pause_queue(name).to_dict()
+
+
+@router.post("/queues/{name}/resume", response_model=QueueOut, summary="Resume a paused queue")
+def resume_queue(name: QueuePath, repo: Repo) -> dict:
+    return repo.resume_queue(name).to_dict()
+
+
+@router.get("/workers", response_model=WorkerList, summary="The worker registry, each with its state")
+def list_workers(repo: Repo) -> dict:
+    return {"workers": [worker.to_dict() for worker in repo.workers()]}
+
+
+@router.post("/workers/{worker_id:path}/register", status_code=204, summary="A starting worker registers itself")
+def register_worker(worker_id: WorkerPath, body: RegisterWorker, repo: Repo) -> Response:
+    repo.register_worker(
+        worker_id,
+        host=body.host,
+        pid=body.pid,
+        queues=body.queues,
+        concurrency=body.concurrency,
+        stale_after=body.stale_after,
+    )
+    return Response(status_code=204)
+
+
+@router.post("/workers/{worker_id:path}/seen", status_code=204, summary="A worker's heartbeat, with its counters")
+def worker_seen(worker_id: WorkerPath, body: WorkerSeen, repo: Repo) -> Response:
+    repo.worker_seen(worker_id, running=body.running, completed=body.completed, failed=body.failed)
+    return Response(status_code=204)
+
+
+@router.post("/workers/{worker_id:path}/stopped", status_code=204, summary="A worker's clean stop")
+def worker_stopped(worker_id: WorkerPath, repo: Repo) -> Response:
+    repo.worker_stopped(worker_id)
+    return Response(status_code=204)
