@@ -74,6 +74,10 @@ def queue_slots(text: str) -> dict[str, int]:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc.message}") from None
 
 
+def port_number(text: str) -> int:
+    return bounded_number(text, int, 1, 65535, "a TCP port number")
+
+
 def worker_id(text: str) -> str:
     try:
         return validate_worker_id(text)
@@ -124,6 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     add("--burst", action="store_true", help="exit once nothing is claimable and nothing runs")
     no_scheduler_help = "do not enqueue the periodic jobs of the --handlers modules (default: every worker does)"
     add("--no-scheduler", action="store_true", help=no_scheduler_help)
+    metrics_help = "serve this worker's Prometheus metrics on 127.0.0.1:N/metrics (default: off)"
+    add("--metrics-port", type=port_number, default=None, metavar="N", help=metrics_help)
     add("--log-level", type=str.lower, choices=LOG_LEVELS, default="info", help="(default info)")
     add("--log-format", choices=("text", "json"), default="text", help="one line per event (default text)")
     return parser
@@ -244,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             queues=args.queues,
             scheduler=Scheduler(queue, schedules) if schedules else None,
         )
+        metrics = start_metrics(worker, args.metrics_port)
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once (None on SQLite: polling).
         # No database over the HTTP API: that worker polls the server.
         listener = None if args.burst or database is None else listen_for_jobs(database, worker.wakeup)
@@ -255,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
                 signal.signal(sig, handler)
             if listener is not None:
                 listener.stop()
+            if metrics is not None:
+                metrics.close()
     except QueueError as exc:
         return fail(str(exc))
     except Exception:
@@ -263,6 +272,22 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         close()
     return EXIT_OK
+
+
+def start_metrics(worker: Worker, port: int | None):
+    """With ``--metrics-port``: the worker's metrics, subscribed to its events and served; else None."""
+    if port is None:
+        return None
+    from .metrics import WorkerMetrics  # prometheus_client only for a worker that serves metrics
+
+    metrics = WorkerMetrics()
+    worker.subscribe(metrics.on_event)
+    try:
+        metrics.serve(port)
+    except OSError as exc:
+        raise QueueError(f"cannot serve metrics on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    logger.info("serving metrics on http://127.0.0.1:%d/metrics", port)
+    return metrics
 
 
 def open_queue(args) -> tuple[JobQueue, pw.Database | None, Callable[[], None]]:
