@@ -92,6 +92,9 @@ def test_the_registry_routes_of_a_remote_worker_and_the_workers_list(http, clock
     assert http.post("/workers/remote-2/stopped").status_code == 204
     # A worker id may hold a slash (quoted in the path by the client).
     assert http.post("/workers/host%2F1/register", json=body).status_code == 204
+    assert http.post("/workers/line%0Abreak/stopped").status_code == 204  # routed; no such worker: nothing changes
+    assert_problem(http.post("/workers/%20/stopped"), 422, field="worker_id")
+    assert http.post("/queues/team%2Fmail/pause").json()["name"] == "team/mail"
     clock.advance(timedelta(seconds=6).total_seconds())
     workers = http.get("/workers").json()["workers"]
     assert [(w["id"], w["state"], w["queues"], w["completed"]) for w in workers] == [

@@ -42,7 +42,7 @@ def test_retry_storm_backs_off_and_healthy_jobs_keep_flowing(live_repo):
         worker.stop(timeout=5)
 
     counts = live_repo.counts()
-    assert counts == {"pending": 0, "running": 0, "completed": HEALTHY_JOBS, "failed": STORM_JOBS}
+    assert counts == {"pending": 0, "running": 0, "completed": HEALTHY_JOBS, "failed": STORM_JOBS, "cancelled": 0}
     storm_ids = [job.id for job in live_repo.list(status="failed", limit=1000)]
     for job_id in storm_ids:
         attempts = live_repo.errors_for(job_id)

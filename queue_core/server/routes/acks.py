@@ -30,7 +30,7 @@ from ..schemas import (
     JobBatch,
     JobOut,
 )
-from .common import NOT_FOUND, JobIdPath, JobsJSONResponse, Repo, job_response, not_found
+from .common import NO_ROUTE, NOT_FOUND, JobIdPath, JobsJSONResponse, Repo, job_response, not_found
 
 router = APIRouter()
 
@@ -140,6 +140,7 @@ def fail_job(job_id: JobIdPath, body: FailJob, repo: Repo) -> Response:
 @router.post(
     "/jobs/{job_id:int}/complete-and-claim",
     response_model=CompletedAndClaimed,
+    responses=NO_ROUTE,
     summary="Complete a job this worker holds and claim its next one, in one step",
 )
 def complete_and_claim(job_id: JobIdPath, body: CompleteAndClaim, repo: Repo) -> JSONResponse:

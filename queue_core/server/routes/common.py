@@ -7,6 +7,7 @@ import json
 from typing import Annotated
 
 from fastapi import Depends, Path, Request
+from starlette.convertors import StringConvertor, register_url_convertor
 from starlette.responses import JSONResponse, Response
 
 from ... import wire
@@ -24,6 +25,18 @@ Repo = Annotated[JobRepository, Depends(repository)]
 JobIdPath = Annotated[int, Path(ge=1, le=INT64_MAX, description="the job's id")]
 
 NOT_FOUND = {404: problem_doc("no job with this id")}
+# A path that names no route (an id that is not a whole number, an empty name) is a 404 as well.
+NO_ROUTE = {404: problem_doc("no such route: the path's id or name is empty or malformed")}
+
+
+class TextConvertor(StringConvertor):
+    """``{name:text}``: any non-empty text, ``/`` and line breaks included, so a queue name or worker id
+    (sent percent-encoded) always reaches the repository's own validation, which answers 422 for a bad one."""
+
+    regex = r"[\s\S]+"
+
+
+register_url_convertor("text", TextConvertor())
 
 
 class JobsJSONResponse(JSONResponse):

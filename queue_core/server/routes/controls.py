@@ -10,12 +10,14 @@ from starlette.responses import Response
 
 from ...validation import MAX_TEXT_CHARS
 from ..schemas import QueueList, QueueOut, RegisterWorker, WorkerList, WorkerSeen
-from .common import Repo
+from .common import NO_ROUTE, Repo
 
 router = APIRouter()
 
-QueuePath = Annotated[str, Path(description="the queue's name (it need not have jobs yet)", max_length=MAX_TEXT_CHARS)]
-WorkerPath = Annotated[str, Path(description="the worker's id", max_length=MAX_TEXT_CHARS)]
+QueuePath = Annotated[
+    str, Path(description="the queue's name (it need not have jobs yet)", min_length=1, max_length=MAX_TEXT_CHARS)
+]
+WorkerPath = Annotated[str, Path(description="the worker's id", min_length=1, max_length=MAX_TEXT_CHARS)]
 
 
 @router.get("/queues", response_model=QueueList, summary="Queues: paused or not, jobs per status, latency")
@@ -23,12 +25,17 @@ def list_queues(repo: Repo) -> dict:
     return {"queues": [state.to_dict() for state in repo.queues()]}
 
 
-@router.post("/queues/{name}/pause", response_model=QueueOut, summary="Pause a queue: no worker claims its jobs")
+@router.post(
+    "/queues/{name:text}/pause",
+    response_model=QueueOut,
+    responses=NO_ROUTE,
+    summary="Pause a queue: no worker claims its jobs",
+)
 def pause_queue(name: QueuePath, repo: Repo) -> dict:
     return repo.pause_queue(name).to_dict()
 
 
-@router.post("/queues/{name}/resume", response_model=QueueOut, summary="Resume a paused queue")
+@router.post("/queues/{name:text}/resume", response_model=QueueOut, responses=NO_ROUTE, summary="Resume a paused queue")
 def resume_queue(name: QueuePath, repo: Repo) -> dict:
     return repo.resume_queue(name).to_dict()
 
@@ -38,7 +45,12 @@ def list_workers(repo: Repo) -> dict:
     return {"workers": [worker.to_dict() for worker in repo.workers()]}
 
 
-@router.post("/workers/{worker_id:path}/register", status_code=204, summary="A starting worker registers itself")
+@router.post(
+    "/workers/{worker_id:text}/register",
+    status_code=204,
+    responses=NO_ROUTE,
+    summary="A starting worker registers itself",
+)
 def register_worker(worker_id: WorkerPath, body: RegisterWorker, repo: Repo) -> Response:
     repo.register_worker(
         worker_id,
@@ -51,13 +63,18 @@ def register_worker(worker_id: WorkerPath, body: RegisterWorker, repo: Repo) -> 
     return Response(status_code=204)
 
 
-@router.post("/workers/{worker_id:path}/seen", status_code=204, summary="A worker's heartbeat, with its counters")
+@router.post(
+    "/workers/{worker_id:text}/seen",
+    status_code=204,
+    responses=NO_ROUTE,
+    summary="A worker's heartbeat, with its counters",
+)
 def worker_seen(worker_id: WorkerPath, body: WorkerSeen, repo: Repo) -> Response:
     repo.worker_seen(worker_id, running=body.running, completed=body.completed, failed=body.failed)
     return Response(status_code=204)
 
 
-@router.post("/workers/{worker_id:path}/stopped", status_code=204, summary="A worker's clean stop")
+@router.post("/workers/{worker_id:text}/stopped", status_code=204, responses=NO_ROUTE, summary="A worker's clean stop")
 def worker_stopped(worker_id: WorkerPath, repo: Repo) -> Response:
     repo.worker_stopped(worker_id)
     return Response(status_code=204)
