@@ -70,6 +70,7 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
         refresh_interval: float | None = DEFAULT_REFRESH,
         start_worker: bool = False,
         worker_concurrency: int = DEFAULT_CONCURRENCY,
+        worker_queues: dict[str, int] | None = None,
         worker_shutdown_timeout: float | None = None,
         worker_id: str | None = None,
         db_label: str | None = None,
@@ -81,6 +82,7 @@ class QueueConsole(JobActions, EmbeddedWorkerControls, App):
         self.refresh_interval = refresh_interval
         self.start_worker_at_launch = start_worker
         self.worker_concurrency = worker_concurrency
+        self.worker_queues = worker_queues  # slots per queue; None: every queue on worker_concurrency slots
         self.worker_shutdown_timeout = worker_shutdown_timeout  # None: the worker's own default
         self.worker_id = worker_id  # None: the worker's own (host and process id)
         self.db_label = db_label if db_label is not None else database_label(repo.db)
@@ -269,6 +271,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         refresh_interval=args.refresh,
         start_worker=args.worker or args.demo,
         worker_concurrency=args.concurrency,
+        worker_queues=args.queues,
         worker_shutdown_timeout=args.shutdown_timeout,
         worker_id=args.worker_id,
         db_label=url,

@@ -24,8 +24,8 @@ def forward_event(pane: WorkerPane, event) -> None:
 
 
 class EmbeddedWorkerControls:
-    """Needs from the app: ``repo``, ``stale_after``, ``worker_concurrency``, ``worker_shutdown_timeout``,
-    ``worker_id``, ``request_refresh``, ``refresh_soon`` and ``_on_main_screen``."""
+    """Needs from the app: ``repo``, ``stale_after``, ``worker_concurrency``, ``worker_queues``,
+    ``worker_shutdown_timeout``, ``worker_id``, ``request_refresh``, ``refresh_soon`` and ``_on_main_screen``."""
 
     queue_worker: Worker | None = None
     job_listener: JobListener | None = None  # PostgreSQL: NOTIFY wakes the idle worker at once
@@ -47,9 +47,13 @@ class EmbeddedWorkerControls:
 
     def start_queue_worker(self) -> None:
         options = {"shutdown_timeout": self.worker_shutdown_timeout, "worker_id": self.worker_id}
+        # With per-queue slots the slots are theirs: --concurrency (which has a default here) is left out.
+        slots = (
+            {"concurrency": self.worker_concurrency} if self.worker_queues is None else {"queues": self.worker_queues}
+        )
         worker = Worker(
             self.repo,
-            concurrency=self.worker_concurrency,
+            **slots,
             stale_after=self.stale_after.total_seconds(),
             on_event=partial(forward_event, self.worker_pane),
             **{name: value for name, value in options.items() if value is not None},

@@ -6,7 +6,7 @@ Argument types and handler-module loading are the headless worker's, so both acc
 from __future__ import annotations
 
 from queue_core.cli.args import CLIArgumentParser, non_negative_seconds, positive_seconds
-from queue_core.worker.cli import concurrency, worker_id
+from queue_core.worker.cli import concurrency, queue_slots, worker_id
 from queue_core.worker.defaults import DEFAULTS
 
 from .demo import FORCE_FLAG
@@ -42,6 +42,13 @@ def build_parser() -> CLIArgumentParser:
         default=DEFAULT_CONCURRENCY,
         metavar="N",
         help=f"embedded worker threads (default {DEFAULT_CONCURRENCY})",
+    )
+    add(
+        "--queues",
+        type=queue_slots,
+        default=None,
+        metavar="NAME[=N],...",
+        help="the embedded worker serves only these queues, each with its own N slots (default: every queue)",
     )
     add("--worker-id", type=worker_id, default=None, help="the embedded worker's name (default: host-pid)")
     add("--handlers", action="append", default=[], metavar="MODULE", help="import MODULE to register handlers")

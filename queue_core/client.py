@@ -144,9 +144,12 @@ class HttpQueue:
         idempotency_key: str | None = None,
         run_at: datetime | None = None,
         retry_backoff: float | None = None,
+        queue: str | None = None,
         timeout: float | None = None,
     ) -> tuple[RemoteJob, bool]:
         body = {"type": type, "payload": payload, "priority": priority, "idempotency_key": idempotency_key}
+        if queue is not None:  # left out: "default", and a server from before v6 still accepts the body
+            body["queue"] = queue
         if max_retries is not None:
             body["max_retries"] = max_retries
         if run_at is not None:
@@ -165,12 +168,12 @@ class HttpQueue:
         return RemoteJob.from_dict(response.json()), response.status_code == 201
 
     def claim(self, worker_id: str, *, types=None, queues=None) -> RemoteJob | None:
-        body = {"worker_id": worker_id, "types": _list_or_none(types), "queues": _list_or_none(queues)}
+        body = _with_queues({"worker_id": worker_id, "types": _list_or_none(types)}, queues)
         response = self._post("/jobs/claim", body)
         return None if response.status_code == 204 else RemoteJob.from_dict(response.json())
 
     def claim_many(self, worker_id: str, n: int, *, types=None, queues=None) -> list[RemoteJob]:
-        body = {"worker_id": worker_id, "n": n, "types": _list_or_none(types), "queues": _list_or_none(queues)}
+        body = _with_queues({"worker_id": worker_id, "n": n, "types": _list_or_none(types)}, queues)
         return [RemoteJob.from_dict(data) for data in self._post("/jobs/claim-many", body).json()["jobs"]]
 
     def complete(
@@ -202,8 +205,7 @@ class HttpQueue:
     ) -> tuple[RemoteJob | None, RemoteJob | None]:
         """Complete the held job and claim the next due one of ``types`` in ``queues`` in one round trip:
         (completed, claimed)."""
-        body = {"worker_id": worker_id, "attempt": attempt, "types": _list_or_none(types)}
-        body["queues"] = _list_or_none(queues)
+        body = _with_queues({"worker_id": worker_id, "attempt": attempt, "types": _list_or_none(types)}, queues)
         body["result"] = result
         data = self._post(f"/jobs/{int(job_id)}/complete-and-claim", body).json()
         return _remote_or_none(data["completed"]), _remote_or_none(data["claimed"])
@@ -269,6 +271,12 @@ def _remote_or_none(data: dict | None) -> RemoteJob | None:
 def _segment(text: str) -> str:
     """``text`` as one URL path segment: a worker id may hold ``/``, ``?`` or ``%``."""
     return quote(text, safe="")
+
+
+def _with_queues(body: dict, queues) -> dict:
+    """``body`` with ``queues`` when a claim is limited to some: left out, it means every queue, which is
+    also all a server from before named queues (schema v6) understands."""
+    return body if queues is None else {**body, "queues": list(queues)}
 
 
 def _list_or_none(types):

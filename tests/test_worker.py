@@ -220,11 +220,11 @@ class ClaimSpy:
         self.empty_claims = 0
         self.empty = threading.Event()
 
-    def claim(self, worker_id, *, types=None):
+    def claim(self, worker_id, *, types=None, queues=None):
         if self.failures:
             self.failures -= 1
             raise pw.OperationalError("database is locked")
-        job = self.repo.claim(worker_id, types=types)
+        job = self.repo.claim(worker_id, types=types, queues=queues)
         if job is None:
             self.empty_claims += 1
             self.empty.set()

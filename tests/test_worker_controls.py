@@ -14,7 +14,7 @@ import time
 import pytest
 from test_worker import WAIT, Recorder
 
-from queue_core.errors import QueueError, ValidationError
+from queue_core.errors import ValidationError
 from queue_core.store.repository import JobRepository
 from queue_core.worker import Worker
 from queue_core.worker.handlers import HandlerRegistry, current_job
@@ -169,7 +169,7 @@ def test_a_flooded_queue_does_not_hold_up_another(live_repo, handlers, make_work
         ({"queues": {"mail": True}}, ValidationError),
         ({"queues": {"": 1}}, ValidationError),
         ({"queues": ["mail"]}, ValidationError),
-        ({"queues": {"mail": 2}, "concurrency": 5}, QueueError),
+        ({"queues": {"mail": 2}, "concurrency": 5}, ValidationError),
     ],
 )
 def test_bad_queue_slots_are_refused_before_anything_runs(live_repo, options, error):

@@ -62,7 +62,6 @@ class Housekeeping:
     def run(self, session: Session) -> None:
         next_reap = time.monotonic() + (self.reap_interval if session.burst else 0.0)  # a burst reaped at start
         next_prune = next_tick = time.monotonic()
-        self.presence.register()
         try:
             while True:
                 # Beat first: on a loaded machine a late beat must not make our own live jobs look stale.
@@ -77,7 +76,6 @@ class Housekeeping:
                 # A fixed rate, not a fixed pause after the work: the interval bounds a cancel's delay.
                 next_tick = max(next_tick + self.heartbeat_interval, time.monotonic())
                 if session.heartbeat_stop.wait(next_tick - time.monotonic()):
-                    self.presence.stopped()  # only a finished stop sets heartbeat_stop: a clean stop
                     return
         finally:
             close_thread_connection(self.queue)

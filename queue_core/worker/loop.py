@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import QueueError
+from ..errors import QueueError, ValidationError
 from ..results import encode_result
 from ..validation import validate_worker_id
 from .acks import GAVE_UP, Acks
@@ -31,7 +31,7 @@ from .presence import Presence
 from .protocol import ClaimedJob, JobQueue, close_thread_connection
 from .runner import HandlerRunner
 from .scheduler import Scheduler
-from .session import Running, Session
+from .session import Running, Session, slot_queues
 
 logger = logging.getLogger(__name__)
 
@@ -57,13 +57,6 @@ def default_worker_id() -> str:
 def next_idle_delay(delay: float, max_poll_interval: float) -> float:
     """The wait after one more empty claim: doubles, up to the bound."""
     return min(max_poll_interval, delay * 2)
-
-
-def slot_queues(queues: dict[str, int] | None, concurrency: int) -> list[tuple[str, ...] | None]:
-    """The queues each claim slot claims from: every queue (None) on each, or each named queue on its own N."""
-    if queues is None:
-        return [None] * concurrency
-    return [(name,) for name, slots in queues.items() for _ in range(slots)]
 
 
 class Worker:
@@ -105,7 +98,7 @@ class Worker:
         if self.queues is not None:
             total = sum(self.queues.values())
             if self.concurrency not in (DEFAULTS.concurrency, total):
-                raise QueueError(f"concurrency={concurrency} and queues={queues!r} disagree: with queues, give one")
+                raise ValidationError("queues", f"with queues the slots are theirs; concurrency={concurrency} too")
             self.concurrency = total
         self._slot_queues = slot_queues(self.queues, self.concurrency)
         self.queue = queue
@@ -123,6 +116,15 @@ class Worker:
         self._events = EventHub(self.worker_id)
         self._acks = Acks(queue, self.worker_id, patience=self.stale_after, on_error=self._error)
         self._outcomes = Outcomes(self._acks, self._events, self._lock)
+        self._presence = Presence(
+            queue,
+            self.worker_id,
+            queues=None if self.queues is None else list(self.queues),
+            concurrency=self.concurrency,
+            stale_after=self.stale_after,
+            stats=lambda: self.stats,
+            on_error=self._error,
+        )
         self._housekeeping = Housekeeping(
             queue,
             self.worker_id,
@@ -131,15 +133,7 @@ class Worker:
             events=self._events,
             on_error=self._error,
             on_reaped=self.wakeup,
-            presence=Presence(
-                queue,
-                self.worker_id,
-                queues=None if self.queues is None else list(self.queues),
-                concurrency=self.concurrency,
-                stale_after=self.stale_after,
-                stats=lambda: self.stats,
-                on_error=self._error,
-            ),
+            presence=self._presence,
         )
         self._runner = HandlerRunner(self._events)
         self.heartbeat_interval = self._housekeeping.heartbeat_interval
@@ -228,6 +222,9 @@ class Worker:
             message=f"started worker={self.worker_id} concurrency={self.concurrency} queues={queues} "
             f"burst={burst} types={','.join(self.registry.names()) or '(none)'}",
         )
+        # Here, not on the heartbeat thread: the row exists once start() returns, and the first beats are
+        # not held up by it (a beat late by a write is a beat that can race an operator's reap).
+        self._presence.register()
         if burst:
             # A dead worker's stale claims are work this burst should do, not a reason to keep waiting.
             self._housekeeping.reap()
@@ -258,6 +255,7 @@ class Worker:
             if thread is not None:
                 thread.join(ACK_GRACE)
         self._runner.close()  # reports the handler threads it leaves running past their timeout
+        self._presence.stopped()
         stats = self.stats
         self._events.emit(
             "stopped",

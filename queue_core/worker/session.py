@@ -14,6 +14,13 @@ from dataclasses import dataclass
 from .protocol import ClaimedJob
 
 
+def slot_queues(queues: dict[str, int] | None, concurrency: int) -> list[tuple[str, ...] | None]:
+    """The queues each claim slot claims from: every queue (None) on each, or each named queue on its own N."""
+    if queues is None:
+        return [None] * concurrency
+    return [(name,) for name, slots in queues.items() for _ in range(slots)]
+
+
 @dataclass
 class Running:
     """A job a claim thread holds, from its claim until its outcome is written (or it is released)."""

@@ -124,3 +124,20 @@ async def test_on_postgresql_the_embedded_worker_listens_for_new_jobs(db, db_url
         assert app.job_listener is None
         if listener is not None:
             assert not listener.is_alive()
+
+
+async def test_the_embedded_worker_registers_and_keeps_to_its_queues(db):
+    repo = JobRepository(db)
+    mail, _ = repo.create("echo", {"message": "mail"}, queue="mail")
+    other, _ = repo.create("echo", {"message": "other"}, queue="reports")
+    app = console_on(repo, worker_queues={"mail": 2}, worker_id="console-1")
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: repo.find_by_id(mail.id).status == "completed", "the mail job to run")
+        (row,) = [w for w in repo.workers() if w.id == "console-1"]
+        assert (row.state, row.concurrency, list(row.queues)) == ("running", 2, ["mail"])
+        await pilot.press("w")
+        await wait_for(pilot, lambda: app.worker_pane.state == "stopped", "w stops the worker")
+    assert repo.find_by_id(other.id).status == "pending"  # not one of its queues
+    assert [w.state for w in repo.workers() if w.id == "console-1"] == ["stopped"]
