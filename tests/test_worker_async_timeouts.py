@@ -220,3 +220,32 @@ def test_the_runner_without_timeout_runs_plain_handlers_on_the_calling_thread(li
     runner = HandlerRunner(EventHub("w"))
     assert runner.run(lambda payload: threading.current_thread(), job) is threading.current_thread()
     runner.close()
+
+
+def test_an_operators_cancel_cancels_the_running_coroutine(queue, live_repo):
+    started = threading.Event()
+    cancelled = []
+
+    @queue.task("long")
+    async def long():
+        started.set()
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.append(current_job().id)
+            raise
+
+    job = long.enqueue()
+    worker = Worker(live_repo, registry=queue.registry, poll_interval=0.01, stale_after=0.6)  # beats every 0.2 s
+    worker.start()
+    try:
+        assert started.wait(WAIT)
+        live_repo.cancel(job.id)
+        deadline = time.monotonic() + WAIT
+        while live_repo.find_by_id(job.id).status != "cancelled":
+            assert time.monotonic() < deadline, "the cancel never reached the coroutine"
+            time.sleep(0.05)
+    finally:
+        worker.stop()
+    assert cancelled == [job.id]
+    assert live_repo.find_by_id(job.id).retry_count == 0  # cancelled is final: not retried
