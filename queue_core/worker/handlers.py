@@ -28,7 +28,8 @@ _current_job: ContextVar[Job] = ContextVar("queue_core_current_job")
 
 
 class HandlerRegistry:
-    """Job type -> handler function ``fn(payload: dict)``; its return is ignored, an exception fails the job.
+    """Job type -> handler ``fn(payload: dict)`` (a plain function or an ``async def``); what it returns, if not
+    None, is stored as the job's JSON ``result``; an exception fails the attempt.
 
     Thread-safe. A new registry holds the built-in demo handlers unless ``with_builtins=False``.
     """
