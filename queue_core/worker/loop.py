@@ -9,7 +9,6 @@ prune), ``events`` (what it reports), ``defaults`` (its settings). It talks to t
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import socket
@@ -19,18 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import QueueError, ValidationError
-from ..results import encode_result
 from ..validation import validate_worker_id
 from .acks import GAVE_UP, Acks
 from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_concurrency, valid_queue_slots
-from .events import EVENT_KINDS, EventHub, WorkerEvent, exception_message
+from .events import EVENT_KINDS, EventHub, WorkerEvent
 from .handlers import HandlerRegistry, default_registry
 from .housekeeping import Housekeeping
 from .outcomes import Outcomes
 from .presence import Presence
 from .protocol import ClaimedJob, JobQueue, close_thread_connection
 from .runner import HandlerRunner
-from .scheduler import Scheduler
+from .scheduler import Scheduler, start_periodic
 from .session import Running, Session, slot_queues
 
 logger = logging.getLogger(__name__)
@@ -67,8 +65,7 @@ class Worker:
     A heartbeat thread refreshes running jobs every ``min(stale_after / 3, 10)`` seconds and reaps other
     workers' claims older than ``stale_after`` every ``stale_after / 2`` seconds. With ``prune_after``, the same
     thread deletes finished jobs older than that many seconds, a batch per beat, at start and then hourly.
-    With ``scheduler``, a thread of its own enqueues the periodic jobs it schedules while the worker runs
-    (a burst ticks it once, at start).
+    With ``scheduler``, a thread enqueues its periodic jobs while the worker runs (a burst: one tick at start).
     With ``queues`` ({"mail": 2, "default": 4}) each named queue gets its own slots, which claim from that
     queue only, so a flood on one cannot starve another; ``concurrency`` is then their sum.
     The worker keeps its row in the registry (``register_worker``, ``worker_seen`` on every beat,
@@ -101,19 +98,18 @@ class Worker:
                 raise ValidationError("queues", f"with queues the slots are theirs; concurrency={concurrency} too")
             self.concurrency = total
         self._slot_queues = slot_queues(self.queues, self.concurrency)
-        self.queue = queue
+        self.queue, self.registry = queue, default_registry() if registry is None else registry
         self.worker_id = validate_worker_id(default_worker_id() if worker_id is None else worker_id)
-        self.registry = default_registry() if registry is None else registry
         self.poll_interval = positive_seconds("poll_interval", poll_interval)
         # Never below poll_interval, so a long poll interval alone is not an error.
         self.max_poll_interval = max(self.poll_interval, positive_seconds("max_poll_interval", max_poll_interval))
         self.stale_after = positive_seconds("stale_after", stale_after)
         self.shutdown_timeout = positive_seconds("shutdown_timeout", shutdown_timeout, allow_zero=True)
         self.prune_after = None if prune_after is None else positive_seconds("prune_after", prune_after)
-        self.scheduler = scheduler  # periodic jobs to enqueue while running (None: none)
         self._lock = threading.RLock()  # re-entrant: stop() may run in a signal handler on a thread holding it
         self._session: Session | None = None
         self._events = EventHub(self.worker_id)
+        self.scheduler, self._runner = scheduler, HandlerRunner(self._events)  # periodic jobs; handler calls
         self._acks = Acks(queue, self.worker_id, patience=self.stale_after, on_error=self._error)
         self._outcomes = Outcomes(self._acks, self._events, self._lock)
         self._presence = Presence(
@@ -125,7 +121,7 @@ class Worker:
             stats=lambda: self.stats,
             on_error=self._error,
         )
-        self._housekeeping = Housekeeping(
+        self._housekeeping = housekeeping = Housekeeping(
             queue,
             self.worker_id,
             stale_after=self.stale_after,
@@ -135,9 +131,7 @@ class Worker:
             on_reaped=self.wakeup,
             presence=self._presence,
         )
-        self._runner = HandlerRunner(self._events)
-        self.heartbeat_interval = self._housekeeping.heartbeat_interval
-        self.reap_interval = self._housekeeping.reap_interval
+        self.heartbeat_interval, self.reap_interval = housekeeping.heartbeat_interval, housekeeping.reap_interval
         if on_event is not None:
             self.subscribe(on_event)
 
@@ -228,7 +222,7 @@ class Worker:
         if burst:
             # A dead worker's stale claims are work this burst should do, not a reason to keep waiting.
             self._housekeeping.reap()
-        self._start_scheduler(session)
+        session.scheduler_thread = start_periodic(self.scheduler, session.burst, session.stopping, self.wakeup)
         for slot in range(self.concurrency):
             name = f"worker-{self.worker_id}-{slot}"
             session.threads.append(threading.Thread(target=self._claim_loop, args=(session, slot), name=name))
@@ -251,9 +245,7 @@ class Worker:
         grace_deadline = time.monotonic() + ACK_GRACE
         session.join_slots(lambda: grace_deadline)
         session.heartbeat_stop.set()
-        for thread in (session.heartbeat_thread, session.scheduler_thread):
-            if thread is not None:
-                thread.join(ACK_GRACE)
+        session.join_helpers(ACK_GRACE)
         self._runner.close()  # reports the handler threads it leaves running past their timeout
         self._presence.stopped()
         stats = self.stats
@@ -263,17 +255,6 @@ class Worker:
         )
         session.stopped.set()
         session.wake_main.set()
-
-    def _start_scheduler(self, session: Session) -> None:
-        """Periodic jobs: a burst enqueues the due ticks once, now (before its claim threads start, so it runs
-        them); a running worker ticks on a thread of its own until it stops."""
-        if self.scheduler is None or not self.scheduler.schedules:
-            return
-        if session.burst:
-            self.scheduler.tick()
-        else:
-            on_exit = functools.partial(close_thread_connection, self.queue)
-            session.scheduler_thread = self.scheduler.start(session.stopping, self.wakeup, on_exit)
 
     # --- claim threads -----------------------------------------------------------------------------
 
@@ -345,15 +326,7 @@ class Worker:
             self._release(session, entry, "no handler registered for this type any more")
             self._done(session, entry)
             return None
-        started = time.monotonic()
-        error = result = None
-        try:
-            result = self._runner.run(fn, job)
-            encode_result(result)  # a value that cannot be stored fails the attempt, saying why
-        except BaseException as exc:  # a handler must never take its worker thread down
-            error = exception_message(exc)
-            logger.debug("job %s (%s) raised", job.id, job.type, exc_info=True)
-        duration = time.monotonic() - started
+        result, error, duration = self._runner.attempt(fn, job)
         with self._lock:
             if entry.released:
                 logger.debug("job %s finished after it was released; its outcome is discarded", job.id)

@@ -21,8 +21,10 @@ import functools
 import inspect
 import logging
 import threading
+import time
 
-from .events import EventHub
+from ..results import encode_result
+from .events import EventHub, exception_message
 from .handlers import Handler, _current_job, call_handler
 
 logger = logging.getLogger(__name__)
@@ -74,6 +76,20 @@ class HandlerRunner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._overrun: set[threading.Thread] = set()
+
+    def attempt(self, fn: Handler, job) -> tuple[object, str | None, float]:
+        """Run one attempt: (the handler's result, the error message or None, seconds); never raises.
+
+        A result that cannot be stored (not JSON, too big) fails the attempt, saying why.
+        """
+        started = time.monotonic()
+        try:
+            result = self.run(fn, job)
+            encode_result(result)
+        except BaseException as exc:  # a handler must never take its worker thread down
+            logger.debug("job %s (%s) raised", job.id, job.type, exc_info=True)
+            return None, exception_message(exc), time.monotonic() - started
+        return result, None, time.monotonic() - started
 
     def run(self, fn: Handler, job) -> object:
         timeout = job_timeout(job)

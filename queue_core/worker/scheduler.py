@@ -28,6 +28,7 @@ from ..errors import IdempotencyConflict, ValidationError
 from ..job_options import create_arguments, validate_job_options
 from ..store.models import Job
 from ..validation import MAX_TEXT_CHARS, encode_payload, validate_aware, validate_type
+from .protocol import close_thread_connection
 
 logger = logging.getLogger(__name__)
 
@@ -220,17 +221,15 @@ class Scheduler:
                 on_created(created)
             stop_event.wait(self._wait_after(now))
 
-    def start(
-        self, stop_event: threading.Event, on_created: Callable[[], None], on_exit: Callable[[], None]
-    ) -> threading.Thread:
-        """``run_forever`` on a daemon thread (a worker's): ``on_created()`` after a tick created jobs,
-        ``on_exit()`` when the thread ends (a worker closes the thread's database connection)."""
+    def start(self, stop_event: threading.Event, on_created: Callable[[], None]) -> threading.Thread:
+        """``run_forever`` on a daemon thread (a worker's): ``on_created()`` after a tick created jobs; the
+        thread's database connection is closed when it ends."""
 
         def run() -> None:
             try:
                 self.run_forever(stop_event, on_created=lambda _jobs: on_created())
             finally:
-                on_exit()
+                close_thread_connection(self.repo)
 
         thread = threading.Thread(target=run, name="scheduler", daemon=True)
         thread.start()
@@ -246,6 +245,22 @@ class Scheduler:
             return RETRY_AFTER
         wait = (due - _utc(self.clock())).total_seconds() + WAKE_MARGIN
         return min(MAX_SLEEP, max(0.0, wait))
+
+
+def start_periodic(
+    scheduler: Scheduler | None,
+    burst: bool,
+    stop_event: threading.Event,
+    on_created: Callable[[], None],
+) -> threading.Thread | None:
+    """A worker's periodic jobs: a burst enqueues the due ticks once, now (before its claim threads start, so
+    it runs them); a running worker ticks on a thread of its own (returned) until ``stop_event``."""
+    if scheduler is None or not scheduler.schedules:
+        return None
+    if burst:
+        scheduler.tick()
+        return None
+    return scheduler.start(stop_event, on_created)
 
 
 # --- the schedules listing ---------------------------------------------------------------------------

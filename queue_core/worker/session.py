@@ -115,6 +115,12 @@ class Session:
                 return
             alive[0].join(min(remaining, 0.05))
 
+    def join_helpers(self, timeout: float) -> None:
+        """Wait up to ``timeout`` each for the heartbeat and scheduler threads (told to stop already)."""
+        for thread in (self.heartbeat_thread, self.scheduler_thread):
+            if thread is not None:
+                thread.join(timeout)
+
     def take_leftovers(self) -> list[Running]:
         """Mark the jobs still running (not being acknowledged) released, their threads abandoned; return them."""
         with self.lock:
