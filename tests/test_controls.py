@@ -185,3 +185,12 @@ def test_window_lists_cancelled_jobs_most_recent_first(repo, clock):
     clock.advance(1)
     repo.cancel(second.id)
     assert [job.id for job in repo.window("cancelled")] == [second.id, first.id]
+
+
+@pytest.mark.backends("sqlite")
+def test_a_cancel_request_is_stored_in_the_columns_fixed_width_time_format(repo, db):
+    repo.create("t")
+    job = repo.claim("w")
+    repo.cancel(job.id)
+    stored = db.execute_sql("SELECT cancel_requested_at, claimed_at FROM jobs").fetchone()
+    assert len(stored[0]) == len(stored[1]) == len("2026-01-01 12:00:00.000000"), stored

@@ -29,7 +29,10 @@ class OperatorControls:
             "status": pw.Case(None, [(pending, CANCELLED)], Job.status),
             # A repeated cancel keeps the time of the first request.
             "cancel_requested_at": pw.Case(
-                None, [(pending, Job.cancel_requested_at)], pw.fn.COALESCE(Job.cancel_requested_at, now)
+                None,
+                [(pending, Job.cancel_requested_at)],
+                # to_value: stored as the column stores times (a bare datetime inside a function would not be).
+                pw.fn.COALESCE(Job.cancel_requested_at, Job.cancel_requested_at.to_value(now)),
             ),
             "updated_at": now,
         }

@@ -1,9 +1,9 @@
 """The heartbeat thread of a worker: keep its claims alive, pass on cancel requests, keep its registry row
 fresh, take back other workers' stale claims, prune.
 
-Every ``heartbeat_interval`` (``min(stale_after / 3, 10)`` seconds, a fixed rate: an operator's cancel
-reaches a handler within one interval) it refreshes the jobs this worker runs, notices those taken back
-from it, marks those an operator asked to cancel, and tells the registry it is alive; every
+Every ``heartbeat_interval`` (``min(stale_after / 3, 10)`` seconds) it refreshes the jobs this worker runs,
+notices those taken back from it, marks those an operator asked to cancel (so a cancel reaches a handler
+within about one interval), and tells the registry it is alive; every
 ``stale_after / 2`` seconds it reaps claims with no sign of life for ``stale_after``. With ``prune_after``
 it deletes finished jobs older than that, one batch per tick while a backlog lasts, then hourly: a long
 prune on this thread would delay the beats that keep this worker's own jobs from looking stale.
@@ -61,7 +61,7 @@ class Housekeeping:
 
     def run(self, session: Session) -> None:
         next_reap = time.monotonic() + (self.reap_interval if session.burst else 0.0)  # a burst reaped at start
-        next_prune = next_tick = time.monotonic()
+        next_prune = time.monotonic()
         try:
             while True:
                 # Beat first: on a loaded machine a late beat must not make our own live jobs look stale.
@@ -73,9 +73,8 @@ class Housekeeping:
                 if self.prune_after is not None and time.monotonic() >= next_prune:
                     more = self.prune_batch()
                     next_prune = time.monotonic() + (0.0 if more else PRUNE_INTERVAL)
-                # A fixed rate, not a fixed pause after the work: the interval bounds a cancel's delay.
-                next_tick = max(next_tick + self.heartbeat_interval, time.monotonic())
-                if session.heartbeat_stop.wait(next_tick - time.monotonic()):
+                # A full pause after each tick's work, so a slow prune or reap never runs back to back.
+                if session.heartbeat_stop.wait(self.heartbeat_interval):
                     return
         finally:
             close_thread_connection(self.queue)
