@@ -24,6 +24,7 @@ from .validation import validate_api_url, validate_token
 from .wire import IDEMPOTENCY_CONFLICT
 
 DEFAULT_TIMEOUT = 30.0
+DERIVED = ("priority_label", "cancel_requested")  # computed from other fields: never kept as extras
 TIME_FIELDS = ("claimed_at", "created_at", "updated_at", "run_at", "heartbeat_at", "cancel_requested_at")
 
 
@@ -62,8 +63,8 @@ class RemoteJob:
     # An operator's cancel request (schema v6); the worker sets it on the running job when its heartbeat sees
     # one, so a handler over HTTP reads current_job().cancel_requested as one on the database would.
     cancel_requested_at: datetime | None = None
-    result: Any = None  # issue 14: the handler's return value (schema v6 has the column)
-    timeout: float | None = None  # issue 14: seconds per attempt
+    result: Any = None  # the handler's return value (schema v6)
+    timeout: float | None = None  # seconds per attempt (schema v6)
     extra: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -75,8 +76,7 @@ class RemoteJob:
                 values[name] = datetime.fromisoformat(values[name])
         if values.get("attempt") is None and values.get("retry_count") is not None:
             values["attempt"] = values["retry_count"] + 1
-        derived = ("priority_label", "cancel_requested")
-        extra = {key: value for key, value in data.items() if key not in known and key not in derived}
+        extra = {key: value for key, value in data.items() if key not in known and key not in DERIVED}
         return cls(**values, extra=extra)
 
     @property
@@ -93,7 +93,7 @@ class RemoteJob:
             if data[name] is not None:
                 data[name] = data[name].isoformat()
         data["priority_label"] = self.priority_label
-        data["cancel_requested"] = self.cancel_requested
+        data["cancel_requested"] = self.cancel_requested  # as Job.to_dict: the same JSON either way
         return data
 
 
@@ -145,6 +145,7 @@ class HttpQueue:
         run_at: datetime | None = None,
         retry_backoff: float | None = None,
         queue: str | None = None,
+        timeout: float | None = None,
     ) -> tuple[RemoteJob, bool]:
         body = {"type": type, "payload": payload, "priority": priority, "idempotency_key": idempotency_key}
         if queue is not None:  # left out: "default", and a server from before v6 still accepts the body
@@ -155,6 +156,8 @@ class HttpQueue:
             body["run_at"] = run_at.isoformat()
         if retry_backoff is not None:
             body["retry_backoff"] = retry_backoff
+        if timeout is not None:
+            body["timeout"] = timeout
         response = self._request("POST", "/jobs", body, allow=(422,))
         if response.status_code == 422:
             problem = response.json()
@@ -173,8 +176,10 @@ class HttpQueue:
         body = _with_queues({"worker_id": worker_id, "n": n, "types": _list_or_none(types)}, queues)
         return [RemoteJob.from_dict(data) for data in self._post("/jobs/claim-many", body).json()["jobs"]]
 
-    def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> RemoteJob | None:
-        return self._ack(job_id, "complete", {"worker_id": worker_id, "attempt": attempt})
+    def complete(
+        self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None, result=None
+    ) -> RemoteJob | None:
+        return self._ack(job_id, "complete", {"worker_id": worker_id, "attempt": attempt, "result": result})
 
     def fail(
         self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None
@@ -196,11 +201,12 @@ class HttpQueue:
         return self._post("/jobs/reap", {"older_than_seconds": older_than.total_seconds()}).json()["reaped"]
 
     def complete_and_claim(
-        self, job_id: int, types=None, *, worker_id: str, attempt: int, queues=None
+        self, job_id: int, types=None, *, worker_id: str, attempt: int, queues=None, result=None
     ) -> tuple[RemoteJob | None, RemoteJob | None]:
         """Complete the held job and claim the next due one of ``types`` in ``queues`` in one round trip:
         (completed, claimed)."""
         body = _with_queues({"worker_id": worker_id, "attempt": attempt, "types": _list_or_none(types)}, queues)
+        body["result"] = result
         data = self._post(f"/jobs/{int(job_id)}/complete-and-claim", body).json()
         return _remote_or_none(data["completed"]), _remote_or_none(data["claimed"])
 

@@ -64,9 +64,8 @@ def _accepted_by(create) -> frozenset[str]:
 def create_arguments(repo, options: Mapping) -> dict:
     """The options (as ``validate_job_options`` returns them) that ``repo.create`` accepts.
 
-    TODO(issue 13 queue column, issue 14 item 4 timeouts): today's ``create`` takes neither ``queue`` nor
-    ``timeout``, so both are dropped here and the job runs on the default queue without a time limit. Once
-    ``create`` accepts them they pass through with no change here; then drop this filter.
+    ``JobRepository.create`` and ``HttpQueue.create`` take every option since schema v6 (queue, timeout);
+    the filter remains for other queues a ``Scheduler`` may be given (a test double, an older client).
     """
     accepted = _accepted_by(type(repo).create)
     return {name: value for name, value in options.items() if name in accepted}

@@ -328,7 +328,7 @@ def _payload_handler(fn: Callable) -> Callable[[dict], object]:
 
     It carries ``fn``'s name, so the registry reports the task's function and accepts the same function
     registered again (a module imported twice). An ``async def`` task gets an async handler, which the
-    registry refuses until async handlers land (issue 14, item 3) and runs after.
+    worker runs on its event loop (``worker.runner``).
     """
     if inspect.iscoroutinefunction(fn):
 

@@ -444,6 +444,7 @@ def test_openapi_documents_every_endpoint_and_problem_responses(http):
         ("POST", "/workers/{worker_id}/stopped"),
         ("GET", "/stats"),
         ("GET", "/healthz"),
+        ("GET", "/metrics"),
     }
     create = spec["paths"]["/jobs"]["post"]["responses"]
     assert {"200", "201", "422", "400", "413"} <= set(create)

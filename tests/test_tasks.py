@@ -183,11 +183,8 @@ def test_a_parameter_named_like_a_job_option_is_refused_at_decoration(handlers):
     [
         ("def f(a, /): pass", "positional-only parameter 'a'"),
         ("def f(a):\n    yield a", "generator function"),
-        # TODO(issue 14 item 3, async handlers): the registry refuses async handlers until they land; then
-        # this case moves to a test that a worker awaits the task.
-        ("async def f(a): pass", "async function"),
     ],
-    ids=["positional-only", "generator", "async"],
+    ids=["positional-only", "generator"],
 )
 def test_functions_a_worker_cannot_call_with_keywords_are_refused(handlers, source, says):
     namespace = {}

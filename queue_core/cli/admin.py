@@ -13,7 +13,7 @@ from ..store.database import DATABASE_ERRORS, default_url, without_password
 from ..store.models import JobStatus
 from ..store.repository import JobRepository
 from ..validation import MAX_LIST_LIMIT, parse_payload
-from . import controls
+from . import controls, schedules
 from .args import (
     EXIT_FAILURE,
     CLIArgumentParser,
@@ -22,6 +22,7 @@ from .args import (
     non_negative_seconds,
     one_line,
     open_for_command,
+    positive_seconds,
 )
 
 INT64_MAX = 2**63 - 1  # ids are the database's 64-bit signed integers
@@ -64,6 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES)
     enqueue.add_argument("--idempotency-key", default=None)
     enqueue.add_argument("--delay", type=non_negative_seconds, default=0.0, help="seconds before it may run")
+    timeout_help = "seconds an attempt may run before it fails as timed out (default: no limit)"
+    enqueue.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS", help=timeout_help)
     enqueue.add_argument("--queue", default="default", help="queue name (default: default)")
 
     listing = commands.add_parser("list", parents=[db_option], help="list jobs as a table")
@@ -87,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     prune = commands.add_parser("prune", parents=[db_option], help="delete finished jobs older than a retention")
     prune.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
+
+    schedules.add_parser(commands, [db_option])
     controls.add_commands(commands, db_option, job_id)
     return parser
 
@@ -117,6 +122,7 @@ def run_enqueue(args, repo: JobRepository) -> int:
         max_retries=args.max_retries,
         idempotency_key=args.idempotency_key,
         run_at=run_at,
+        timeout=args.timeout,
         queue=args.queue,
     )
     print(job_json(repo, job))
@@ -184,6 +190,7 @@ RUNNERS = {
     "retry": run_retry,
     "reap": run_reap,
     "prune": run_prune,
+    "schedules": schedules.run_schedules,
     **controls.RUNNERS,
 }
 COMMANDS = tuple(RUNNERS)

@@ -134,6 +134,12 @@ class Ack(Body):
     attempt: Attempt | None = None
 
 
+class CompleteJob(Ack):
+    result: Any = Field(
+        default=None, description="the handler's return value, any JSON (at most 64 KB as JSON); null: none"
+    )
+
+
 class FailJob(Ack):
     error: StrictStr = Field(description="why the attempt failed; kept in the job's error history")
 
@@ -156,6 +162,7 @@ class CompleteAndClaim(Body):
     worker_id: WorkerId
     attempt: Attempt
     types: ClaimTypes | None = None
+    result: Any = Field(default=None, description="the completed job's result, as for complete")
     queues: ClaimQueues | None = None
 
 

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 import peewee as pw
 
 from ..clock import Clock, utc_now
+from ..results import encode_result
 from ..rules import (
     CANCELLED,
     COMPLETED,
@@ -205,9 +206,12 @@ class JobRepository(OperatorControls, WorkerRegistry, JobReads):
         )
         return sorted(row.id for row in query.execute())
 
-    def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
-        """Mark a running job completed; None if it is missing, not running, or held by someone else."""
-        return self.statements.complete(job_id, worker_id, attempt)
+    def complete(
+        self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None, result=None
+    ) -> Job | None:
+        """Mark a running job completed, storing ``result`` (the handler's return value, JSON; None: none);
+        None if it is missing, not running, or held by someone else."""
+        return self.statements.complete(job_id, worker_id, attempt, encode_result(result))
 
     def complete_and_claim(
         self,
@@ -217,6 +221,7 @@ class JobRepository(OperatorControls, WorkerRegistry, JobReads):
         worker_id: str,
         attempt: int,
         queues: Iterable[str] | None = None,
+        result=None,
     ) -> tuple[Job | None, Job | None]:
         """``complete`` a job this worker holds at ``attempt`` and ``claim`` its next one, in one statement.
 
@@ -227,8 +232,8 @@ class JobRepository(OperatorControls, WorkerRegistry, JobReads):
         types = validate_types(types)
         queues = validate_queue_names(queues)
         if types == [] or queues == []:
-            return self.complete(job_id, worker_id=worker_id, attempt=attempt), None
-        jobs = self.statements.complete_and_claim(job_id, worker_id, attempt, types, queues)
+            return self.complete(job_id, worker_id=worker_id, attempt=attempt, result=result), None
+        jobs = self.statements.complete_and_claim(job_id, worker_id, attempt, types, queues, encode_result(result))
         done = next((job for job in jobs if job.status == COMPLETED), None)
         return done, next((job for job in jobs if job.status == RUNNING), None)
 

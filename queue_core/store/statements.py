@@ -166,8 +166,9 @@ class Statements:
         """Inside pause_queue's transaction: wait until no claim is in flight. Nothing to do on SQLite,
         whose claims are writes and so already serialised with the pause."""
 
-    def complete_and_claim_query(self, held, worker_id, due, now):
-        """The statement that completes the ``held`` job and claims the ``due`` one, RETURNING both."""
+    def complete_and_claim_query(self, held, worker_id, due, now, result):
+        """The statement that completes the ``held`` job (storing ``result``) and claims the ``due`` one,
+        RETURNING both."""
         raise NotImplementedError
 
     # --- the hot paths: compiled once per shape ---------------------------------------------------
@@ -188,8 +189,8 @@ class Statements:
         """A claim's type and queue lists as markers (None: no filter)."""
         return m.texts("type", type_count, self.Job.type), m.texts("queue", queue_count, self.Job.queue)
 
-    def complete(self, job_id: int, worker_id: str | None, attempt: int | None) -> Job | None:
-        values = {"job_id": job_id}
+    def complete(self, job_id: int, worker_id: str | None, attempt: int | None, result: str | None) -> Job | None:
+        values = {"job_id": job_id, "result": result}
         if worker_id is not None:
             values["worker_id"] = worker_id
         if attempt is not None:
@@ -201,14 +202,21 @@ class Statements:
         Job = self.Job
         holder = m.text("worker_id", Job.worker_id) if by_worker else None
         held_at = m.integer("attempt", Job.attempt) if at_attempt else None
-        changes = {"status": COMPLETED, "updated_at": self.time.marker(m, Job.updated_at)}
+        changes = {"status": COMPLETED, "result": m.text("result", Job.result)}
+        changes["updated_at"] = self.time.marker(m, Job.updated_at)
         return Job.update(**changes).where(self.held(m.integer("job_id", Job.id), holder, held_at)).returning(Job)
 
     def complete_and_claim(
-        self, job_id: int, worker_id: str, attempt: int, types: list[str] | None, queues: list[str] | None
+        self,
+        job_id: int,
+        worker_id: str,
+        attempt: int,
+        types: list[str] | None,
+        queues: list[str] | None,
+        result: str | None = None,
     ) -> list[Job]:
         types, queues = _padded(types), _padded(queues)
-        values = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt}
+        values = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt, "result": result}
         values |= numbered("type", types) | numbered("queue", queues)
         statement = self.compiled.statement(self._complete_and_claim, _count(types), _count(queues))
         return statement.execute(self.time.bind(values))
@@ -219,7 +227,7 @@ class Statements:
         holder = m.text("worker_id", Job.worker_id)
         held = self.held(m.integer("job_id", Job.id), holder, m.integer("attempt", Job.attempt))
         due = self.due(1, *self._filters(m, type_count, queue_count), now)
-        return self.complete_and_claim_query(held, holder, due, now)
+        return self.complete_and_claim_query(held, holder, due, now, m.text("result", Job.result))
 
     def insert(self, fields: dict) -> Job:
         """INSERT ... RETURNING the stored row; a field given as SQL (the server's clock) is computed there."""
@@ -285,7 +293,7 @@ class SqliteStatements(Statements):
         Job = self.Job
         return Job.update(**self.claim_changes(worker_id, now)).where(Job.id.in_(due)).returning(Job)
 
-    def complete_and_claim_query(self, held, worker_id, due, now):
+    def complete_and_claim_query(self, held, worker_id, due, now, result):
         Job = self.Job
         # Each row's old status says which it is (a reaped job of ours is pending again, so its id would
         # not): the running one held is completed, the pending one is claimed.
@@ -296,6 +304,7 @@ class SqliteStatements(Statements):
             "attempt": pw.Case(None, [(ours, Job.attempt)], Job.attempt + 1),
             "claimed_at": pw.Case(None, [(ours, Job.claimed_at)], Job.claimed_at.to_value(now)),
             "heartbeat_at": pw.Case(None, [(ours, Job.heartbeat_at)], None),
+            "result": pw.Case(None, [(ours, Job.result.to_value(result))], Job.result),
             "updated_at": now,
         }
         return Job.update(**changes).where(held | Job.id.in_(due)).returning(Job)
@@ -321,9 +330,9 @@ class PostgresStatements(Statements):
         # pausing is a rare operator action.
         self.db.execute_sql(f'LOCK TABLE "{self.Job._meta.table_name}" IN SHARE ROW EXCLUSIVE MODE')
 
-    def complete_and_claim_query(self, held, worker_id, due, now):
+    def complete_and_claim_query(self, held, worker_id, due, now, result):
         Job = self.Job
-        done = Job.update(status=COMPLETED, updated_at=now).where(held).returning(Job).cte("done")
+        done = Job.update(status=COMPLETED, result=result, updated_at=now).where(held).returning(Job).cte("done")
         chosen, claim = self._claimed(worker_id, due, now)
         claimed = claim.cte("claimed")
         rows = pw.Select([done], [pw.SQL("*")]).union_all(pw.Select([claimed], [pw.SQL("*")]))

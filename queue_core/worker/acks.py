@@ -48,9 +48,9 @@ class Acks:
         self.patience = patience  # stale_after: how long the claim can still be ours
         self.on_error = on_error
 
-    def complete(self, job: ClaimedJob):
-        """The completed job, None if the claim was taken back, or ``GAVE_UP``."""
-        return self._held("complete", lambda: self.queue.complete(job.id, **self._claim(job)))
+    def complete(self, job: ClaimedJob, result=None):
+        """The completed job (with ``result``), None if the claim was taken back, or ``GAVE_UP``."""
+        return self._held("complete", lambda: self.queue.complete(job.id, result=result, **self._claim(job)))
 
     def fail(self, job: ClaimedJob, error: str):
         """The job after a failed attempt (pending for a retry, or failed), None, or ``GAVE_UP``."""
@@ -65,17 +65,17 @@ class Acks:
         return self._held("mark_cancelled", lambda: self.queue.mark_cancelled(job.id, **self._claim(job)))
 
     def complete_and_claim(
-        self, job: ClaimedJob, types: list[str], queues: list[str] | None
+        self, job: ClaimedJob, types: list[str], queues: list[str] | None, result=None
     ) -> tuple[object, ClaimedJob | None]:
         """Complete ``job`` and claim the next of ``types`` in ``queues`` in one call: (as ``complete``, the next
         job or None)."""
         try:
-            return self.queue.complete_and_claim(job.id, types, queues=queues, **self._claim(job))
+            return self.queue.complete_and_claim(job.id, types, queues=queues, result=result, **self._claim(job))
         except Exception as exc:
             # Not again: had that try committed unseen, another would claim a second job and orphan the
             # first. A plain completion is safe to repeat (a done job is simply no longer held).
             self.on_error("complete_and_claim", exc, retrying=True)
-            return self.complete(job), None
+            return self.complete(job, result), None
 
     def _claim(self, job: ClaimedJob) -> dict:
         return {"worker_id": self.worker_id, "attempt": job.attempt}

@@ -32,17 +32,25 @@ from ..cli.args import (
 from ..errors import QueueError
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
+from ..tasks import registered_schedules
 from ..validation import validate_api_url, validate_token, validate_worker_id
 from .defaults import DEFAULTS, MAX_CONCURRENCY, valid_queue_slots
 from .events import WorkerEvent
 from .handlers import registry
 from .loop import Worker, default_worker_id
 from .protocol import JobQueue
+from .scheduler import Scheduler
 
 logger = logging.getLogger("queue_core.worker")
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
-EVENT_LEVELS = {"failed": logging.WARNING, "released": logging.WARNING, "lost": logging.WARNING, "error": logging.ERROR}
+EVENT_LEVELS = {
+    "failed": logging.WARNING,
+    "released": logging.WARNING,
+    "lost": logging.WARNING,
+    "overrun": logging.WARNING,
+    "error": logging.ERROR,
+}
 EVENT_FIELDS = ("kind", "worker_id", "job_id", "job_type", "attempt", "duration", "error")
 EXIT_OK, EXIT_CRASH = 0, 1
 
@@ -64,6 +72,10 @@ def queue_slots(text: str) -> dict[str, int]:
         return valid_queue_slots(slots)
     except QueueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc.message}") from None
+
+
+def port_number(text: str) -> int:
+    return bounded_number(text, int, 1, 65535, "a TCP port number")
 
 
 def worker_id(text: str) -> str:
@@ -114,6 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
     prune_help = "delete finished jobs older than S seconds, checked hourly (default: keep them)"
     add("--prune-after", type=positive_seconds, default=d.prune_after, metavar="S", help=prune_help)
     add("--burst", action="store_true", help="exit once nothing is claimable and nothing runs")
+    no_scheduler_help = "do not enqueue the periodic jobs of the --handlers modules (default: every worker does)"
+    add("--no-scheduler", action="store_true", help=no_scheduler_help)
+    metrics_help = "serve this worker's Prometheus metrics on 127.0.0.1:N/metrics (default: off)"
+    add("--metrics-port", type=port_number, default=None, metavar="N", help=metrics_help)
     add("--log-level", type=str.lower, choices=LOG_LEVELS, default="info", help="(default info)")
     add("--log-format", choices=("text", "json"), default="text", help="one line per event (default text)")
     return parser
@@ -215,6 +231,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.queues is not None and args.concurrency != DEFAULTS.concurrency:
         return fail("give --queues or --concurrency, not both: with --queues each queue has its own slots")
     try:
+        schedules = [] if args.no_scheduler else registered_schedules(registry)
         queue, database, close = open_queue(args)
     except QueueError as exc:
         return fail(str(exc))
@@ -231,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
             on_event=log_event,
             prune_after=args.prune_after,
             queues=args.queues,
+            scheduler=Scheduler(queue, schedules) if schedules else None,
         )
+        metrics = start_metrics(worker, args.metrics_port)
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once (None on SQLite: polling).
         # No database over the HTTP API: that worker polls the server.
         listener = None if args.burst or database is None else listen_for_jobs(database, worker.wakeup)
@@ -243,6 +262,8 @@ def main(argv: list[str] | None = None) -> int:
                 signal.signal(sig, handler)
             if listener is not None:
                 listener.stop()
+            if metrics is not None:
+                metrics.close()
     except QueueError as exc:
         return fail(str(exc))
     except Exception:
@@ -251,6 +272,22 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         close()
     return EXIT_OK
+
+
+def start_metrics(worker: Worker, port: int | None):
+    """With ``--metrics-port``: the worker's metrics, subscribed to its events and served; else None."""
+    if port is None:
+        return None
+    from .metrics import WorkerMetrics  # prometheus_client only for a worker that serves metrics
+
+    metrics = WorkerMetrics()
+    worker.subscribe(metrics.on_event)
+    try:
+        metrics.serve(port)
+    except OSError as exc:
+        raise QueueError(f"cannot serve metrics on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    logger.info("serving metrics on http://127.0.0.1:%d/metrics", port)
+    return metrics
 
 
 def open_queue(args) -> tuple[JobQueue, pw.Database | None, Callable[[], None]]:

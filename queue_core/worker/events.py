@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
 
+# "overrun": a plain handler's thread still running past its job's timeout (Python cannot stop it); the
+# attempt was failed and the slot moved on.
 EVENT_KINDS = (
     "started",
     "claimed",
@@ -22,6 +24,7 @@ EVENT_KINDS = (
     "released",
     "lost",
     "reaped",
+    "overrun",
     "error",
     "stopped",
     "cancel-requested",

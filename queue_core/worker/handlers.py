@@ -28,7 +28,8 @@ _current_job: ContextVar[Job] = ContextVar("queue_core_current_job")
 
 
 class HandlerRegistry:
-    """Job type -> handler function ``fn(payload: dict)``; its return is ignored, an exception fails the job.
+    """Job type -> handler ``fn(payload: dict)`` (a plain function or an ``async def``); what it returns, if not
+    None, is stored as the job's JSON ``result``; an exception fails the attempt.
 
     Thread-safe. A new registry holds the built-in demo handlers unless ``with_builtins=False``.
     """
@@ -47,12 +48,12 @@ class HandlerRegistry:
             raise ValidationError("handler", f"must be callable, got {type(fn).__name__}")
         refused = _unsupported_kind(fn)
         if refused is not None:
-            # Calling it would only create a coroutine or generator, never do the work: refuse it now rather
-            # than have every job of this type end without running.
+            # Calling it would only create a generator, never do the work: refuse it now rather than have
+            # every job of this type end without running.
             raise ValidationError(
                 "handler",
-                f"{_qualified_name(fn)} is {refused}: not supported yet (workers call handlers and do not "
-                "await or iterate what they return); make it a plain function",
+                f"{_qualified_name(fn)} is {refused}: not supported (workers call handlers and do not "
+                "iterate what they return); make it a plain function or an async def",
             )
         with self._lock:
             existing = self._handlers.get(name)
@@ -86,7 +87,10 @@ class HandlerRegistry:
 
 
 def _unsupported_kind(fn) -> str | None:
-    """What kind of function ``fn`` is if calling it would not run its body (async, generator), else None."""
+    """What kind of function ``fn`` is if calling it would not run its body (a generator), else None.
+
+    ``async def`` handlers are run on the worker's event loop (``runner``); generators would never be.
+    """
     candidates = [fn]
     if not isinstance(fn, type):  # calling a class constructs it, whatever its instances' __call__ is
         # An instance with an async __call__ is not itself a coroutine function; its bound __call__ is.
@@ -94,8 +98,6 @@ def _unsupported_kind(fn) -> str | None:
     for candidate in candidates:
         if inspect.isasyncgenfunction(candidate):
             return "an async generator function"
-        if inspect.iscoroutinefunction(candidate):
-            return "an async function (async def)"
         if inspect.isgeneratorfunction(candidate):
             return "a generator function"
     return None
@@ -126,21 +128,23 @@ def current_job() -> Job:
         raise NoCurrentJobError("current_job() is only available inside a handler that a worker is running") from None
 
 
-def call_handler(fn: Handler, job: Job) -> None:
-    """Run ``fn(job.payload)`` with ``current_job()`` returning ``job`` for its duration."""
+def call_handler(fn: Handler, job: Job) -> object:
+    """Run ``fn(job.payload)`` with ``current_job()`` returning ``job`` for its duration; what it returned."""
     token = _current_job.set(job)
     try:
         returned = fn(job.payload)
     finally:
         _current_job.reset(token)
     _refuse_unrun_work(returned)
+    return returned
 
 
 def _refuse_unrun_work(returned: object) -> None:
     """Raise if a handler returned work it did not do (a coroutine, a generator), after closing it.
 
-    Registration refuses async and generator functions, but a plain function can still return one (a
-    lambda around an ``async def``): completing that job would mark undone work as done.
+    Registration refuses generator functions and sends ``async def`` ones to the event loop, but a plain
+    function can still return one (a lambda around an ``async def``): completing that job would mark
+    undone work as done.
     """
     if inspect.iscoroutine(returned):
         kind = "coroutine"
@@ -156,8 +160,8 @@ def _refuse_unrun_work(returned: object) -> None:
     if callable(close):
         close()  # no "coroutine was never awaited" warning, and a generator's finally blocks run now
     raise TypeError(
-        f"the handler returned a {kind}, so its work was not run: async handlers are not supported yet; "
-        "make the handler a plain function that does the work itself"
+        f"the handler returned a {kind}, so its work was not run: declare an async handler with async def "
+        "(the worker awaits those), or make it a plain function that does the work itself"
     )
 
 

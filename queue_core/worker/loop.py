@@ -21,12 +21,14 @@ from ..errors import QueueError, ValidationError
 from ..validation import validate_worker_id
 from .acks import GAVE_UP, Acks
 from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_concurrency, valid_queue_slots
-from .events import EVENT_KINDS, EventHub, WorkerEvent, exception_message
-from .handlers import HandlerRegistry, call_handler, default_registry
+from .events import EVENT_KINDS, EventHub, WorkerEvent
+from .handlers import HandlerRegistry, default_registry
 from .housekeeping import Housekeeping
 from .outcomes import Outcomes
 from .presence import Presence
 from .protocol import ClaimedJob, JobQueue, close_thread_connection
+from .runner import HandlerRunner
+from .scheduler import Scheduler, start_periodic
 from .session import Running, Session, slot_queues
 
 logger = logging.getLogger(__name__)
@@ -63,6 +65,7 @@ class Worker:
     A heartbeat thread refreshes running jobs every ``min(stale_after / 3, 10)`` seconds and reaps other
     workers' claims older than ``stale_after`` every ``stale_after / 2`` seconds. With ``prune_after``, the same
     thread deletes finished jobs older than that many seconds, a batch per beat, at start and then hourly.
+    With ``scheduler``, a thread enqueues its periodic jobs while the worker runs (a burst: one tick at start).
     With ``queues`` ({"mail": 2, "default": 4}) each named queue gets its own slots, which claim from that
     queue only, so a flood on one cannot starve another; ``concurrency`` is then their sum.
     The worker keeps its row in the registry (``register_worker``, ``worker_seen`` on every beat,
@@ -85,6 +88,7 @@ class Worker:
         on_event: Callable[[WorkerEvent], None] | None = None,
         prune_after: float | None = DEFAULTS.prune_after,
         queues: dict[str, int] | None = DEFAULTS.queues,
+        scheduler: Scheduler | None = None,
     ):
         self.queues = valid_queue_slots(queues)
         self.concurrency = valid_concurrency(concurrency)
@@ -94,9 +98,8 @@ class Worker:
                 raise ValidationError("queues", f"with queues the slots are theirs; concurrency={concurrency} too")
             self.concurrency = total
         self._slot_queues = slot_queues(self.queues, self.concurrency)
-        self.queue = queue
+        self.queue, self.registry = queue, default_registry() if registry is None else registry
         self.worker_id = validate_worker_id(default_worker_id() if worker_id is None else worker_id)
-        self.registry = default_registry() if registry is None else registry
         self.poll_interval = positive_seconds("poll_interval", poll_interval)
         # Never below poll_interval, so a long poll interval alone is not an error.
         self.max_poll_interval = max(self.poll_interval, positive_seconds("max_poll_interval", max_poll_interval))
@@ -106,6 +109,7 @@ class Worker:
         self._lock = threading.RLock()  # re-entrant: stop() may run in a signal handler on a thread holding it
         self._session: Session | None = None
         self._events = EventHub(self.worker_id)
+        self.scheduler, self._runner = scheduler, HandlerRunner(self._events)  # periodic jobs; handler calls
         self._acks = Acks(queue, self.worker_id, patience=self.stale_after, on_error=self._error)
         self._outcomes = Outcomes(self._acks, self._events, self._lock)
         self._presence = Presence(
@@ -117,7 +121,7 @@ class Worker:
             stats=lambda: self.stats,
             on_error=self._error,
         )
-        self._housekeeping = Housekeeping(
+        self._housekeeping = housekeeping = Housekeeping(
             queue,
             self.worker_id,
             stale_after=self.stale_after,
@@ -127,8 +131,7 @@ class Worker:
             on_reaped=self.wakeup,
             presence=self._presence,
         )
-        self.heartbeat_interval = self._housekeeping.heartbeat_interval
-        self.reap_interval = self._housekeeping.reap_interval
+        self.heartbeat_interval, self.reap_interval = housekeeping.heartbeat_interval, housekeeping.reap_interval
         if on_event is not None:
             self.subscribe(on_event)
 
@@ -219,6 +222,7 @@ class Worker:
         if burst:
             # A dead worker's stale claims are work this burst should do, not a reason to keep waiting.
             self._housekeeping.reap()
+        session.scheduler_thread = start_periodic(self.scheduler, session.burst, session.stopping, self.wakeup)
         for slot in range(self.concurrency):
             name = f"worker-{self.worker_id}-{slot}"
             session.threads.append(threading.Thread(target=self._claim_loop, args=(session, slot), name=name))
@@ -241,8 +245,8 @@ class Worker:
         grace_deadline = time.monotonic() + ACK_GRACE
         session.join_slots(lambda: grace_deadline)
         session.heartbeat_stop.set()
-        if session.heartbeat_thread is not None:
-            session.heartbeat_thread.join(ACK_GRACE)
+        session.join_helpers(ACK_GRACE)
+        self._runner.close()  # reports the handler threads it leaves running past their timeout
         self._presence.stopped()
         stats = self.stats
         self._events.emit(
@@ -322,14 +326,7 @@ class Worker:
             self._release(session, entry, "no handler registered for this type any more")
             self._done(session, entry)
             return None
-        started = time.monotonic()
-        error = None
-        try:
-            call_handler(fn, job)
-        except BaseException as exc:  # a handler must never take its worker thread down
-            error = exception_message(exc)
-            logger.debug("job %s (%s) raised", job.id, job.type, exc_info=True)
-        duration = time.monotonic() - started
+        result, error, duration = self._runner.attempt(fn, job)
         with self._lock:
             if entry.released:
                 logger.debug("job %s finished after it was released; its outcome is discarded", job.id)
@@ -337,32 +334,33 @@ class Worker:
             entry.acking = True
             cancelled = entry.cancel_requested  # seen while the handler ran: it stopped because of it, or may have
         try:
-            return self._record_outcome(session, entry, duration, error, cancelled)
+            return self._record_outcome(session, entry, duration, error, cancelled, result)
         finally:
             self._done(session, entry)
 
     def _record_outcome(
-        self, session: Session, entry: Running, duration: float, error: str | None, cancelled: bool
+        self, session: Session, entry: Running, duration: float, error: str | None, cancelled: bool, result=None
     ) -> Running | None:
-        """Write the outcome (claiming the slot's next job with a success, if it can); returns that job."""
+        """Write the outcome (with a success, its ``result``, claiming the slot's next job if it can); returns
+        that job."""
         if cancelled:
             self._outcomes.cancel(entry, duration, error)
         elif error is not None:
             self._outcomes.fail(entry, duration, error)
         elif session.stopping.is_set():
-            self._outcomes.complete(entry, duration)
+            self._outcomes.complete(entry, duration, result)
         else:
-            result, next_entry = self._complete_and_claim(session, entry)
-            self._outcomes.report(entry, result, duration, None)
+            done, next_entry = self._complete_and_claim(session, entry, result)
+            self._outcomes.report(entry, done, duration, None)
             return next_entry
         return None
 
-    def _complete_and_claim(self, session: Session, entry: Running) -> tuple[object, Running | None]:
+    def _complete_and_claim(self, session: Session, entry: Running, result=None) -> tuple[object, Running | None]:
         """Complete ``entry`` and claim the slot's next job in one statement: (completed job, next entry)."""
         with self._lock:
             session.in_flight += 1  # the next job, counted before this one is done so a burst cannot end
         queues = self._queues_of(entry.slot)  # the slot keeps to its own queues
-        done, next_job = self._acks.complete_and_claim(entry.job, self.registry.names(), queues)
+        done, next_job = self._acks.complete_and_claim(entry.job, self.registry.names(), queues, result)
         if next_job is None:
             with self._lock:
                 session.in_flight -= 1

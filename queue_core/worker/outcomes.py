@@ -39,8 +39,8 @@ class Outcomes:
     def fail(self, entry: Running, duration: float, error: str) -> None:
         self.report(entry, self.acks.fail(entry.job, error), duration, error)
 
-    def complete(self, entry: Running, duration: float) -> None:
-        self.report(entry, self.acks.complete(entry.job), duration, None)
+    def complete(self, entry: Running, duration: float, result=None) -> None:
+        self.report(entry, self.acks.complete(entry.job, result), duration, None)
 
     def cancel(self, entry: Running, duration: float, error: str | None) -> None:
         """The handler returned or raised after a cancel request reached it: the job ends cancelled, no retry."""

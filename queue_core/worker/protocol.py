@@ -51,8 +51,11 @@ class JobQueue(Protocol):
         """The next due job of ``types`` in ``queues`` (None: any), now running for ``worker_id``; None if none."""
         ...
 
-    def complete(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> ClaimedJob | None:
-        """Mark the held job completed; None if the claim is no longer held."""
+    def complete(
+        self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None, result=None
+    ) -> ClaimedJob | None:
+        """Mark the held job completed with ``result`` (the handler's return value; None: none); None if the
+        claim is no longer held."""
         ...
 
     def complete_and_claim(
@@ -63,6 +66,7 @@ class JobQueue(Protocol):
         worker_id: str,
         attempt: int,
         queues: Iterable[str] | None = None,
+        result=None,
     ) -> tuple[ClaimedJob | None, ClaimedJob | None]:
         """``complete`` and ``claim`` in one step (one transaction, one round trip): (completed, claimed)."""
         ...

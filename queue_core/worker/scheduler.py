@@ -28,6 +28,7 @@ from ..errors import IdempotencyConflict, ValidationError
 from ..job_options import create_arguments, validate_job_options
 from ..store.models import Job
 from ..validation import MAX_TEXT_CHARS, encode_payload, validate_aware, validate_type
+from .protocol import close_thread_connection
 
 logger = logging.getLogger(__name__)
 
@@ -208,12 +209,31 @@ class Scheduler:
             due.append(now if owed else schedule.next_tick(now))
         return min(due, default=None)
 
-    def run_forever(self, stop_event: threading.Event) -> None:
-        """Tick, then sleep until the next tick is due, until ``stop_event`` is set (a worker's scheduler thread)."""
+    def run_forever(self, stop_event: threading.Event, on_created: Callable[[list[Job]], None] | None = None) -> None:
+        """Tick, then sleep until the next tick is due, until ``stop_event`` is set (a worker's scheduler thread).
+
+        ``on_created(jobs)`` hears of the jobs a tick created (a worker wakes its idle claim threads with it).
+        """
         while not stop_event.is_set():
             now = _utc(self.clock())
-            self.tick(now)
+            created = self.tick(now)
+            if created and on_created is not None:
+                on_created(created)
             stop_event.wait(self._wait_after(now))
+
+    def start(self, stop_event: threading.Event, on_created: Callable[[], None]) -> threading.Thread:
+        """``run_forever`` on a daemon thread (a worker's): ``on_created()`` after a tick created jobs; the
+        thread's database connection is closed when it ends."""
+
+        def run() -> None:
+            try:
+                self.run_forever(stop_event, on_created=lambda _jobs: on_created())
+            finally:
+                close_thread_connection(self.repo)
+
+        thread = threading.Thread(target=run, name="scheduler", daemon=True)
+        thread.start()
+        return thread
 
     def _wait_after(self, now: datetime) -> float:
         """Seconds to sleep after ``tick(now)``: judged at that same ``now``, so a tick falling due while
@@ -225,6 +245,22 @@ class Scheduler:
             return RETRY_AFTER
         wait = (due - _utc(self.clock())).total_seconds() + WAKE_MARGIN
         return min(MAX_SLEEP, max(0.0, wait))
+
+
+def start_periodic(
+    scheduler: Scheduler | None,
+    burst: bool,
+    stop_event: threading.Event,
+    on_created: Callable[[], None],
+) -> threading.Thread | None:
+    """A worker's periodic jobs: a burst enqueues the due ticks once, now (before its claim threads start, so
+    it runs them); a running worker ticks on a thread of its own (returned) until ``stop_event``."""
+    if scheduler is None or not scheduler.schedules:
+        return None
+    if burst:
+        scheduler.tick()
+        return None
+    return scheduler.start(stop_event, on_created)
 
 
 # --- the schedules listing ---------------------------------------------------------------------------

@@ -60,6 +60,7 @@ class Session:
         self.slot_wakes = [threading.Event() for _ in slot_queues]
         self.threads: list[threading.Thread] = []
         self.heartbeat_thread: threading.Thread | None = None
+        self.scheduler_thread: threading.Thread | None = None  # enqueues periodic jobs until ``stopping``
         self.running: dict[tuple[int, int], Running] = {}  # by Running.key: (job id, attempt)
         self.abandoned: set[threading.Thread] = set()  # slots stuck in a handler whose job a stop released
         self.in_flight = 0  # slots claiming or running a job (burst ends when none is)
@@ -113,6 +114,12 @@ class Session:
             if not alive or remaining <= 0:
                 return
             alive[0].join(min(remaining, 0.05))
+
+    def join_helpers(self, timeout: float) -> None:
+        """Wait up to ``timeout`` each for the heartbeat and scheduler threads (told to stop already)."""
+        for thread in (self.heartbeat_thread, self.scheduler_thread):
+            if thread is not None:
+                thread.join(timeout)
 
     def take_leftovers(self) -> list[Running]:
         """Mark the jobs still running (not being acknowledged) released, their threads abandoned; return them."""

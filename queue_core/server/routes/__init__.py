@@ -1,9 +1,9 @@
 """The API's routes, one module per resource: ``jobs`` (enqueue, read, retry, cancel), ``acks`` (a worker's
-claim and acknowledgements), ``controls`` (queues and the worker registry), ``ops`` (reap, stats, health).
-``create_app`` includes ``ROUTERS`` in this order."""
+claim and acknowledgements), ``controls`` (queues and the worker registry), ``ops`` (reap, stats, health),
+``metrics`` (Prometheus). ``create_app`` includes ``ROUTERS`` in this order."""
 
-from . import acks, controls, jobs, ops
+from . import acks, controls, jobs, metrics, ops
 
-ROUTERS = (jobs.router, acks.router, controls.router, ops.router)
+ROUTERS = (jobs.router, acks.router, controls.router, ops.router, metrics.router)
 
 __all__ = ["ROUTERS"]

@@ -22,6 +22,7 @@ from ..schemas import (
     ClaimMany,
     CompleteAndClaim,
     CompletedAndClaimed,
+    CompleteJob,
     FailJob,
     Heartbeat,
     HeartbeatResult,
@@ -109,7 +110,19 @@ def ack_route(verb: str, transition: Callable, summary: str) -> None:
         return refused(repo, job_id, body, verb) if job is None else job_response(job)
 
 
-ack_route("complete", JobRepository.complete, "Complete a running job")
+@router.post(
+    "/jobs/{job_id:int}/complete",
+    name="complete_job",
+    response_model=None,
+    responses=ACK_DOCS,
+    summary="Complete a running job",
+)
+def complete_job(job_id: JobIdPath, repo: Repo, body: CompleteJob | None = None) -> Response:
+    body = body or CompleteJob()
+    job = repo.complete(job_id, worker_id=body.worker_id, attempt=body.attempt, result=body.result)
+    return refused(repo, job_id, body, "complete") if job is None else job_response(job)
+
+
 ack_route("release", JobRepository.release, "Give a running job back without counting a retry (a worker shutting down)")
 
 
@@ -134,7 +147,12 @@ def complete_and_claim(job_id: JobIdPath, body: CompleteAndClaim, repo: Repo) ->
     # 200 either way, as the repository answers: a null `completed` is a claim no longer held (the ack's
     # 404/409 cases), a null `claimed` is nothing due; the worker acts on both without asking why.
     done, claimed = repo.complete_and_claim(
-        job_id, body.types, worker_id=body.worker_id, attempt=body.attempt, queues=body.queues
+        job_id,
+        body.types,
+        worker_id=body.worker_id,
+        attempt=body.attempt,
+        queues=body.queues,
+        result=body.result,
     )
     return JobsJSONResponse({"completed": _as_dict(done), "claimed": _as_dict(claimed)})
 

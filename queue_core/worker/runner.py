@@ -1,0 +1,212 @@
+"""Running one attempt's handler: plain functions on the slot's thread, ``async def`` ones on an event loop.
+
+Why a slot waits on its coroutine rather than async jobs holding no thread: ``--concurrency`` then means
+one thing for both kinds (jobs running at once, each holding a slot), and an async job goes through the
+same claim, heartbeat, stop and acknowledgement path as a plain one. A parked slot thread costs a few
+kilobytes and no CPU; the coroutines themselves all run on one event loop thread, many at once.
+
+Timeouts (``job.timeout`` seconds per attempt): a coroutine is cancelled at its deadline. A plain function
+cannot be stopped from outside in Python, so a job with a timeout runs its plain handler on a helper
+thread the slot waits for; at the deadline the slot fails the attempt and moves on, and the helper is left
+to finish on its own (its outcome discarded). Such overrunning threads are daemons, counted and reported,
+and a stopping worker never waits for them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextvars
+import functools
+import inspect
+import logging
+import threading
+import time
+
+from ..results import encode_result
+from .events import EventHub, exception_message
+from .handlers import Handler, _current_job, call_handler
+
+logger = logging.getLogger(__name__)
+
+CANCEL_POLL = 0.2  # seconds between looks at a running coroutine's job for an operator's cancel request
+LOOP_CLOSE_WAIT = 2.0  # seconds a stopping worker gives its event loop to cancel what still runs
+
+
+class AttemptTimedOut(Exception):
+    """The attempt ran past the job's timeout; the message says so (it becomes the job's error)."""
+
+    def __init__(self, timeout: float):
+        super().__init__(f"timed out after {timeout:g}s (the job's timeout)")
+        self.timeout = timeout
+
+
+class AttemptCancelled(Exception):
+    """An operator cancelled the job while its coroutine ran: the coroutine was cancelled."""
+
+    def __init__(self):
+        super().__init__("cancelled by an operator while running (the coroutine was cancelled)")
+
+
+def is_async_handler(fn) -> bool:
+    """``async def`` functions, partials of them, and instances with an ``async def __call__``."""
+    if inspect.iscoroutinefunction(fn):
+        return True
+    if isinstance(fn, functools.partial):
+        return is_async_handler(fn.func)
+    return not isinstance(fn, type) and inspect.iscoroutinefunction(getattr(fn, "__call__", None))  # noqa: B004
+
+
+def job_timeout(job) -> float | None:
+    """The job's seconds per attempt, if it has one (a job from before schema v6 has none)."""
+    timeout = getattr(job, "timeout", None)
+    return None if timeout is None else float(timeout)
+
+
+class HandlerRunner:
+    """Runs handlers for one worker; ``run(fn, job)`` returns what the handler returned, or raises.
+
+    A plain handler's thread left running past its job's timeout is reported on ``events`` ("overrun"),
+    at the deadline and again when the worker stops without waiting for it.
+    """
+
+    def __init__(self, events: EventHub):
+        self._events = events
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: threading.Thread | None = None
+        self._overrun: set[threading.Thread] = set()
+
+    def attempt(self, fn: Handler, job) -> tuple[object, str | None, float]:
+        """Run one attempt: (the handler's result, the error message or None, seconds); never raises.
+
+        A result that cannot be stored (not JSON, too big) fails the attempt, saying why.
+        """
+        started = time.monotonic()
+        try:
+            result = self.run(fn, job)
+            encode_result(result)
+        except BaseException as exc:  # a handler must never take its worker thread down
+            logger.debug("job %s (%s) raised", job.id, job.type, exc_info=True)
+            return None, exception_message(exc), time.monotonic() - started
+        return result, None, time.monotonic() - started
+
+    def run(self, fn: Handler, job) -> object:
+        timeout = job_timeout(job)
+        if is_async_handler(fn):
+            return self._run_async(fn, job, timeout)
+        if timeout is None:
+            return call_handler(fn, job)  # on this slot's thread, as always: no thread per job
+        return self._run_with_deadline(fn, job, timeout)
+
+    @property
+    def overrunning(self) -> list[threading.Thread]:
+        """Helper threads still running a handler whose attempt timed out."""
+        with self._lock:
+            self._overrun = {thread for thread in self._overrun if thread.is_alive()}
+            return list(self._overrun)
+
+    def close(self) -> None:
+        """Cancel the coroutines still running (their jobs were released) and stop the event loop thread;
+        report the overrunning handler threads a stopping worker does not wait for."""
+        overrunning = self.overrunning
+        if overrunning:
+            names = ", ".join(sorted(thread.name for thread in overrunning))
+            message = (
+                f"overrun worker={self._events.worker_id}: stopping without waiting for {len(overrunning)} "
+                f"handler thread(s) still running past their timeout ({names})"
+            )
+            self._events.emit("overrun", message=message)
+        with self._lock:
+            loop, thread = self._loop, self._loop_thread
+            self._loop = self._loop_thread = None
+        if loop is None:
+            return
+        loop.call_soon_threadsafe(_cancel_all_then_stop, loop)
+        thread.join(LOOP_CLOSE_WAIT)
+
+    # --- plain functions with a timeout --------------------------------------------------------------
+
+    def _run_with_deadline(self, fn: Handler, job, timeout: float) -> object:
+        future: concurrent.futures.Future = concurrent.futures.Future()
+        context = contextvars.copy_context()
+
+        def attempt() -> None:
+            try:
+                future.set_result(context.run(call_handler, fn, job))
+            except BaseException as exc:  # delivered to the slot, which reports it as the attempt's error
+                future.set_exception(exc)
+
+        # A daemon: Python cannot stop a thread, so one stuck past its deadline must not hold the process.
+        thread = threading.Thread(target=attempt, name=f"job-{job.id}-attempt-{job.attempt}", daemon=True)
+        thread.start()
+        # wait(), not result(timeout): a handler's own TimeoutError must not read as the job's timeout.
+        if concurrent.futures.wait([future], timeout).done:
+            return future.result()
+        with self._lock:
+            self._overrun.add(thread)
+        note = (
+            f"still running past its {timeout:g}s timeout on thread {thread.name}: the attempt is failed and "
+            "the slot moves on (Python cannot stop a thread; it runs on, its outcome discarded)"
+        )
+        self._events.emit("overrun", job, note=note)
+        raise AttemptTimedOut(timeout)
+
+    # --- coroutines ---------------------------------------------------------------------------------
+
+    def _run_async(self, fn: Handler, job, timeout: float | None) -> object:
+        loop = self._event_loop()
+        future = asyncio.run_coroutine_threadsafe(_attempt(fn, job, timeout), loop)
+        # wait(), not result(timeout): a handler's own TimeoutError must not read as "still running".
+        while not concurrent.futures.wait([future], CANCEL_POLL).done:
+            if getattr(job, "cancel_requested", False):
+                future.cancel()  # cancels the task: the coroutine gets CancelledError at its await
+                raise AttemptCancelled()
+        if future.cancelled():
+            raise AttemptCancelled()  # the worker's stop cancelled it (its job was released)
+        return future.result()
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+                thread = threading.Thread(target=_serve, args=(loop, ready), name="async-handlers", daemon=True)
+                thread.start()
+                ready.wait()
+                self._loop, self._loop_thread = loop, thread
+            return self._loop
+
+
+async def _attempt(fn: Handler, job, timeout: float | None) -> object:
+    """The handler's coroutine with ``current_job()`` set for it (each task has its own context)."""
+    _current_job.set(job)
+    if timeout is None:
+        return await fn(job.payload)
+    try:
+        async with asyncio.timeout(timeout) as scope:
+            return await fn(job.payload)
+    except TimeoutError:
+        if scope.expired():
+            raise AttemptTimedOut(timeout) from None
+        raise  # the handler's own TimeoutError (an HTTP call of its own, say): its message, not ours
+
+
+def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+    asyncio.set_event_loop(loop)
+    loop.call_soon(ready.set)
+    try:
+        loop.run_forever()
+    finally:
+        loop.close()
+
+
+def _cancel_all_then_stop(loop: asyncio.AbstractEventLoop) -> None:
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in tasks:
+        task.cancel()
+    if not tasks:
+        loop.stop()
+        return
+    gathered = asyncio.gather(*tasks, return_exceptions=True)
+    gathered.add_done_callback(lambda _done: loop.stop())

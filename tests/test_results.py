@@ -1,0 +1,103 @@
+"""Results (issue 14, item 5): a handler's return value stored as JSON in ``result``, on both backends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from fastapi.testclient import TestClient
+
+from queue_core import Queue
+from queue_core.cli.admin import main as admin_main
+from queue_core.client import HttpQueue
+from queue_core.errors import ValidationError
+from queue_core.handlers import HandlerRegistry
+from queue_core.results import MAX_RESULT_BYTES, encode_result
+from queue_core.server.app import create_app
+from queue_core.worker import Worker
+
+
+@pytest.fixture
+def queue(live_repo) -> Queue:
+    return Queue(repository=live_repo, registry=HandlerRegistry(with_builtins=False))
+
+
+def run_all(queue: Queue, repo) -> None:
+    Worker(repo, registry=queue.registry, poll_interval=0.01).run(burst=True)
+
+
+def test_a_return_value_is_stored_and_read_back_as_json(queue, live_repo):
+    @queue.task("invoice")
+    def invoice(n: int) -> dict:
+        return {"sent": n, "to": ["ann"], "ok": True, "note": "ünïcode"}
+
+    @queue.task("quiet")
+    def quiet():
+        return None
+
+    jobs = [invoice.enqueue(n=1), invoice.enqueue(n=2), quiet.enqueue()]
+    run_all(queue, live_repo)  # the first completion rides complete_and_claim, the last a plain complete
+    results = [live_repo.find_by_id(job.id).result for job in jobs]
+    assert results[:2] == [{"sent": n, "to": ["ann"], "ok": True, "note": "ünïcode"} for n in (1, 2)]
+    assert results[2] is None
+    assert live_repo.find_by_id(jobs[0].id).to_dict()["result"]["sent"] == 1
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        ({1, 2}, "not JSON-serialisable"),
+        (float("nan"), "not JSON-serialisable"),
+        ("x" * (MAX_RESULT_BYTES + 1), f"over the {MAX_RESULT_BYTES}-byte limit"),
+    ],
+    ids=["set", "nan", "too big"],
+)
+def test_a_result_that_cannot_be_stored_fails_the_attempt_saying_why(queue, live_repo, value, says):
+    @queue.task("bad", max_retries=0)
+    def bad():
+        return value
+
+    job = bad.enqueue()
+    run_all(queue, live_repo)
+    failed = live_repo.find_by_id(job.id)
+    assert failed.status == "failed"
+    assert says in failed.error and "return value" in failed.error
+    assert failed.result is None
+
+
+def test_scalars_and_strings_are_json_not_raw_text(queue, live_repo):
+    @queue.task("echo-back")
+    def echo_back(value):
+        return value
+
+    values = ["hello", 0, 1.5, [1, "a"], False]
+    jobs = [echo_back.enqueue(value=value) for value in values]
+    run_all(queue, live_repo)
+    assert [live_repo.find_by_id(job.id).result for job in jobs] == values
+
+
+def test_the_repository_checks_a_result_given_directly(live_repo):
+    job, _ = live_repo.create("t")
+    claimed = live_repo.claim("w")
+    with pytest.raises(ValidationError) as raised:
+        live_repo.complete(claimed.id, worker_id="w", attempt=claimed.attempt, result=object())
+    assert raised.value.field == "result"
+    assert live_repo.find_by_id(job.id).status == "running"  # nothing written
+    assert encode_result(None) is None
+
+
+def test_show_and_get_job_show_the_result_and_a_worker_over_http_stores_it(queue, live_repo, db_url, capsys):
+    @queue.task("sum")
+    def total(a: int, b: int) -> int:
+        return a + b
+
+    jobs = [total.enqueue(a=1, b=2), total.enqueue(a=3, b=4)]
+    client = TestClient(create_app(live_repo), raise_server_exceptions=False)
+    with HttpQueue("http://testserver", client=client) as remote:
+        Worker(remote, registry=queue.registry, poll_interval=0.01).run(burst=True)
+        assert remote.find_by_id(jobs[0].id).result == 3
+    client = TestClient(create_app(live_repo), raise_server_exceptions=False)
+    assert client.get(f"/jobs/{jobs[1].id}").json()["result"] == 7
+
+    assert admin_main(["--db", db_url, "show", str(jobs[0].id)]) == 0
+    assert json.loads(capsys.readouterr().out)["result"] == 3
