@@ -14,9 +14,12 @@ import uuid
 
 import pytest
 from support import FakeClock
+from worker_support import Recorder
 
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
+from queue_core.worker import Worker
+from queue_core.worker.handlers import HandlerRegistry
 
 BACKENDS = ("sqlite", "postgresql")
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
@@ -116,3 +119,31 @@ def repo(db, clock) -> JobRepository:
 def live_repo(db) -> JobRepository:
     """A repository on the real clock, for tests where real threads or processes share the database."""
     return JobRepository(db)
+
+
+# --- an in-process Worker on the test's database: registry, event recorder, and a factory that stops them ---
+
+
+@pytest.fixture
+def handlers():
+    return HandlerRegistry(with_builtins=False)
+
+
+@pytest.fixture
+def events():
+    return Recorder()
+
+
+@pytest.fixture
+def make_worker(live_repo, handlers, events):
+    made = []
+
+    def make(queue=None, **options):
+        options = {"worker_id": "w1", "poll_interval": 0.01, "max_poll_interval": 0.05, **options}
+        worker = Worker(live_repo if queue is None else queue, registry=handlers, on_event=events, **options)
+        made.append(worker)
+        return worker
+
+    yield make
+    for worker in made:
+        worker.stop(timeout=0)

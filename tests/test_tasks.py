@@ -17,7 +17,7 @@ from support import START
 
 import queue_core
 from queue_core import Queue, ValidationError
-from queue_core.handlers import HandlerRegistry, current_job, handler
+from queue_core.handlers import current_job, handler
 from queue_core.job_options import create_arguments
 from queue_core.store.repository import JobRepository
 from queue_core.tasks import Task
@@ -25,11 +25,6 @@ from queue_core.worker import Worker
 
 ROOT = Path(__file__).resolve().parents[1]
 WAIT = 60  # seconds a subprocess may take; only a guard against hangs
-
-
-@pytest.fixture
-def handlers():
-    return HandlerRegistry(with_builtins=False)
 
 
 @pytest.fixture

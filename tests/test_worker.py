@@ -11,61 +11,11 @@ from datetime import timedelta
 
 import peewee as pw
 import pytest
+from worker_support import WAIT
 
 from queue_core.errors import QueueError, ValidationError
-from queue_core.worker import Worker, WorkerEvent, WorkerStats, next_idle_delay
-from queue_core.worker.handlers import HandlerRegistry, current_job
-
-WAIT = 20  # seconds a test waits for something that should take milliseconds; only a guard against hangs
-
-
-class Recorder:
-    """Collects events; ``wait_for`` blocks until one of a kind (matching ``where``) arrived."""
-
-    def __init__(self):
-        self.events: list[WorkerEvent] = []
-        self.changed = threading.Condition()
-
-    def __call__(self, event: WorkerEvent) -> None:
-        with self.changed:
-            self.events.append(event)
-            self.changed.notify_all()
-
-    def kinds(self) -> list[str]:
-        return [e.kind for e in self.events]
-
-    def of(self, kind: str) -> list[WorkerEvent]:
-        return [e for e in self.events if e.kind == kind]
-
-    def wait_for(self, kind: str, count: int = 1) -> list[WorkerEvent]:
-        with self.changed:
-            assert self.changed.wait_for(lambda: len(self.of(kind)) >= count, WAIT), (kind, self.kinds())
-        return self.of(kind)
-
-
-@pytest.fixture
-def handlers():
-    return HandlerRegistry(with_builtins=False)
-
-
-@pytest.fixture
-def events():
-    return Recorder()
-
-
-@pytest.fixture
-def make_worker(live_repo, handlers, events):
-    made = []
-
-    def make(queue=None, **options):
-        options = {"worker_id": "w1", "poll_interval": 0.01, "max_poll_interval": 0.05, **options}
-        worker = Worker(live_repo if queue is None else queue, registry=handlers, on_event=events, **options)
-        made.append(worker)
-        return worker
-
-    yield make
-    for worker in made:
-        worker.stop(timeout=0)
+from queue_core.worker import Worker, WorkerStats, next_idle_delay
+from queue_core.worker.handlers import current_job
 
 
 def test_a_job_runs_and_every_step_is_an_event(live_repo, handlers, events, make_worker):

@@ -9,16 +9,11 @@ import time
 import pytest
 
 from queue_core import Queue
-from queue_core.handlers import HandlerRegistry, current_job
+from queue_core.handlers import current_job
 from queue_core.worker import Worker
 from queue_core.worker.runner import HandlerRunner, is_async_handler
 
 WAIT = 60
-
-
-@pytest.fixture
-def handlers() -> HandlerRegistry:
-    return HandlerRegistry(with_builtins=False)
 
 
 @pytest.fixture

@@ -12,37 +12,12 @@ import threading
 import time
 
 import pytest
-from test_worker import WAIT, Recorder
+from worker_support import WAIT
 
 from queue_core.errors import ValidationError
 from queue_core.store.repository import JobRepository
 from queue_core.worker import Worker
-from queue_core.worker.handlers import HandlerRegistry, current_job
-
-
-@pytest.fixture
-def handlers():
-    return HandlerRegistry(with_builtins=False)
-
-
-@pytest.fixture
-def events():
-    return Recorder()
-
-
-@pytest.fixture
-def make_worker(live_repo, handlers, events):
-    made = []
-
-    def make(queue=None, **options):
-        options = {"worker_id": "w1", "poll_interval": 0.01, "max_poll_interval": 0.05, **options}
-        worker = Worker(live_repo if queue is None else queue, registry=handlers, on_event=events, **options)
-        made.append(worker)
-        return worker
-
-    yield make
-    for worker in made:
-        worker.stop(timeout=0)
+from queue_core.worker.handlers import current_job
 
 
 def wait_until(predicate, what: str, timeout: float = WAIT):

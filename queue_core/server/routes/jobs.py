@@ -67,18 +67,13 @@ def create_job(
     summary="Retry a failed or cancelled job now",
 )
 def retry_job(job_id: JobIdPath, repo: Repo) -> Response:
-    job = repo.retry(job_id)
-    if job is not None:
-        return job_response(job)
-    found = repo.find_by_id(job_id)
-    if found is None:
-        return not_found(job_id)
-    return problem_response(
-        409,
-        f"cannot retry job {job_id}: it is {found.status}; only failed or cancelled jobs can be retried",
+    return acted_on(
+        repo,
+        job_id,
+        repo.retry(job_id),
+        lambda status: f"cannot retry job {job_id}: it is {status}; only failed or cancelled jobs can be retried",
         type=wire.NOT_FAILED,
         title="Job not failed",
-        job_id=job_id,
     )
 
 
@@ -93,19 +88,24 @@ def retry_job(job_id: JobIdPath, repo: Repo) -> Response:
     summary="Cancel a job: a pending one at once, a running one through its worker",
 )
 def cancel_job(job_id: JobIdPath, repo: Repo) -> Response:
-    job = repo.cancel(job_id)
+    return acted_on(
+        repo,
+        job_id,
+        repo.cancel(job_id),
+        lambda status: f"cannot cancel job {job_id}: it is already {status}",
+        type=wire.ALREADY_FINAL,
+        title="Job already final",
+    )
+
+
+def acted_on(repo, job_id: int, job, refusal, *, type: str, title: str) -> Response:
+    """An operator action's answer: the job it changed, else 404 for an unknown id or a 409 saying why not."""
     if job is not None:
         return job_response(job)
     found = repo.find_by_id(job_id)
     if found is None:
         return not_found(job_id)
-    return problem_response(
-        409,
-        f"cannot cancel job {job_id}: it is already {found.status}",
-        type=wire.ALREADY_FINAL,
-        title="Job already final",
-        job_id=job_id,
-    )
+    return problem_response(409, refusal(found.status), type=type, title=title, job_id=job_id)
 
 
 @router.get("/jobs", response_model=JobPage, summary="List jobs in id order, a page at a time")
