@@ -53,22 +53,7 @@ def _validate_name(field: str, value, example: str) -> str:
 
 def validate_queue_names(value) -> list[str] | None:
     """A claim's ``queues``: None (every queue) or a list of at most ``MAX_TYPES`` queue names."""
-    if value is None:
-        return None
-    if isinstance(value, str | bytes):
-        raise ValidationError("queues", f"must be a list of queue names, not the single string {value!r}")
-    try:
-        names = list(value)
-    except TypeError:
-        raise ValidationError("queues", f"must be a list of queue names, not {type(value).__name__}") from None
-    if len(names) > MAX_TYPES:
-        raise ValidationError("queues", f"names {len(names)} queues; a claim takes at most {MAX_TYPES}")
-    for index, name in enumerate(names):
-        try:
-            validate_queue_name(name)
-        except ValidationError as exc:
-            raise ValidationError("queues", f"item {index}: {exc.message}") from None
-    return names
+    return _validate_names("queues", "queue", value, validate_queue_name)
 
 
 def validate_timeout(value) -> float | None:
@@ -96,22 +81,27 @@ def validate_count(field: str, value) -> int:
 
 def validate_types(value) -> list[str] | None:
     """A claim's ``types``: None (any type) or a list of at most ``MAX_TYPES`` type names."""
+    return _validate_names("types", "type", value, validate_type)
+
+
+def _validate_names(field: str, noun: str, value, validate_one) -> list[str] | None:
+    """None, or a list of at most ``MAX_TYPES`` names each passing ``validate_one``; errors name ``field``."""
     if value is None:
         return None
     if isinstance(value, str | bytes):
-        raise ValidationError("types", f"must be a list of type names, not the single string {value!r}")
+        raise ValidationError(field, f"must be a list of {noun} names, not the single string {value!r}")
     try:
-        types = list(value)
+        names = list(value)
     except TypeError:
-        raise ValidationError("types", f"must be a list of type names, not {type(value).__name__}") from None
-    if len(types) > MAX_TYPES:
-        raise ValidationError("types", f"names {len(types)} types; a claim takes at most {MAX_TYPES}")
-    for index, name in enumerate(types):
+        raise ValidationError(field, f"must be a list of {noun} names, not {type(value).__name__}") from None
+    if len(names) > MAX_TYPES:
+        raise ValidationError(field, f"names {len(names)} {field}; a claim takes at most {MAX_TYPES}")
+    for index, name in enumerate(names):
         try:
-            validate_type(name)
+            validate_one(name)
         except ValidationError as exc:
-            raise ValidationError("types", f"item {index}: {exc.message}") from None
-    return types
+            raise ValidationError(field, f"item {index}: {exc.message}") from None
+    return names
 
 
 def encode_payload(value) -> str:
