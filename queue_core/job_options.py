@@ -1,15 +1,10 @@
 """Job options that the task API and the scheduler take: validated where the developer writes them.
 
-``priority``, ``max_retries``, ``retry_backoff`` go to ``JobRepository.create`` as they are. ``queue`` and
-``timeout`` are part of the task API already, but ``create`` takes them only once the queue column (issue 13)
-and per-job timeouts (issue 14, item 4) land: ``create_arguments`` passes an option only when ``create``
-accepts it, so callers work unchanged before and after.
+Every option is a keyword of ``create`` (``JobRepository``'s and ``HttpQueue``'s alike), passed as it is.
 """
 
 from __future__ import annotations
 
-import functools
-import inspect
 import math
 from collections.abc import Mapping
 
@@ -54,18 +49,3 @@ def validate_job_options(options: Mapping) -> dict:
     if unknown:
         raise ValidationError(unknown[0], f"unknown job option; the options are {', '.join(JOB_OPTIONS)}")
     return {name: _VALIDATORS[name](value) for name, value in options.items() if value is not None}
-
-
-@functools.cache
-def _accepted_by(create) -> frozenset[str]:
-    return frozenset(inspect.signature(create).parameters)
-
-
-def create_arguments(repo, options: Mapping) -> dict:
-    """The options (as ``validate_job_options`` returns them) that ``repo.create`` accepts.
-
-    ``JobRepository.create`` and ``HttpQueue.create`` take every option since schema v6 (queue, timeout);
-    the filter remains for other queues a ``Scheduler`` may be given (a test double, an older client).
-    """
-    accepted = _accepted_by(type(repo).create)
-    return {name: value for name, value in options.items() if name in accepted}

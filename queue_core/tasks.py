@@ -27,7 +27,7 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from .errors import ValidationError
-from .job_options import JOB_OPTIONS, create_arguments, validate_job_options
+from .job_options import JOB_OPTIONS, validate_job_options
 from .store.database import open_database
 from .store.models import Job
 from .store.repository import JobRepository
@@ -204,7 +204,7 @@ class Queue:
             payload,
             idempotency_key=idempotency_key,
             run_at=run_at,
-            **create_arguments(repository, options),
+            **options,
         )
         return job
 

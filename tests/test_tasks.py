@@ -18,7 +18,6 @@ from support import START
 import queue_core
 from queue_core import Queue, ValidationError
 from queue_core.handlers import current_job, handler
-from queue_core.job_options import create_arguments
 from queue_core.store.repository import JobRepository
 from queue_core.tasks import Task
 from queue_core.worker import Worker
@@ -270,10 +269,6 @@ def test_queue_and_timeout_reach_a_create_that_takes_them(db, clock, handlers):
         {"queue": "bulk", "timeout": 5.0},
         {"queue": "default", "timeout": None},  # no options given: create's own defaults
     ]
-    assert create_arguments(repo, {"queue": "mail", "timeout": 5.0}) == {"queue": "mail", "timeout": 5.0}
-    today = JobRepository(db, clock=clock)  # TODO(issue 13, issue 14 item 4): equal to the above once create takes them
-    if "queue" not in inspect.signature(JobRepository.create).parameters:
-        assert create_arguments(today, {"queue": "mail", "timeout": 5.0, "priority": 20}) == {"priority": 20}
 
 
 def test_queue_enqueue_for_types_defined_elsewhere(queue, repo):

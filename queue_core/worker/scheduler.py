@@ -25,7 +25,7 @@ from croniter import CroniterBadDateError, CroniterError, croniter
 
 from ..clock import utc_now
 from ..errors import IdempotencyConflict, ValidationError
-from ..job_options import create_arguments, validate_job_options
+from ..job_options import validate_job_options
 from ..store.models import Job
 from ..validation import MAX_TEXT_CHARS, encode_payload, validate_aware, validate_type
 from .protocol import close_thread_connection
@@ -187,9 +187,8 @@ class Scheduler:
     def _enqueue(self, schedule: Schedule, tick: datetime) -> Job | None:
         """Create the tick's job; None if another scheduler did (the UNIQUE key decided)."""
         key = schedule.key(tick)
-        options = create_arguments(self.repo, schedule.options)
         try:
-            job, created = self.repo.create(schedule.type, schedule.payload, idempotency_key=key, **options)
+            job, created = self.repo.create(schedule.type, schedule.payload, idempotency_key=key, **schedule.options)
         except IdempotencyConflict as exc:
             # A scheduler running another version of this schedule (another type or payload, e.g. during a
             # rolling deploy) enqueued this tick first: the tick is enqueued, and only once.
