@@ -55,7 +55,7 @@ class BulkPlan:
 
     def describe(self) -> str:
         """``1,234 failed jobs matching type:send-invoice``: what the confirmation and the CLI say."""
-        statuses = self.status or "/".join(ELIGIBLE[self.action])
+        statuses = self.status or _query_status(self.query) or "/".join(ELIGIBLE[self.action])
         noun = "job" if self.count == 1 else "jobs"
         text = f"{self.count:,} {statuses} {noun}"
         return f"{text} matching {self.query}" if self.query else text
@@ -241,6 +241,12 @@ class BulkActions:
         if deleted:
             JobError.delete().where(JobError.job_id.in_(deleted)).execute()
         return len(deleted)
+
+
+def _query_status(query: str) -> str | None:
+    """The status a query's ``status:`` term names (what "1,234 failed jobs" says), if it has one."""
+    named = sorted({term.value for term in parse_query(query).terms if term.field == "status"})
+    return "/".join(named) or None
 
 
 def _job_ids(ids: Iterable[int]) -> list[int]:
