@@ -34,6 +34,7 @@ BULK_BATCH = 2000  # jobs per transaction: a short write lock (SQLite) while wor
 # Ids per statement, whatever batch_size: SQLite binds at most 32,766 values since 3.32 (999 before; this
 # build's limit is far higher, checked in tests), PostgreSQL 65,535.
 MAX_PARAMS = 30_000
+MAX_SELECTION = 100_000  # ids an HTTP client may name in one request (the console's selection has no limit)
 PLAN_CHUNK = 5000  # ids of an operator's selection looked up per statement when planning
 VIEW_STATUSES = (PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, SCHEDULED)
 PAST = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}
