@@ -46,7 +46,9 @@ class WaitingReasons:
             return [WaitReason("not_waiting", f"it is {job.status}{worker}, not waiting")]
         now = self.now()
         reasons = []
-        if self.queue_state(job.queue).paused:
+        Queue = self.QueueRecord
+        # The flag alone: queue_state would count the whole queue's jobs per status to say it.
+        if Queue.select().where((Queue.name == job.queue) & (Queue.paused == True)).exists():  # noqa: E712
             reasons.append(WaitReason("paused", f"queue {job.queue} is paused"))
         if job.run_at > now:
             why = f"back-off after attempt {job.attempt}" if job.retry_count > 0 else "delayed"
