@@ -93,11 +93,11 @@ def test_bulk_retry_while_workers_drain_retries_and_runs_each_job_exactly_once(d
         started = time.perf_counter()
         outcome = repo.bulk("retry", "type:record", status="failed")
         took = time.perf_counter() - started
+        backend = db_url.split(":")[0]
+        print(f"\nbulk retry of {n:,} failed jobs on {backend} with {WORKERS} workers draining: {took:.2f}s")
         wait_for(lambda: repo.counts()["completed"] == n, 1500, "the workers to drain the retried jobs", repo)
     finally:
         codes = workers.stop()
-    backend = db_url.split(":")[0]
-    print(f"\nbulk retry of {n:,} failed jobs on {backend} with {WORKERS} workers draining: {took:.2f}s")
 
     assert (outcome.planned, outcome.changed, outcome.skipped, outcome.stopped) == (n, n, 0, False)
     assert "locked" not in workers.text(), workers.text()[-3000:]
