@@ -57,6 +57,16 @@ def test_a_job_that_changed_since_the_plan_is_skipped_and_counted(repo):
     assert repo.find_by_id(jobs[3].id).status == "pending"
 
 
+def test_a_job_that_changed_status_within_the_eligible_ones_is_skipped_too(repo):
+    failed = failed_job(repo)
+    plan = repo.plan_bulk("delete", status="failed")
+    assert list(plan.statuses) == [3]  # failed, as an index of STATUSES
+    repo.retry(failed.id)  # pending now, on the same attempt: still a status delete takes
+    outcome = repo.apply_bulk(plan)
+    assert (outcome.changed, outcome.skipped) == (0, 1)
+    assert repo.find_by_id(failed.id).status == "pending"
+
+
 def test_selection_limits_the_plan_to_the_ids_given(repo):
     jobs = [failed_job(repo) for _ in range(5)]
     chosen = [jobs[1].id, jobs[3].id, 10_000]
