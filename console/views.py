@@ -52,7 +52,7 @@ VIEW_BINDINGS = [
     view_binding("2", "queues", "Queues", "per queue: paused, counts, latency; p pauses"),
     view_binding("3", "workers", "Workers", "every registered worker; enter: the jobs it holds"),
     view_binding("4", "schedules", "Schedules", "periodic jobs: cron, last and next run"),
-    view_binding("5", "activity", "Activity", "the last hour per minute: done, failed, enqueued"),
+    view_binding("5", "activity", "Activity", "the last hour per minute: done, failed, enqueued, latency"),
 ]
 VIEW_OF_BINDING = {binding.id: binding.action.split("'")[1] for binding in VIEW_BINDINGS}
 

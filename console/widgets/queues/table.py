@@ -10,13 +10,14 @@ from ...snapshot import Snapshot, format_count
 from ..keyed_table import KeyedTable
 
 STATUSES = ("pending", "running", "failed", "completed", "cancelled")
+# Fits 120 columns: done and failed are per minute over the last five minutes.
 COLUMNS = (
-    ("queue", 22),
-    ("state", 9),
-    *((status, 10) for status in STATUSES),
-    ("latency", 10),
-    ("done/min", 9),
-    ("failed/min", 10),
+    ("queue", 16),
+    ("state", 8),
+    *((status, 9) for status in STATUSES),
+    ("latency", 8),
+    ("done/m", 7),
+    ("fail/m", 7),
 )
 
 
