@@ -168,7 +168,7 @@ class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedW
             return
         self._loading = True
         after, page_number = self.page_request()
-        self._load_snapshot(self.type_filter, self.job_query, self.view, after, page_number, self.view_reads())
+        self._load_snapshot(self.type_filter, self.refresh_query, self.view, after, page_number, self.view_reads())
 
     def refresh_soon(self) -> None:
         if self._soon_timer is None:
