@@ -14,6 +14,7 @@ from functools import partial
 from typing import ClassVar, NoReturn
 
 import peewee as pw
+from rich.text import Text
 from textual import work
 from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
@@ -214,6 +215,10 @@ class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedW
         if message.error != self._last_refresh_error:
             self.notify(f"Cannot read the queue: {message.error}", title="Refresh failed", severity="error")
         self._last_refresh_error = message.error
+        # A banner in place of the counts until a refresh works again (the next snapshot replaces it): the
+        # tables below still show the last data read, and a toast alone would be gone in seconds.
+        first_line = (message.error.splitlines() or [""])[0]
+        self.query_one(StatsBar).update(Text(f"⚠ disconnected: {first_line} · retrying", style="bold red"))
         self._reload_if_asked()
 
     def _reload_if_asked(self) -> None:

@@ -20,6 +20,7 @@ NOT_HELD = "urn:queue-core:problem:job-not-held"
 NOT_FAILED = "urn:queue-core:problem:job-not-failed"
 ALREADY_FINAL = "urn:queue-core:problem:job-already-final"  # cancel of a completed, failed or cancelled job
 UNAUTHORIZED = "urn:queue-core:problem:unauthorized"
+READ_ONLY = "urn:queue-core:problem:read-only-token"  # a write sent with the read token
 BODY_TOO_LARGE = "urn:queue-core:problem:body-too-large"
 UNAVAILABLE = "urn:queue-core:problem:database-unavailable"
 INTERNAL = "urn:queue-core:problem:internal-error"

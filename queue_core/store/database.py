@@ -124,4 +124,16 @@ def _open_postgres(url, parsed) -> pw.PostgresqlDatabase:
     # libpq parses the URL itself (user, password, host, port, and every libpq option in the query string,
     # e.g. ?sslmode=require or ?options=-csearch_path%3Dmyschema), so what works for psql works here.
     conninfo = "postgresql://" + url.split("://", 1)[1]
-    return pw.PostgresqlDatabase(conninfo, prefer_psycopg3=True)
+    return ReconnectingPostgresqlDatabase(conninfo, prefer_psycopg3=True)
+
+
+class ReconnectingPostgresqlDatabase(pw.PostgresqlDatabase):
+    """Opens a new connection when the server has dropped this thread's (a restart, a failover, a killed
+    backend): peewee alone would keep answering "the connection is closed" until someone closed it, so a
+    worker, the API and the console would each need a restart after the database came back. Only between
+    transactions: inside one, the failure belongs to the transaction, which the caller retries whole."""
+
+    def cursor(self, named_cursor=None):
+        if not self.is_closed() and self.transaction_depth() == 0 and getattr(self._state.conn, "closed", False):
+            self.close()
+        return super().cursor(named_cursor)

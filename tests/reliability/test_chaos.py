@@ -7,65 +7,16 @@ killed (at-least-once, and only where a kill explains it).
 
 from __future__ import annotations
 
-import os
 import random
-import signal
-import sqlite3
-import subprocess
-import sys
 import time
-from collections import defaultdict
-from pathlib import Path
 
 import pytest
+from fleet import Fleet, iter_all
 
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
 
-ROOT = Path(__file__).resolve().parents[2]
 STALE_AFTER = 3.0  # heartbeats every 1 s: a loaded 2-core machine cannot starve a live worker that long
-
-
-class Fleet:
-    """Worker processes with known ids, some of which the chaos loop kills."""
-
-    def __init__(self, db_url: str, ledger: Path, log_dir: Path):
-        self.db_url, self.log_dir = db_url, log_dir
-        self.env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests" / "reliability")]),
-            "CHAOS_LEDGER": str(ledger),
-        }
-        self.procs: dict[str, subprocess.Popen] = {}
-        self.killed: set[str] = set()
-        self.started = 0
-
-    def start(self) -> None:
-        worker_id = f"chaos-{self.started}"
-        self.started += 1
-        log = open(self.log_dir / f"{worker_id}.log", "w")  # noqa: SIM115 - lives as long as the process
-        self.procs[worker_id] = subprocess.Popen(
-            [
-                sys.executable, "-m", "queue_core.worker", "--db", self.db_url, "--handlers", "chaos_handlers",
-                "--worker-id", worker_id, "--concurrency", "2", "--poll-interval", "0.05",
-                "--stale-after", str(STALE_AFTER), "--shutdown-timeout", "10",
-            ],
-            env=self.env, stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-
-    def alive(self) -> list[str]:
-        return [w for w, p in self.procs.items() if p.poll() is None]
-
-    def kill_one(self, rng: random.Random) -> None:
-        worker_id = rng.choice(self.alive())
-        self.procs[worker_id].send_signal(signal.SIGKILL)
-        self.procs[worker_id].wait()
-        self.killed.add(worker_id)
-
-    def stop_all(self) -> dict[str, int]:
-        for worker_id in self.alive():
-            self.procs[worker_id].send_signal(signal.SIGTERM)
-        return {w: p.wait(timeout=30) for w, p in self.procs.items() if w not in self.killed}
 
 
 @pytest.mark.timeout(3600)
@@ -77,7 +28,7 @@ def test_nothing_lost_or_run_twice_under_sigkill(db_url, tmp_path, soak):
         for i in range(jobs):
             repo.create("record", {"i": i, "max_sleep": 0.01}, max_retries=10, retry_backoff=0)
     ledger = tmp_path / "ledger.db"
-    fleet = Fleet(db_url, ledger, tmp_path)
+    fleet = Fleet(db_url, ledger, tmp_path, stale_after=STALE_AFTER)
     for _ in range(workers):
         fleet.start()
 
@@ -99,10 +50,7 @@ def test_nothing_lost_or_run_twice_under_sigkill(db_url, tmp_path, soak):
     assert set(exit_codes.values()) == {0}, exit_codes
     assert len(fleet.killed) >= 3, "the chaos loop should have killed workers mid-run"
 
-    runs = defaultdict(list)
-    with sqlite3.connect(ledger) as con:
-        for job_id, attempt, worker_id, _pid in con.execute("SELECT * FROM executions ORDER BY rowid"):
-            runs[job_id].append((attempt, worker_id))
+    runs = fleet.runs()
     by_id = {job.id: job for job in iter_all(repo)}
     duplicates = 0
     for job_id, job in by_id.items():
@@ -119,10 +67,3 @@ def test_nothing_lost_or_run_twice_under_sigkill(db_url, tmp_path, soak):
     print(f"\nchaos: {jobs} jobs, {len(fleet.killed)} kills, {duplicates} re-runs (all after a kill)")
     if db_url.startswith("sqlite"):
         assert repo.db.execute_sql("PRAGMA integrity_check").fetchone()[0] == "ok"
-
-
-def iter_all(repo):
-    after = 0
-    while page := repo.list(limit=1000, after=after):
-        yield from page
-        after = page[-1].id
