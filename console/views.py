@@ -1,5 +1,5 @@
 """The views, one key each: ``1`` Jobs (the live tables; ``s`` scheduled, ``d`` completed, ``k`` cancelled one
-key further), ``2`` Queues, ``3`` Workers, ``4`` Schedules, ``5`` Activity.
+key further), ``2`` Queues, ``3`` Workers, ``4`` Schedules, ``5`` Activity, ``6`` Failures by cause.
 
 A mixin of ``QueueConsole``. Every view is a child of one ``ContentSwitcher`` whose id is the view's name; the
 header and the counts line stay above it on every view. A refresh reads only what the view on screen
@@ -17,6 +17,7 @@ from queue_core.store.pages import Cursor
 
 from .messages import PageRequested
 from .widgets.activity.view import ActivityView
+from .widgets.failures.table import FailuresTable
 from .widgets.jobs.paged import PagedJobTable
 from .widgets.jobs.stack import TableStack
 from .widgets.queues.table import QueuesTable
@@ -35,6 +36,7 @@ VIEW_TITLES = {
     "workers": "Workers",
     "schedules": "Schedules",
     "activity": "Activity",
+    "failures": "Failures by cause",
 }
 
 
@@ -52,6 +54,7 @@ VIEW_BINDINGS = [
     view_binding("3", "workers", "Workers", "every registered worker; enter: the jobs it holds"),
     view_binding("4", "schedules", "Schedules", "periodic jobs: cron, last and next run"),
     view_binding("5", "activity", "Activity", "the last hour per minute: done, failed, enqueued"),
+    view_binding("6", "failures", "Failures", "failed jobs grouped by cause; space selects a group"),
 ]
 VIEW_OF_BINDING = {binding.id: binding.action.split("'")[1] for binding in VIEW_BINDINGS}
 
@@ -73,6 +76,7 @@ class ViewControls:
             yield WorkersTable(id="workers")
             yield SchedulesView(id="schedules")
             yield ActivityView(id="activity")
+            yield FailuresTable(id="failures")
 
     def init_views(self) -> None:
         self.view = LIVE
@@ -90,6 +94,7 @@ class ViewControls:
     def view_reads(self) -> dict:
         """Reads only this view needs, as name -> function(repository, now), run on the refresh thread."""
         reads = {"schedules": self.read_schedules, "queues": _queues, "workers": _workers}
+        reads["failures"] = self.failures_read()
         return {self.view: reads[self.view]} if self.view in reads else {}
 
     def action_show_view(self, name: str) -> None:
@@ -135,6 +140,7 @@ class ViewControls:
         self.query_one(WorkersTable).show(snapshot)
         self.query_one(SchedulesView).show(snapshot)
         self.query_one(ActivityView).show(snapshot)
+        self.query_one(FailuresTable).show(snapshot)
 
 
 def _queues(repo, now) -> list:
