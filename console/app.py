@@ -47,8 +47,8 @@ from .selection import JobSelection
 from .serve import serve
 from .snapshot import WINDOW, Snapshot, load_snapshot
 from .views import VIEW_BINDINGS, VIEW_TITLES, ViewControls
-from .widgets.jobs.stats_bar import StatsBar
 from .widgets.command_panel import CommandPanel
+from .widgets.jobs.stats_bar import StatsBar
 from .widgets.jobs.table import JobTable
 from .widgets.worker.pane import WorkerPane
 

@@ -47,20 +47,24 @@ class BulkActions:
     def action_bulk(self, action: str) -> None:
         self._on_main_screen()
         selection = self.selection
-        ids = sorted(selection.ids) if selection else self._cursor_job(action)
+        if selection is not None:
+            ids, query, status = sorted(selection.ids), selection.scope or "", selection.state
+        else:
+            query, (ids, status) = "", self._cursor_job(action)
         if ids is None:
             return
-        query, status = (selection.scope or "", selection.state) if selection else ("", None)
         plan = partial(self.repo.plan_bulk, action, query, status=status, ids=ids)
         self.run_worker(partial(self._plan, plan, selection), name=f"plan {action}", group="write", thread=True)
 
-    def _cursor_job(self, action: str) -> list[int] | None:
+    def _cursor_job(self, action: str) -> tuple[list[int] | None, str | None]:
+        """The job under the cursor and its table's state, when nothing is selected."""
         table = self.current_table
         job_id = table.selected_job_id if self.view in JOB_VIEWS and table.display else None
         if job_id is None:
             where = "space selects jobs, a every job of the view matching the query"
             self.notify(f"Nothing to {action}: no selection and no job under the cursor ({where}).", severity="warning")
-        return None if job_id is None else [job_id]
+            return None, None
+        return [job_id], table.status
 
     def _plan(self, plan, selection: Selection | None) -> None:
         try:

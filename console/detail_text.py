@@ -78,7 +78,7 @@ def fields_text(job) -> Content:
 
 
 def waiting_text(reasons: list) -> Content:
-    """"Why is this job waiting?" (repo.why_waiting): each reason in words, a title line first."""
+    """ "Why is this job waiting?" (repo.why_waiting): each reason in words, a title line first."""
     lines = [Content.styled("Why is this job waiting?", "bold")]
     lines += [Content.assemble(("  • ", "yellow"), reason.message) for reason in reasons]
     return Content("\n").join(lines)
