@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Sequence
 
 PROGRAM = "python -m queue_core"
 SAFE = re.compile(r"[\w@%+=:,./-]+")
+DOUBLE_QUOTE_SPECIAL = re.compile(r'["\\$`!]')
 IDS_SPELT_OUT = 5  # a hand-picked selection longer than this is named by its first ids and a count
 
 
 def quote(value: str) -> str:
-    """``value`` as one shell word, double-quoted when it needs to be (as an operator would type it)."""
+    """``value`` as one shell word: bare when safe, in double quotes as an operator would type it, and in
+    single quotes (shlex's) when it holds a character double quotes do not keep literal."""
     if value and SAFE.fullmatch(value):
         return value
-    return '"' + re.sub(r'(["\\$`])', r"\\\1", value) + '"'
+    if not DOUBLE_QUOTE_SPECIAL.search(value):
+        return f'"{value}"'
+    return shlex.quote(value)
 
 
 def command_line(verb: str, *arguments: object, **options: object) -> str:
