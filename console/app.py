@@ -82,7 +82,8 @@ class QueueConsole(
         # the actions step aside (SkipAction) and the dialog gets the key.
         Binding("enter", "detail", "Detail", id="detail", priority=True, tooltip="everything about the selected job"),
         Binding("slash", "query", "Query", id="query", key_display="/", tooltip="find jobs: type: status: text..."),
-        Binding("t", "filter", "Type", id="filter", tooltip="show one job type only"),
+        # t and tab leave the footer to the bulk keys (C, D): the query line does what t does, tab is tab.
+        Binding("t", "filter", "Type", id="filter", tooltip="show one job type only", show=False),
         Binding(
             "tab",
             "next_table",
@@ -90,6 +91,7 @@ class QueueConsole(
             id="next-table",
             priority=True,
             tooltip="the next table: pending, running, failed",
+            show=False,
         ),
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="this list of keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="quit (the embedded worker stops first)"),

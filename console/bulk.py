@@ -29,9 +29,31 @@ from .widgets.command_panel import CommandPanel
 BULK_BINDINGS = [
     Binding("C", "bulk('cancel')", "Cancel…", id="bulk-cancel", tooltip="cancel the selection (asks first)"),
     Binding("D", "bulk('delete')", "Delete…", id="bulk-delete", tooltip="delete the selection (asks first)"),
-    Binding("space", "toggle_select", "Select", id="select", tooltip="select / unselect the job (or failure group)"),
-    Binding("a", "select_all", "All", id="select-all", tooltip="select every job of this view matching the query"),
-    Binding("e", "toggle_commands", "Commands", id="commands", tooltip="the admin-CLI lines of the last actions"),
+    # Not in the footer (it is full at 120 columns): in the help, the palette and the README.
+    Binding(
+        "space",
+        "toggle_select",
+        "Select",
+        id="select",
+        tooltip="select / unselect the job under the cursor (a failure group on 6)",
+        show=False,
+    ),
+    Binding(
+        "a",
+        "select_all",
+        "Select all",
+        id="select-all",
+        tooltip="select every job of the view matching the query",
+        show=False,
+    ),
+    Binding(
+        "e",
+        "toggle_commands",
+        "Commands",
+        id="commands",
+        tooltip="the admin-CLI lines of the last actions",
+        show=False,
+    ),
 ]
 VERBS = {"retry": "Retry", "cancel": "Cancel", "delete": "Delete"}
 PAST = {"retry": "Retried", "cancel": "Cancelled", "delete": "Deleted"}
@@ -87,7 +109,8 @@ class BulkActions:
             notes.append(f"{left:,} of the {len(selection):,} selected are left alone: not {' or '.join(takes)}.")
         if plan.count > self.bulk_batch_size:
             notes.append(f"In batches of {self.bulk_batch_size:,}; escape stops after the current batch.")
-        question = f"{verb} {plan.describe()}?" + "".join(f"\n{note}" for note in notes)
+        origin = f" {selection.what}" if selection and selection.what else ""
+        question = f"{verb} {plan.describe()}{origin}?" + "".join(f"\n{note}" for note in notes)
         title = f"{verb} {plan.count:,} job{'s' if plan.count != 1 else ''}"
         screen = ConfirmScreen(title, question, id="confirm-bulk")
         self.push_screen(screen, partial(self._confirmed, plan, selection))

@@ -35,5 +35,5 @@ class FailureGroupControls:
     def _read_group(self, signature: str, text: str) -> None:
         with self.repo.db.connection_context():
             ids = self.repo.failure_group_ids(signature, parse_query(text))
-        what = f"failed jobs of cause {signature!r}"
+        what = f"of cause “{signature}”"
         self.post_message(SelectionLoaded(Selection(frozenset(ids), "failed", None, what, group=signature)))

@@ -28,7 +28,7 @@ class Selection:
     ids: frozenset[int]
     state: str | None  # the table every id was selected in ("failed"), None when they came from several
     scope: str | None = None  # ``a``: the query (type filter folded in) every id matched; None: picked by hand
-    what: str = ""  # what was selected, for a message ("failed jobs matching type:x")
+    what: str = ""  # said after the count when no query names the selection: "selected by hand", "of cause …"
     group: str | None = None  # the failure group (error signature) these are the jobs of, if any
 
     def __len__(self) -> int:
@@ -95,7 +95,7 @@ class JobSelection:
         ids ^= {job_id}
         same_table = self.selection is None or self.selection.state == table.status
         state = table.status if same_table else None
-        self.set_selection(Selection(frozenset(ids), state, None, f"selected {state or ''} jobs".replace("  ", " ")))
+        self.set_selection(Selection(frozenset(ids), state, None, "selected by hand"))
 
     def action_select_all(self) -> None:
         self._on_main_screen()
@@ -111,13 +111,13 @@ class JobSelection:
         with self.repo.db.connection_context():
             ids = matching_ids(self.repo, state, query.condition(self.repo) if query else None, type_filter)
         scope = scoped_query_text(type_filter, query)
-        what = f"{state} jobs" + (f" matching {scope}" if scope else "")
-        self.post_message(SelectionLoaded(Selection(frozenset(ids), state, scope, what)))
+        self.post_message(SelectionLoaded(Selection(frozenset(ids), state, scope)))
 
     def on_selection_loaded(self, message: SelectionLoaded) -> None:
         selection = message.selection
         if not selection.ids:
-            self.notify(f"Nothing to select: no {selection.what}.", severity="warning")
+            scope = f" matching {selection.scope}" if selection.scope else ""
+            self.notify(f"Nothing to select: no {selection.state} jobs{scope}.", severity="warning")
         self.set_selection(selection)
 
     def clear_selection(self) -> bool:

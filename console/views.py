@@ -54,7 +54,7 @@ VIEW_BINDINGS = [
     view_binding("3", "workers", "Workers", "every registered worker; enter: the jobs it holds"),
     view_binding("4", "schedules", "Schedules", "periodic jobs: cron, last and next run"),
     view_binding("5", "activity", "Activity", "the last hour per minute: done, failed, enqueued"),
-    view_binding("6", "failures", "Failures", "failed jobs grouped by cause; space selects a group"),
+    view_binding("6", "failures", "Causes", "failed jobs grouped by cause; space selects a group's jobs"),
 ]
 VIEW_OF_BINDING = {binding.id: binding.action.split("'")[1] for binding in VIEW_BINDINGS}
 

@@ -114,7 +114,7 @@ async def test_C_cancels_the_selection_and_leaves_the_rest(pilot, scene):
     before = statuses(scene)
     await pilot.press("C")
     await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-    assert question(app).startswith("Cancel 3 pending jobs?")
+    assert question(app) == "Cancel 3 pending jobs selected by hand?"
     await pilot.press("enter")
     await settle(pilot)
     after = statuses(scene)
@@ -158,7 +158,7 @@ async def test_r_and_c_act_on_the_selection_when_there_is_one(pilot, scene):
     await pilot.press("space", "down", "space")
     await pilot.press("r")
     await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-    assert question(app).startswith("Retry 2 failed jobs?")
+    assert question(app) == "Retry 2 failed jobs selected by hand?"
     await pilot.press("y")
     await settle(pilot)
     assert failed.row_count == 2
@@ -166,7 +166,7 @@ async def test_r_and_c_act_on_the_selection_when_there_is_one(pilot, scene):
     job_id = pending.selected_job_id
     await pilot.press("space", "c")
     await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-    assert question(app).startswith("Cancel 1 pending job?")
+    assert question(app) == "Cancel 1 pending job selected by hand?"
     await pilot.press("y")
     await settle(pilot)
     assert scene.find_by_id(job_id).status == "cancelled"

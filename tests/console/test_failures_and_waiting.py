@@ -43,7 +43,8 @@ async def test_space_on_a_group_selects_its_jobs_and_r_retries_exactly_them(make
         assert app.selection.ids == set(declined) and "5 selected" in app.sub_title
         await pilot.press("r")
         await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-        assert question(app).startswith("Retry 5 failed jobs?")
+        cause = "PaymentDeclined: card <n> declined for order <n>"
+        assert question(app) == f"Retry 5 failed jobs of cause “{cause}”?"
         await pilot.press("y")
         await settle(pilot)
         after = statuses(scene)

@@ -11,9 +11,9 @@ from ...snapshot import Snapshot
 from ..keyed_table import KeyedTable
 
 COLUMNS = (  # 104 columns and their padding fit a 120-column terminal
-    ("jobs", 7),
-    ("cause (error signature)", 52),
-    ("types", 20),
+    ("jobs", 6),
+    ("cause (error signature)", 66),
+    ("types", 12),
     ("first seen", 10),
     ("last seen", 10),
 )
@@ -41,6 +41,7 @@ class FailuresTable(KeyedTable):
         self.replace_rows([(group.signature, self.cells(group, snapshot)) for group in groups])
         jobs = sum(group.count for group in groups)
         self.border_title = f"Failures by cause [b]{len(groups):,}[/b] causes · {jobs:,} failed jobs"
+        self.border_subtitle = "space or enter selects a cause's jobs · then r retry, D delete"
 
     def mark(self, signature: str | None, snapshot: Snapshot | None) -> None:
         self.selected_signature = signature
@@ -50,7 +51,7 @@ class FailuresTable(KeyedTable):
     def cells(self, group, snapshot: Snapshot) -> list:
         marked = group.signature == self.selected_signature
         return [
-            Text(f"{group.count:,}", style="bold reverse" if marked else "bold red"),
+            Text(f"{group.count:,}", style="bold black on yellow" if marked else "bold red"),
             Text(one_line(group.signature, COLUMNS[1][1])),
             Text(one_line(", ".join(group.types), COLUMNS[2][1]), style="dim"),
             Text(f"{since(group.first_seen, snapshot.now)} ago"),

@@ -32,7 +32,7 @@ TIME_LABELS = {
 PRIORITY_STYLES = {"critical": "bold red", "high": "yellow", "medium": "", "low": "dim"}
 STALE_STYLE = "bold red"
 STALE_MARKER = "⚠"
-SELECTED_STYLE = "bold reverse"
+SELECTED_STYLE = "bold black on yellow"  # the operator's selection (space, a)
 
 Cell = tuple[str, str]  # (text, style): compared between refreshes to update only what changed
 
