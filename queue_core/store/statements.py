@@ -318,6 +318,18 @@ class Statements:
 
 
 class SqliteStatements(Statements):
+    def insert(self, fields: dict) -> Job:
+        """INSERT ... RETURNING id, the job built from ``fields``: on SQLite every value is known here (its
+        clock is this host's), and reading the row back and converting it was half of a create's Python."""
+        values = {name: fields[name] for name in INSERT_COLUMNS}
+        [row] = self.compiled.statement(self._insert_id).execute(values)
+        return self.rows.build({**values, "id": row.id, "payload": _decoded(values["payload"])})
+
+    def _insert_id(self, m: Markers):
+        Job = self.Job
+        fields = Job._meta.fields
+        return Job.insert(**{name: m.of(fields[name]) for name in INSERT_COLUMNS}).returning(Job.id)
+
     def _acks_source(self, acks):
         rows = ", ".join(["(?, ?, ?)"] * len(acks))
         # SQLite names a VALUES table's columns column1, column2, ...: renamed in a subquery.
