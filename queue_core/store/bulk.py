@@ -16,8 +16,6 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import peewee as pw
-
 from ..errors import ValidationError
 from ..rules import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING
 from ..validation import validate_positive_int
@@ -221,10 +219,7 @@ class BulkActions:
         Job = self.Job
         status = Job.status.concat("")  # the same value; an expression no index covers
         return (
-            Job.id.between(ids[0], ids[-1])
-            & Job.id.in_(ids)
-            & (Job.attempt == attempt)
-            & status.in_(ELIGIBLE[action])
+            Job.id.between(ids[0], ids[-1]) & Job.id.in_(ids) & (Job.attempt == attempt) & status.in_(ELIGIBLE[action])
         )
 
     def _bulk_retry(self, where) -> int:
