@@ -80,6 +80,9 @@ class BulkActions:
 
     def _cursor_job(self, action: str) -> tuple[list[int] | None, str | None]:
         """The job under the cursor and its table's state, when nothing is selected."""
+        if self.view == "failures":
+            self.notify(f"Select a cause first (space), then {action} its jobs.", severity="warning")
+            return None, None
         table = self.current_table
         job_id = table.selected_job_id if self.view in JOB_VIEWS and table.display else None
         if job_id is None:
