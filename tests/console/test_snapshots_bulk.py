@@ -10,41 +10,27 @@ from __future__ import annotations
 import threading
 
 import pytest
-from console_helpers import no_cursor_blink, settle
+from console_helpers import pressed_one_by_one, settle
 
 from console.demo import add_failure_causes
 from console.screens.bulk_progress import BulkProgressScreen
 from console.screenshots import ISSUE_16_SHOTS
 from queue_core.store.bulk import BulkProgress
 
-pytestmark = pytest.mark.backends("sqlite")
-SIZE = (120, 40)
-
-
-def views(*keys: str):
-    async def run_before(pilot) -> None:
-        await settle(pilot)
-        for key in keys:  # one at a time: a key may open a dialog a thread's answer brings
-            await pilot.press(key)
-            await settle(pilot)
-        no_cursor_blink(pilot.app)
-        pilot.app.clear_notifications()  # a toast leaves on a timer: whether it is still there would vary
-        await pilot.pause()
-
-    return run_before
+pytestmark = pytest.mark.backends("sqlite")  # the rendering is the same on either backend
 
 
 def app_for(name: str, make_app, scene, scene_clock):
     keys, options = ISSUE_16_SHOTS[name]
     if options.get("incident"):
         add_failure_causes(scene, scene_clock)
-    return make_app(read_only=options.get("read_only", False)), views(*keys)
+    return make_app(read_only=options.get("read_only", False)), pressed_one_by_one(*keys)
 
 
 @pytest.mark.parametrize("name", list(ISSUE_16_SHOTS))
 def test_issue_16_view(snap_compare, make_app, scene, scene_clock, name):
     app, run_before = app_for(name, make_app, scene, scene_clock)
-    assert snap_compare(app, terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(app, terminal_size=(120, 40), run_before=run_before)
 
 
 def test_bulk_progress_dialog(snap_compare, make_app):
@@ -59,4 +45,4 @@ def test_bulk_progress_dialog(snap_compare, make_app):
         await pilot.press("escape")
         await pilot.pause()
 
-    assert snap_compare(make_app(), terminal_size=SIZE, run_before=run_before)
+    assert snap_compare(make_app(), terminal_size=(120, 40), run_before=run_before)
