@@ -35,7 +35,7 @@ BULK_BINDINGS = [
         "toggle_select",
         "Select",
         id="select",
-        tooltip="select / unselect the job under the cursor (a failure group on 6)",
+        tooltip="select / unselect the job under the cursor (on 6: a cause)",
         show=False,
     ),
     Binding(
@@ -80,6 +80,9 @@ class BulkActions:
 
     def _cursor_job(self, action: str) -> tuple[list[int] | None, str | None]:
         """The job under the cursor and its table's state, when nothing is selected."""
+        if self.view == "failures":
+            self.notify(f"Select a cause first (space), then {action} its jobs.", severity="warning")
+            return None, None
         table = self.current_table
         job_id = table.selected_job_id if self.view in JOB_VIEWS and table.display else None
         if job_id is None:
@@ -130,9 +133,9 @@ class BulkActions:
                 outcome = self.repo.apply_bulk(plan, batch_size=self.bulk_batch_size, on_batch=self.bulk_batch_done)
         except (QueueError, *DATABASE_ERRORS) as exc:
             self.post_message(WriteFailed(plan.action, str(exc)))
-            self.post_message(BulkDone(None, []))
+            self.post_message(BulkDone(None, [], plan.describe()))
         else:
-            self.post_message(BulkDone(outcome, lines))
+            self.post_message(BulkDone(outcome, lines, plan.describe()))
 
     def bulk_batch_done(self, progress) -> bool:
         """On the worker thread after each batch: report it; False once escape asked to stop."""
@@ -150,7 +153,7 @@ class BulkActions:
         if outcome is not None:
             skipped = f" ({outcome.skipped:,} skipped: changed meanwhile)" if outcome.skipped else ""
             stopped = " Stopped by escape: the rest were left as they were." if outcome.stopped else ""
-            self.notify(f"{PAST[outcome.action]} {outcome.changed:,} of {outcome.planned:,} jobs{skipped}.{stopped}")
+            self.notify(f"{PAST[outcome.action]} {outcome.changed:,} of {message.what}{skipped}.{stopped}")
             self.record_commands(message.lines)
             self.set_selection(None)
         self.request_refresh()
