@@ -37,13 +37,16 @@ from ..validation import (
     validate_types,
     validate_worker_id,
 )
+from .bulk import BulkActions
 from .compiled import RowReader
 from .controls import OperatorControls
+from .failures import FailureGroups
 from .models import Job, bind_models, is_postgres
 from .reads import JobReads
 from .registry import WorkerRegistry
 from .specs import reject_repeated_keys, same_job_or_conflict, validated_fields, validated_spec
 from .statements import HostTime, PostgresStatements, ServerTime, SqliteStatements
+from .waiting import WaitingReasons
 
 __all__ = ["CREATE_MANY_CHUNK", "PRUNE_BATCH", "JobRepository"]
 
@@ -54,7 +57,7 @@ _KEEP = object()  # _requeue_changes: leave the latest error as it is
 PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum keeps up in between
 
 
-class JobRepository(OperatorControls, WorkerRegistry, JobReads):
+class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons, WorkerRegistry, JobReads):
     """Every transition of a job, on one database (and, from JobReads, every read of them).
 
     Operator controls (cancel, pause and resume a queue) come from store.controls, the worker registry
