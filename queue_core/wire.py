@@ -23,4 +23,5 @@ UNAUTHORIZED = "urn:queue-core:problem:unauthorized"
 READ_ONLY = "urn:queue-core:problem:read-only-token"  # a write sent with the read token
 BODY_TOO_LARGE = "urn:queue-core:problem:body-too-large"
 UNAVAILABLE = "urn:queue-core:problem:database-unavailable"
+DISK_FULL = "urn:queue-core:problem:disk-full"  # 507: the SQLite database's disk is full, nothing was written
 INTERNAL = "urn:queue-core:problem:internal-error"

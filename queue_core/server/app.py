@@ -29,6 +29,7 @@ COMMON_ERRORS = {
     415: problem_doc("body sent without Content-Type: application/json"),
     422: problem_doc("a field is invalid; `errors` names each one"),
     503: problem_doc("the database is unavailable or busy; retry later"),
+    507: problem_doc("the disk under the (SQLite) database is full; nothing was written; retry once space is freed"),
 }
 
 

@@ -61,14 +61,16 @@ class Fleet:
     def logs(self, tail: int = 2000) -> str:
         return "\n".join(p.read_text()[-tail:] for p in sorted(self.log_dir.glob("*.log")))
 
-    def runs(self) -> dict[int, list[tuple[int, str]]]:
-        """Every execution the handlers recorded: job id -> [(attempt, worker id)] in order."""
+    def runs(self, *, started: bool = False) -> dict[int, list[tuple]]:
+        """Every execution the handlers recorded: job id -> [(attempt, worker id)] in order, with ``started``
+        [(attempt, worker id, time.time() at the start)]."""
         runs = defaultdict(list)
         if not self.ledger.exists():
             return runs
+        columns = "job_id, attempt, worker_id" + (", started" if started else "")
         with sqlite3.connect(self.ledger) as con:
-            for job_id, attempt, worker_id, _pid in con.execute("SELECT * FROM executions ORDER BY rowid"):
-                runs[job_id].append((attempt, worker_id))
+            for job_id, *execution in con.execute(f"SELECT {columns} FROM executions ORDER BY rowid"):
+                runs[job_id].append(tuple(execution))
         return runs
 
 

@@ -67,3 +67,126 @@ def test_nothing_lost_or_run_twice_under_sigkill(db_url, tmp_path, soak):
     print(f"\nchaos: {jobs} jobs, {len(fleet.killed)} kills, {duplicates} re-runs (all after a kill)")
     if db_url.startswith("sqlite"):
         assert repo.db.execute_sql("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+# Batched acknowledgements (hot-path issue 17): when the worker has its option, name it here so the chaos
+# below runs with acks batched, e.g. ("--ack-batch", "16"). Until then the workers ack one by one.
+BATCHED_ACKS: tuple[str, ...] = ()
+
+
+def chaos_jobs(size: int) -> list[dict]:
+    """Short jobs on two queues, jobs that overrun their timeout, and coroutines long enough to cancel."""
+    specs = [
+        {"type": "record", "payload": {"i": i, "max_sleep": 0.01}, "queue": "reports" if i % 3 == 0 else "default",
+         "max_retries": 10, "retry_backoff": 0}
+        for i in range(size)
+    ]  # fmt: skip
+    specs += [
+        {"type": "slow", "payload": {"sleep": 1.0}, "timeout": 0.3, "max_retries": 1, "retry_backoff": 0}
+        for _ in range(size // 40)
+    ]
+    specs += [{"type": "long", "payload": {"sleep": 2.0}, "max_retries": 10, "retry_backoff": 0}] * (size // 15)
+    random.Random(size).shuffle(specs)  # every kind all through the drain, while the chaos goes on
+    return specs
+
+
+class Operator:
+    """The chaos loop's operator: pauses and resumes the reports queue, cancels long jobs, running or not."""
+
+    def __init__(self, repo: JobRepository, rng: random.Random):
+        self.repo, self.rng = repo, rng
+        self.pauses = 0
+        self.cancelled: set[int] = set()
+
+    def act(self, *, pause: bool) -> None:
+        if pause and self.rng.random() < 0.3:
+            paused = self.repo.pause_queue("reports") if self.pauses % 2 == 0 else self.repo.resume_queue("reports")
+            assert paused is not None
+            self.pauses += 1
+        running = self.repo.list(status="running", type="long", limit=100)
+        for job in self.rng.sample(running, min(2, len(running))):
+            if self.repo.cancel(job.id) is not None:
+                self.cancelled.add(job.id)
+        pending = self.repo.list(status="pending", type="long", limit=100)
+        if pending and self.rng.random() < 0.2:
+            job = self.rng.choice(pending)
+            if self.repo.cancel(job.id) is not None:
+                self.cancelled.add(job.id)
+
+
+def explained(execution, job_errors, killed) -> bool:
+    """An earlier run is explained by a kill of its worker, or by its own failure (a timeout): a reap of a live
+    worker's claim would leave a "lost its claim" error from a worker that was never killed, and fail this."""
+    attempt, worker_id, _started = execution
+    if worker_id in killed:
+        return True
+    return any(e.attempt == attempt and e.worker_id == worker_id and "timed out" in e.error for e in job_errors)
+
+
+@pytest.mark.timeout(3600)
+def test_chaos_over_pauses_cancels_and_timeouts(db_url, tmp_path, soak):
+    size, workers = (6_000, 8) if soak else (600, 4)
+    rng = random.Random(18)
+    repo = JobRepository(open_database(db_url))
+    specs = chaos_jobs(size)
+    repo.create_many(specs)
+    fleet = Fleet(db_url, tmp_path / "ledger.db", tmp_path, stale_after=STALE_AFTER, extra=BATCHED_ACKS)
+    for _ in range(workers):
+        fleet.start()
+    operator = Operator(repo, rng)
+
+    deadline = time.monotonic() + (3000 if soak else 400)
+    tick = 0
+    while time.monotonic() < deadline:
+        counts = repo.counts()
+        if counts["pending"] == 0 and counts["running"] == 0:
+            break
+        time.sleep(rng.uniform(0.2, 0.5))
+        tick += 1
+        busy = counts["pending"] > len(specs) // 10
+        operator.act(pause=busy)
+        if busy:
+            if tick % 3 == 0:
+                fleet.kill_one(rng)
+                fleet.start()
+        elif operator.pauses % 2 == 1:  # the drain's tail: the reports queue must not stay paused
+            assert repo.resume_queue("reports") is not None
+            operator.pauses += 1
+    exit_codes = fleet.stop_all()
+
+    counts = repo.counts()
+    assert counts["pending"] == 0 and counts["running"] == 0, (counts, fleet.logs())
+    assert sum(counts.values()) == len(specs), counts
+    assert set(exit_codes.values()) == {0}, exit_codes
+    assert len(fleet.killed) >= 2 and operator.pauses >= 2, (fleet.killed, operator.pauses)
+
+    runs = fleet.runs(started=True)
+    duplicates = cancelled_running = timed_out = 0
+    for job in iter_all(repo):
+        executions, job_errors = runs.get(job.id, []), repo.errors_for(job.id)
+        earlier = executions if job.status != "completed" else executions[:-1]
+        unexplained = [e for e in earlier if not explained(e, job_errors, fleet.killed)]
+        if job.status == "cancelled":
+            assert job.id in operator.cancelled, job.id
+            acknowledged = job.updated_at.timestamp()
+            # A run's start is written down before its work; none may come after the cancel was acknowledged.
+            assert all(started <= acknowledged + 0.001 for _, _, started in executions), (job.id, executions)
+            cancelled_running += bool(executions)
+            continue  # its last run was stopped by the cancel
+        if job.status == "completed":
+            assert executions and executions[-1][1] == job.worker_id, (job.id, executions)
+        elif job.type == "slow":
+            timed_out += 1
+            assert "timed out" in job.error or "lost its claim" in job.error, (job.id, job.error)
+        else:
+            assert "lost its claim" in job.error, (job.id, job.error)
+        errors = [(e.attempt, e.worker_id, e.error) for e in job_errors]
+        assert not unexplained, (job.id, job.status, executions, errors)
+        duplicates += sum(worker_id in fleet.killed for _, worker_id, _ in earlier)
+    assert cancelled_running >= 1 and timed_out >= 1, (cancelled_running, timed_out)
+    acks = f"batched ({' '.join(BATCHED_ACKS)})" if BATCHED_ACKS else "one by one"
+    print(
+        f"\nchaos over new states: {len(specs)} jobs, {len(fleet.killed)} kills, {operator.pauses} pauses/resumes, "
+        f"{len(operator.cancelled)} cancels ({cancelled_running} while running), {timed_out} timed out, "
+        f"{duplicates} re-runs after a kill, acks {acks}"
+    )
