@@ -241,9 +241,12 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             rows = self.statements.complete_and_claim(job_id, worker_id, attempt, types, queues, result)
             done = [(job.id, job.attempt) for job in rows if job.status == COMPLETED]
             return done, [job for job in rows if job.status == RUNNING]
-        with self.db.atomic():
-            done = self._complete_stored(worker_id, acks)
-            jobs = self.statements.claim(worker_id, n, types, queues)
+        if len(acks) > ACK_CHUNK:
+            with self.db.atomic():
+                done = self._complete_stored(worker_id, acks)
+                jobs = self.statements.claim(worker_id, n, types, queues)
+        else:
+            done, jobs = self.statements.complete_and_claim_many(worker_id, acks, n, types, queues)
         jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
         return done, jobs
 

@@ -252,6 +252,16 @@ class Statements:
         Raw SQL, not a compiled peewee query: the number of rows varies per batch, and each ack still
         names its attempt, so the fencing is the single ``complete``'s.
         """
+        return self.db.execute_sql(*self._complete_many_sql(worker_id, acks)).fetchall()
+
+    def complete_and_claim_many(
+        self, worker_id: str, acks: list, n: int, types: list[str] | None, queues: list[str] | None
+    ) -> tuple[list[tuple[int, int]], list[Job]]:
+        """``complete_many`` and ``claim`` in one transaction: (the (id, attempt) completed, the jobs claimed)."""
+        with self.db.atomic():
+            return self.complete_many(worker_id, acks), self.claim(worker_id, n, types, queues)
+
+    def _complete_many_sql(self, worker_id: str, acks: list) -> tuple[str, list]:
         table = f'"{self.Job._meta.table_name}"'
         source, params = self._acks_source(acks)
         now_sql, now_params = self._now_param()
@@ -260,7 +270,7 @@ class Statements:
             f" WHERE {table}.id = v.id AND {table}.attempt = v.attempt AND {table}.status = {self.db.param}"
             f" AND {table}.worker_id = {self.db.param} RETURNING {table}.id, {table}.attempt"
         )
-        return self.db.execute_sql(sql, [COMPLETED, *now_params, *params, RUNNING, worker_id]).fetchall()
+        return sql, [COMPLETED, *now_params, *params, RUNNING, worker_id]
 
     def _acks_source(self, acks: list[tuple[int, int, str | None]]) -> tuple[str, list]:
         """The acks as a table ``v(id, attempt, result)`` in SQL, and its parameters."""
@@ -364,6 +374,29 @@ class PostgresStatements(Statements):
 
     def announce_pending(self) -> None:
         self.db.execute(pw.Select(columns=[_pending_notification()]))
+
+    def complete_and_claim_many(
+        self, worker_id: str, acks: list, n: int, types: list[str] | None, queues: list[str] | None
+    ) -> tuple[list[tuple[int, int]], list[Job]]:
+        """One statement, one round trip (a transaction took four: BEGIN, two UPDATEs, COMMIT): the
+        completions and the claim as two data-modifying CTEs, which touch disjoint rows (running ones
+        held by this worker; pending ones), their rows returned together, the completed ones as
+        (done_id, done_attempt) beside NULL job columns."""
+        done_sql, params = self._complete_many_sql(worker_id, acks)
+        types, queues = _padded(types), _padded(queues)
+        values = {"worker_id": worker_id, "n": n, **numbered("type", types), **numbered("queue", queues)}
+        claim = self.compiled.statement(self._claim, _count(types), _count(queues))
+        nulls = ", ".join(["NULL"] * len(self.Job._meta.sorted_fields))
+        sql = (
+            f'WITH "done" AS ({done_sql}), "claimed" AS ({claim.sql})'
+            ' SELECT "claimed".*, NULL::bigint AS "done_id", NULL::integer AS "done_attempt" FROM "claimed"'
+            f' UNION ALL SELECT {nulls}, "done"."id", "done"."attempt" FROM "done"'
+        )
+        cursor = self.db.execute_sql(sql, [*params, *claim.params(self.time.bind(values))])
+        rows = cursor.fetchall()
+        done = [(row[-2], row[-1]) for row in rows if row[-2] is not None]
+        claimed = _Rows(cursor.description[:-2], [row[:-2] for row in rows if row[-2] is None])
+        return done, self.rows.models(claimed)
 
     def _acks_source(self, acks):
         ids, attempts, results = (list(column) for column in zip(*acks, strict=True))
@@ -481,3 +514,14 @@ def _stored_params(rows: list[dict], fields: list, *, as_text: bool = False) -> 
 def _decoded(payload: str) -> dict:
     # Most batches carry empty payloads: skip the JSON decoder for those (a new dict each time).
     return {} if payload == "{}" else json.loads(payload)
+
+
+class _Rows:
+    """Rows already fetched, read like a cursor's (``RowReader.models`` takes either)."""
+
+    def __init__(self, description, rows: list):
+        self.description = description
+        self._rows = rows
+
+    def fetchall(self) -> list:
+        return self._rows
