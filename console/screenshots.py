@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import random
 import tempfile
 from pathlib import Path
@@ -27,7 +28,9 @@ def scene_app(directory: Path) -> QueueConsole:
     clock = ManualClock(SCENE_END)
     repo = JobRepository(open_database(f"sqlite:///{directory / 'demo.db'}"), clock=clock, rng=random.Random(7))
     build_scene(repo, clock)
-    return QueueConsole(repo, refresh_interval=None, db_label="demo.db", worker_id=WORKER_ID, schedules=SCENE_SCHEDULES)
+    app = QueueConsole(repo, refresh_interval=None, db_label="demo.db", worker_id=WORKER_ID, schedules=SCENE_SCHEDULES)
+    app.search_clock = itertools.count(0, 0.2).__next__  # a query's search "takes" 0.2 s a step, every run
+    return app
 
 
 async def settle(pilot) -> None:
@@ -88,6 +91,7 @@ async def make_all(out: Path) -> list[Path]:
             "workers": ("3",),
             "schedules": ("4",),
             "activity": ("5",),
+            "query": ("slash", *"declined", "enter"),
         }
         paths = []
         for name, keys in shots.items():
