@@ -93,6 +93,7 @@ class ActivityReads:
         self._minute = _postgres_minute if postgres else _sqlite_minute
         self._wait = _postgres_wait if postgres else _sqlite_wait
         self._kept: _Kept | None = None  # settled minutes of the previous call
+        self._first_id: tuple[datetime, int] | None = None  # the last id search: (since, the id found)
 
     def last_hour(self, *, now: datetime | None = None, minutes: int = MINUTES) -> Activity:
         """The last ``minutes`` minutes up to ``now``'s, for every queue and each queue.
@@ -162,6 +163,8 @@ class ActivityReads:
         """The smallest id whose job was created at or after ``since``, by binary search on the primary key
         (about 20 one-row index reads at a million jobs). Jobs deleted by prune leave gaps; the search reads
         the next existing id at each step."""
+        if self._first_id is not None and self._first_id[0] == since:
+            return self._first_id[1]  # the same minute as the last call's: one search a minute, not a refresh
         Job = self.repo.Job
         low, high = 1, (Job.select(pw.fn.MAX(Job.id)).scalar() or 0) + 1
         while low < high:
@@ -171,6 +174,7 @@ class ActivityReads:
                 high = middle
             else:
                 low = row.id + 1
+        self._first_id = (since, low)
         return low
 
 
