@@ -53,3 +53,11 @@ async def long(payload: dict) -> None:
     """A coroutine long enough for an operator to cancel it while it runs."""
     write_down()
     await asyncio.sleep(payload.get("sleep", 1.0))
+
+
+@handler("flaky-once")
+def flaky_once(payload: dict) -> None:
+    """Fails its first attempt (the soak's operators retry such jobs in bulk), then succeeds."""
+    write_down()
+    if current_job().attempt < 2:
+        raise RuntimeError("flaky: first attempt fails on purpose")
