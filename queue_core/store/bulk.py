@@ -52,7 +52,8 @@ class BulkPlan:
     attempts: array  # array('q'): the attempt each job was on when planned (the fence)
     # array('b'): each job's status when planned, as an index of STATUSES (the fence too: a failed job an
     # operator retried by hand is pending now, on the same attempt, and "delete 3 failed jobs" must not
-    # delete it). Empty: the fence is "a status the action takes".
+    # delete it). Empty, or not one per id (a plan cut down with dataclasses.replace(ids=..., attempts=...)):
+    # the fence is "a status the action takes".
     statuses: array = field(default_factory=lambda: array("b"))
 
     @property
@@ -122,10 +123,23 @@ class BulkActions:
         plan = BulkPlan(action, parsed.text, status, array("q"), array("q"))
         if ids is None:
             self._bulk_rows(condition, plan)
-        else:
-            wanted = sorted(set(_job_ids(ids)))
-            for start in range(0, len(wanted), PLAN_CHUNK):  # ascending chunks: the ids stay ascending
-                self._bulk_rows(condition & self.Job.id.in_(wanted[start : start + PLAN_CHUNK]), plan)
+            return plan
+        wanted = sorted(set(_job_ids(ids)))
+        if len(wanted) <= PLAN_CHUNK:
+            if wanted:
+                self._bulk_rows(condition & self.Job.id.in_(wanted), plan)
+            return plan
+        # A large selection: the query's jobs in the selection's id range, kept if selected. One statement
+        # read by the query's own indexes: 100,000 ids as 20 IN lists took 8 s on SQLite (the console's
+        # measurement), this well under one.
+        everything = BulkPlan(action, parsed.text, status, array("q"), array("q"))
+        self._bulk_rows(condition & self.Job.id.between(wanted[0], wanted[-1]), everything)
+        chosen = set(wanted)
+        for i, job_id in enumerate(everything.ids):
+            if job_id in chosen:
+                plan.ids.append(job_id)
+                plan.attempts.append(everything.attempts[i])
+                plan.statuses.append(everything.statuses[i])
         return plan
 
     def apply_bulk(
@@ -141,6 +155,8 @@ class BulkActions:
         """
         validate_action(plan.action)
         validate_positive_int("batch_size", batch_size)
+        if len(plan.attempts) != plan.count:
+            raise ValidationError("plan", f"has {plan.count} ids but {len(plan.attempts)} attempts: one each")
         changed = done = 0
         stopped = False
         for start in range(0, plan.count, batch_size):
@@ -203,7 +219,8 @@ class BulkActions:
         One statement per (attempt, status) the batch's jobs were planned with (a plan's jobs share a few),
         each ``id IN (...) AND attempt = N AND status = S``: the fence.
         """
-        statuses = plan.statuses[start:end].tolist() or [None] * (end - start)
+        known = len(plan.statuses) == plan.count
+        statuses = plan.statuses[start:end].tolist() if known else [None] * (end - start)
         groups: dict[tuple, list[int]] = {}
         for job_id, attempt, status in zip(
             plan.ids[start:end].tolist(), plan.attempts[start:end].tolist(), statuses, strict=True
