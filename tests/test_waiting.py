@@ -55,7 +55,9 @@ def test_jobs_ahead_by_priority_are_counted(repo):
         repo.create("t", priority="high")
     repo.create("t", priority="high", queue="elsewhere")  # another queue: not ahead in this one
     reasons = repo.why_waiting(low.id)
-    assert [(r.kind, r.message) for r in reasons] == [("ahead", "3 due jobs are ahead of it by priority")]
+    assert [(r.kind, r.message) for r in reasons] == [
+        ("ahead", "3 due jobs are ahead of it by priority in queue default")
+    ]
 
 
 def test_no_live_worker_for_its_queue(repo, clock):

@@ -59,7 +59,7 @@ class WaitingReasons:
             ahead = self._jobs_ahead(job, now)
             if ahead:
                 noun = "due job is" if ahead == 1 else "due jobs are"
-                reasons.append(WaitReason("ahead", f"{ahead:,} {noun} ahead of it by priority"))
+                reasons.append(WaitReason("ahead", f"{ahead:,} {noun} ahead of it by priority in queue {job.queue}"))
         if not self._served(job.queue, now, stale_after):
             reasons.append(WaitReason("no_worker", f"no live worker serves queue {job.queue}"))
         return reasons or [WaitReason("next", "it will be claimed next")]
