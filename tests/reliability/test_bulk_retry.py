@@ -73,7 +73,8 @@ class Workers:
 def wait_for(predicate, timeout: float, what: str, repo: JobRepository) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}: {repo.counts()}"
+        failed = [(job.id, job.attempt, job.worker_id, job.error) for job in repo.list("failed", "record", limit=20)]
+        assert time.monotonic() < deadline, f"timed out waiting for {what}: {repo.counts()}, failed: {failed}"
         time.sleep(0.5)
 
 
