@@ -32,6 +32,7 @@ REFERENCE_AND_OURS = [
     ("ours", scenarios.ours_create),
     ("ours", scenarios.ours_create_many),
     ("ours", scenarios.ours_drain_in_process),
+    ("ours", scenarios.ours_bulk_retry),
 ]
 
 
