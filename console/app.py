@@ -14,6 +14,7 @@ from functools import partial
 from typing import ClassVar, NoReturn
 
 import peewee as pw
+from rich.text import Text
 from textual import work
 from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
@@ -193,7 +194,7 @@ class QueueConsole(
             return
         self._loading = True
         after, page_number = self.page_request()
-        self._load_snapshot(self.type_filter, self.job_query, self.view, after, page_number, self.view_reads())
+        self._load_snapshot(self.type_filter, self.refresh_query, self.view, after, page_number, self.view_reads())
 
     def refresh_soon(self) -> None:
         if self._soon_timer is None:
@@ -239,6 +240,10 @@ class QueueConsole(
         if message.error != self._last_refresh_error:
             self.notify(f"Cannot read the queue: {message.error}", title="Refresh failed", severity="error")
         self._last_refresh_error = message.error
+        # A banner in place of the counts until a refresh works again (the next snapshot replaces it): the
+        # tables below still show the last data read, and a toast alone would be gone in seconds.
+        first_line = (message.error.splitlines() or [""])[0]
+        self.query_one(StatsBar).update(Text(f"⚠ disconnected: {first_line} · retrying", style="bold red"))
         self._reload_if_asked()
 
     def _reload_if_asked(self) -> None:

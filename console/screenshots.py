@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import random
 import tempfile
 from pathlib import Path
@@ -38,7 +39,7 @@ def scene_app(directory: Path, *, incident: bool = False, read_only: bool = Fals
     build_scene(repo, clock)
     if incident:
         add_failure_causes(repo, clock)
-    return QueueConsole(
+    app = QueueConsole(
         repo,
         refresh_interval=None,
         db_label="demo.db",
@@ -46,6 +47,8 @@ def scene_app(directory: Path, *, incident: bool = False, read_only: bool = Fals
         schedules=SCENE_SCHEDULES,
         read_only=read_only,
     )
+    app.search_clock = itertools.count(0, 0.2).__next__  # a query's search "takes" 0.2 s a step, every run
+    return app
 
 
 async def settle(pilot) -> None:
@@ -118,6 +121,7 @@ async def make_all(out: Path) -> list[Path]:
             "workers": ("3",),
             "schedules": ("4",),
             "activity": ("5",),
+            "query": ("slash", *"declined", "enter"),
         }
         paths = []
         for name, keys in shots.items():

@@ -16,6 +16,7 @@ from textual.widgets import ContentSwitcher
 from queue_core.store.pages import Cursor
 
 from .messages import PageRequested
+from .snapshot import read_queues, read_workers
 from .widgets.activity.view import ActivityView
 from .widgets.failures.table import FailuresTable
 from .widgets.jobs.paged import PagedJobTable
@@ -53,7 +54,7 @@ VIEW_BINDINGS = [
     view_binding("2", "queues", "Queues", "per queue: paused, counts, latency; p pauses"),
     view_binding("3", "workers", "Workers", "every registered worker; enter: the jobs it holds"),
     view_binding("4", "schedules", "Schedules", "periodic jobs: cron, last and next run"),
-    view_binding("5", "activity", "Activity", "the last hour per minute: done, failed, enqueued"),
+    view_binding("5", "activity", "Activity", "the last hour per minute: done, failed, enqueued, latency"),
     view_binding("6", "failures", "Causes", "failed jobs grouped by cause; space selects a group's jobs"),
 ]
 VIEW_OF_BINDING = {binding.id: binding.action.split("'")[1] for binding in VIEW_BINDINGS}
@@ -93,7 +94,7 @@ class ViewControls:
 
     def view_reads(self) -> dict:
         """Reads only this view needs, as name -> function(repository, now), run on the refresh thread."""
-        reads = {"schedules": self.read_schedules, "queues": _queues, "workers": _workers}
+        reads = {"schedules": self.read_schedules, "queues": read_queues, "workers": read_workers}
         reads["failures"] = self.failures_read()
         return {self.view: reads[self.view]} if self.view in reads else {}
 
@@ -141,11 +142,3 @@ class ViewControls:
         self.query_one(SchedulesView).show(snapshot)
         self.query_one(ActivityView).show(snapshot)
         self.query_one(FailuresTable).show(snapshot)
-
-
-def _queues(repo, now) -> list:
-    return repo.queues()
-
-
-def _workers(repo, now) -> list:
-    return repo.workers()

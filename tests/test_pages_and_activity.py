@@ -94,3 +94,39 @@ def test_enqueued_counts_only_the_last_hour_of_a_long_history_with_gaps(repo, cl
     expected = sum(1 for job in repo.Job.select() if job.created_at >= start)
     activity = ActivityReads(repo).last_hour()
     assert activity.start == start and activity.total("enqueued") == expected > 0
+
+
+def test_activity_charts_each_queue_and_the_longest_wait_per_minute(repo, clock):
+    waited, _ = repo.create("t", queue="mail")
+    repo.create("t", queue="bills")
+    clock.advance(90)  # the mail job waits 90 s, the bills job 95 s before its claim
+    claimed = repo.claim("w", queues=["mail"])
+    assert claimed.id == waited.id
+    repo.complete(claimed.id, worker_id="w", attempt=claimed.attempt)
+    clock.advance(5)
+    running = repo.claim("w", queues=["bills"])
+    assert running is not None
+    activity = ActivityReads(repo).last_hour()
+    assert set(activity.queues) == {"mail", "bills"}
+    mail, bills = activity.for_queue("mail"), activity.for_queue("bills")
+    assert mail.total("completed") == 1 and bills.total("completed") == 0
+    assert mail.total("enqueued") == 1 and bills.total("enqueued") == 1 and activity.total("enqueued") == 2
+    assert mail.latency[-1] == pytest.approx(90, abs=0.01)  # claimed this minute after waiting 90 s
+    assert bills.latency[-1] == pytest.approx(95, abs=0.01)  # still running: its wait counts too
+    assert activity.latency[-1] == pytest.approx(95, abs=0.01) and activity.latency[0] is None
+    quiet = activity.for_queue("nobody")
+    assert quiet.total("completed") == 0 and set(quiet.latency) == {None} and quiet.queue == "nobody"
+
+
+def test_activity_keeps_settled_minutes_and_reads_everything_again_after_a_while(repo, clock):
+    reads = ActivityReads(repo)
+    done = complete_one(repo, clock)
+    reads.last_hour()
+    clock.advance(200)  # the first job's minute has settled: kept, not read again
+    complete_one(repo, clock)
+    kept = reads.last_hour()
+    assert kept == ActivityReads(repo).last_hour()  # the same charts as a read of the whole hour
+    repo.Job.delete().where(repo.Job.id == done).execute()  # pruned: a settled minute changes
+    assert reads.last_hour().total("completed") == 2  # kept as it was...
+    clock.advance(61)
+    assert reads.last_hour().total("completed") == 1  # ...until everything is read again

@@ -162,11 +162,8 @@ def run_stats(args, repo: JobRepository) -> int:
 
 
 def run_retry(args, repo: JobRepository) -> int:
-    problem = bulk.bulk_request(args, "retry")
-    if problem:
-        return fail(problem)
-    if args.query is not None:
-        return bulk.run_bulk(args, repo, "retry")
+    if (done := bulk.by_query(args, repo, "retry")) is not None:
+        return done
     job = repo.retry(args.id)
     if job is None:
         found = repo.find_by_id(args.id)

@@ -43,6 +43,15 @@ def bulk_request(args, action: str) -> str | None:
     return None
 
 
+def by_query(args, repo: JobRepository, action: str) -> int | None:
+    """The exit code when the arguments are refused or name a ``--query`` (done here); None for one job ID,
+    which the command's own runner acts on."""
+    problem = bulk_request(args, action)
+    if problem:
+        return fail(problem)
+    return run_bulk(args, repo, action) if args.query is not None else None
+
+
 def run_bulk(args, repo: JobRepository, action: str) -> int:
     """Plan (the dry run), then apply unless ``--dry-run``; one line saying what happened."""
     plan = repo.plan_bulk(action, args.query)
@@ -55,11 +64,8 @@ def run_bulk(args, repo: JobRepository, action: str) -> int:
 
 
 def run_delete(args, repo: JobRepository) -> int:
-    problem = bulk_request(args, "delete")
-    if problem:
-        return fail(problem)
-    if args.query is not None:
-        return run_bulk(args, repo, "delete")
+    if (done := by_query(args, repo, "delete")) is not None:
+        return done
     found = repo.find_by_id(args.id)
     if found is None:
         return fail(f"no job with id {args.id}")

@@ -9,7 +9,7 @@ import sys
 from ..rules import RUNNING
 from ..store.repository import JobRepository
 from .args import fail
-from .bulk import add_bulk_options, bulk_request, run_bulk
+from .bulk import add_bulk_options, by_query
 
 
 def add_commands(commands, db_option, job_id) -> None:
@@ -63,11 +63,8 @@ def run_queues(args, repo: JobRepository) -> int:
 
 
 def run_cancel(args, repo: JobRepository) -> int:
-    problem = bulk_request(args, "cancel")
-    if problem:
-        return fail(problem)
-    if args.query is not None:
-        return run_bulk(args, repo, "cancel")
+    if (done := by_query(args, repo, "cancel")) is not None:
+        return done
     job = repo.cancel(args.id)
     if job is None:
         found = repo.find_by_id(args.id)

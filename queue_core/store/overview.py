@@ -1,13 +1,116 @@
-"""The facts a console header shows on every view, each a small read: paused queues, lost workers.
+"""What the console shows about queues and workers, each a bounded read: no read here scans every job.
 
-``JobRepository.queues()`` counts every job per queue (a full scan at a million jobs); the header needs
-only the names of paused queues, which the small ``queues`` table holds. The registry is one row per
-worker, so ``workers()`` is cheap. Nothing here changes a job.
+``JobRepository.queues()`` counts every job per queue exactly (a full scan at a million jobs: 184 ms); the
+console's queues view reads ``queue_overview`` instead: the queue names by a loose index scan, each
+(queue, status) counted only up to a cap, the latency by one index seek per priority level, and the done
+and failed rates over the recent few minutes' range of the (status, updated_at) and job_errors indexes.
+The header needs only the names of paused queues, which the small ``queues`` table holds. The registry is
+one row per worker, so ``workers()`` is cheap. Nothing here changes a job.
 """
 
 from __future__ import annotations
 
-from .pages import page_columns
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import peewee as pw
+
+from ..rules import COMPLETED
+from .models import JobStatus
+from .pages import MAX_PRIORITY_LEVELS, PENDING_LITERAL, page_columns
+
+MAX_QUEUES = 200  # a queues view lists at most this many queues (names beyond are not read)
+RATE_PERIOD = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class QueueOverview:
+    """A queue as the console's queues view shows it."""
+
+    name: str
+    paused: bool
+    counts: dict[str, int]  # per status, each at most cap + 1 ("more than cap")
+    latency: float | None  # seconds its oldest due pending job has waited; None when nothing is due
+    done_per_minute: float  # completed jobs per minute over RATE_PERIOD
+    failed_per_minute: float  # failed attempts per minute over RATE_PERIOD
+
+
+def queue_overview(repo, *, now: datetime, cap: int, period: timedelta = RATE_PERIOD) -> list[QueueOverview]:
+    """Every queue that has jobs or is paused, sorted by name, each read in bounded time."""
+    Queue = repo.QueueRecord
+    flags = dict(Queue.select(Queue.name, Queue.paused).tuples())
+    names = sorted(set(queue_names(repo)) | {name for name, paused in flags.items() if paused})
+    done, failed = _rates(repo, now - period)
+    minutes = period.total_seconds() / 60
+    return [
+        QueueOverview(
+            name,
+            bool(flags.get(name, False)),
+            {status.value: _capped_count(repo, name, status.value, cap) for status in JobStatus},
+            oldest_due_age(repo, name, now),
+            done.get(name, 0) / minutes,
+            failed.get(name, 0) / minutes,
+        )
+        for name in names
+    ]
+
+
+def queue_names(repo, *, limit: int = MAX_QUEUES) -> list[str]:
+    """The queues that hold jobs, by a loose index scan: one seek per queue on the (queue, ...) index."""
+    Job = repo.Job
+    names: list[str] = []
+    while len(names) < limit:
+        query = Job.select(pw.fn.MIN(Job.queue))
+        if names:
+            query = query.where(Job.queue > names[-1])
+        name = query.scalar()
+        if name is None:
+            break
+        names.append(name)
+    return names
+
+
+def _capped_count(repo, queue: str, status: str, cap: int) -> int:
+    Job = repo.Job
+    return Job.select(pw.SQL("1")).where((Job.queue == queue) & (Job.status == status)).limit(cap + 1).count()
+
+
+def oldest_due_age(repo, queue: str, now: datetime) -> float | None:
+    """Seconds since ``queue``'s oldest due pending job became due; None when none is due.
+
+    The claim index orders a queue's pending jobs by priority, then run_at: the oldest run_at of each
+    priority level is one seek, and the levels are found by a loose scan (a queue uses a handful)."""
+    Job = repo.Job
+    pending = (Job.queue == queue) & (Job.status == PENDING_LITERAL)
+    oldest, level = None, None
+    for _ in range(MAX_PRIORITY_LEVELS):
+        query = Job.select(pw.fn.MAX(Job.priority)).where(pending)
+        level = query.where(Job.priority < level).scalar() if level is not None else query.scalar()
+        if level is None:
+            break
+        first = Job.select(Job.run_at).where(pending & (Job.priority == level)).order_by(Job.run_at).limit(1)
+        run_at = Job.run_at.python_value(first.scalar())
+        oldest = run_at if oldest is None or run_at < oldest else oldest
+    if oldest is None or oldest > now:
+        return None
+    return (now - oldest).total_seconds()
+
+
+def _rates(repo, since: datetime) -> tuple[dict[str, int], dict[str, int]]:
+    """Per queue: jobs completed and attempts failed since ``since`` (index range reads of the recent tail)."""
+    Job, JobError = repo.Job, repo.JobError
+    done = (
+        Job.select(Job.queue, pw.fn.COUNT(pw.SQL("*")))
+        .where((Job.status == COMPLETED) & (Job.updated_at >= Job.updated_at.to_value(since)))
+        .group_by(Job.queue)
+    )
+    failed = (
+        JobError.select(Job.queue, pw.fn.COUNT(pw.SQL("*")))
+        .join(Job, on=(JobError.job_id == Job.id))
+        .where(JobError.created_at >= JobError.created_at.to_value(since))
+        .group_by(Job.queue)
+    )
+    return dict(done.tuples()), dict(failed.tuples())
 
 
 def paused_queues(repo) -> list[str]:

@@ -10,18 +10,23 @@ the final states are newest first. The (status, updated_at) index serves the fin
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
 from datetime import datetime
+from functools import reduce
 
 import peewee as pw
 
 from ..errors import ValidationError
-from ..rules import PENDING
 from ..validation import validate_limit
 from .models import JobStatus
 from .reads import ROW_ERROR_CHARS
 
 SCHEDULED = "scheduled"
+# A literal, not a bound value: PostgreSQL's partial claim indexes (WHERE status = 'pending') serve a query
+# only when it names the same literal (a generic plan cannot prove a parameter equals it).
+PENDING_LITERAL = pw.SQL("'pending'")
+MAX_PRIORITY_LEVELS = 50  # seeks per read; priorities past this many distinct levels are not read
 # Final states, newest first; "cancelled" is issue 13's status (no rows until its migration has run).
 NEWEST_FIRST = ("completed", "failed", "cancelled")
 PAGED_STATES = (SCHEDULED, *NEWEST_FIRST)
@@ -55,30 +60,57 @@ def page(
         raise ValidationError("state", f"unknown state {state!r}; use one of {', '.join(PAGED_STATES)}")
     limit = validate_limit(limit)
     Job = repo.Job
-    query = Job.select(*page_columns(Job))
     if state == SCHEDULED:
         now = repo.now() if now is None else now
-        time = Job.run_at
-        query = query.where((Job.status == PENDING) & (Job.run_at > Job.run_at.to_value(now)))
-        query = query.order_by(Job.run_at, Job.id)
-        if after is not None:
-            query = query.where(_after(time, Job.id, after, ascending=True))
+        rows = _scheduled_rows(repo, after, limit + 1, now, _narrowing(Job, type, where))
+        sort_time = "run_at"
     else:
-        time = Job.updated_at
-        query = query.where(Job.status == state).order_by(Job.updated_at.desc(), Job.id.desc())
+        query = Job.select(*page_columns(Job)).where(Job.status == state)
+        query = query.order_by(Job.updated_at.desc(), Job.id.desc())
         if after is not None:
-            query = query.where(_after(time, Job.id, after, ascending=False))
-    if type is not None:
-        query = query.where(Job.type == type)
-    if where is not None:  # an operator's query (store.query): bound values only
-        query = query.where(where)
-    cursor = repo.db.execute_sql(*query.limit(limit + 1).sql())
-    rows = repo._window_reader.named(cursor)
+            query = query.where(_after(Job.updated_at, Job.id, after, ascending=False))
+        narrowing = _narrowing(Job, type, where)
+        if narrowing is not None:
+            query = query.where(narrowing)
+        rows = repo._window_reader.named(repo.db.execute_sql(*query.limit(limit + 1).sql()))
+        sort_time = "updated_at"
     more = len(rows) > limit
     rows = rows[:limit]
-    sort_time = "run_at" if state == SCHEDULED else "updated_at"
     next_after = (getattr(rows[-1], sort_time), rows[-1].id) if more else None
     return Page(state, rows, after, next_after)
+
+
+def _narrowing(Job, type, where):
+    """The type filter and an operator's query (store.query: bound values only), AND-ed; None for neither."""
+    conditions = [c for c in (Job.type == type if type is not None else None, where) if c is not None]
+    return reduce(operator.and_, conditions) if conditions else None
+
+
+def _scheduled_rows(repo, after: Cursor | None, limit: int, now: datetime, narrowing) -> list:
+    """The first ``limit`` pending jobs due after ``now`` (and past ``after``), soonest first.
+
+    No index orders pending jobs by run_at alone; the claim index orders them by priority, then run_at. So
+    each priority level (found by a loose scan, a seek each) is read in run_at order up to ``limit`` rows
+    and the levels are merged: a page costs levels x limit index entries, not a scan of the backlog.
+    """
+    Job = repo.Job
+    pending = Job.status == PENDING_LITERAL
+    due_later = Job.run_at > Job.run_at.to_value(now)
+    if after is not None:
+        due_later &= _after(Job.run_at, Job.id, after, ascending=True)
+    if narrowing is not None:
+        due_later &= narrowing
+    rows, level = [], None
+    for _ in range(MAX_PRIORITY_LEVELS):
+        seek = Job.select(pw.fn.MAX(Job.priority)).where(pending)
+        level = (seek.where(Job.priority < level) if level is not None else seek).scalar()
+        if level is None:
+            break
+        query = Job.select(*page_columns(Job)).where(pending & (Job.priority == level) & due_later)
+        query = query.order_by(Job.run_at, Job.id).limit(limit)
+        rows += repo._window_reader.named(repo.db.execute_sql(*query.sql()))
+    rows.sort(key=lambda row: (row.run_at, row.id))
+    return rows[:limit]
 
 
 def filtered_window(repo, status: str, where, *, type=None, limit: int = 200) -> list:
@@ -112,3 +144,46 @@ def _after(time_column, id_column, after: Cursor, *, ascending: bool):
     if ascending:
         return (time_column > time_value) | ((time_column == time_value) & (id_column > job_id))
     return (time_column < time_value) | ((time_column == time_value) & (id_column < job_id))
+
+
+@dataclass(frozen=True)
+class AttemptPage:
+    """One page of a job's failed attempts, the newest page first; each row's error is cut in SQL."""
+
+    rows: list  # oldest first within the page: attempt, created_at, worker_id, error (cut), error_length
+    total: int  # failed attempts the job has in all
+    number: int  # 1: the newest ``size`` attempts; 2: the ``size`` before them; ...
+    size: int
+
+    @property
+    def older(self) -> int:
+        """Attempts before this page."""
+        return max(0, self.total - self.number * self.size)
+
+    @property
+    def newer(self) -> int:
+        """Attempts after this page."""
+        return min(self.total, (self.number - 1) * self.size)
+
+
+def attempt_page(repo, job_id: int, *, number: int = 1, size: int = 50, chars: int = 500) -> AttemptPage:
+    """Page ``number`` of ``job_id``'s attempt history: ``size`` attempts, errors cut to ``chars`` by the
+    database, so a job with 300 attempts of 10,000 characters each costs a page's worth, not 3 MB."""
+    JobError = repo.JobError
+    mine = JobError.job_id == job_id
+    total = JobError.select().where(mine).count()
+    query = (
+        JobError.select(
+            JobError.attempt,
+            JobError.created_at,
+            JobError.worker_id,
+            pw.fn.SUBSTR(JobError.error, 1, chars).alias("error"),
+            pw.fn.LENGTH(JobError.error).coerce(False).alias("error_length"),
+        )
+        .where(mine)
+        .order_by(JobError.attempt.desc(), JobError.id.desc())
+        .limit(size)
+        .offset((number - 1) * size)  # a job's own attempts through (job_id, attempt): a page deep at most
+    )
+    rows = list(query.objects())
+    return AttemptPage(rows[::-1], total, number, size)

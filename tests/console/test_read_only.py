@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from console_helpers import settle
-from test_bulk import statuses
+from test_bulk_keys import statuses
 
 from console.options import parse_args
 from console.read_only import WRITE_ACTIONS, action_name

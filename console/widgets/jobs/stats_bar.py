@@ -1,7 +1,8 @@
-"""The line under the header: counts per status, stale claims and throughput."""
+"""The line under the header: counts per status, stale claims and throughput (and a searched query's progress)."""
 
 from __future__ import annotations
 
+from rich.markup import escape
 from textual.widgets import Static
 
 from ...snapshot import Snapshot
@@ -28,4 +29,6 @@ class StatsBar(Static):
             f"[b]{snapshot.throughput['completed']:.1f}[/] done/min · "
             f"[b]{snapshot.throughput['failed']:.1f}[/] failed/min"
         )
+        if snapshot.query_note:  # the counts are of the matches a search has found so far: say so in their place
+            rates = f"[bold]query[/] {escape(snapshot.query_note)}"
         return " · ".join(counts) + " │ " + rates

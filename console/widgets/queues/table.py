@@ -1,4 +1,5 @@
-"""Per queue: paused or not, its jobs per status and its latency (how long its oldest due job has waited)."""
+"""Per queue: paused or not, its jobs per status, its latency (how long its oldest due job has waited), and
+its jobs done and attempts failed per minute over the last few minutes."""
 
 from __future__ import annotations
 
@@ -9,7 +10,15 @@ from ...snapshot import Snapshot, format_count
 from ..keyed_table import KeyedTable
 
 STATUSES = ("pending", "running", "failed", "completed", "cancelled")
-COLUMNS = (("queue", 22), ("state", 9), *((status, 10) for status in STATUSES), ("latency", 10))
+# Fits 120 columns: done and failed are per minute over the last five minutes.
+COLUMNS = (
+    ("queue", 16),
+    ("state", 8),
+    *((status, 9) for status in STATUSES),
+    ("latency", 8),
+    ("done/m", 7),
+    ("fail/m", 7),
+)
 
 
 class QueuesTable(KeyedTable):
@@ -39,4 +48,9 @@ class QueuesTable(KeyedTable):
         paused = Text("paused", style="bold yellow") if state.paused else Text("active", style="green")
         counts = [format_count(state.counts.get(status, 0)) for status in STATUSES]
         latency = "" if state.latency is None else short_duration(state.latency)
-        return [state.name, paused, *counts, latency]
+        failed = Text(rate(state.failed_per_minute), style="red" if state.failed_per_minute else "")
+        return [state.name, paused, *counts, latency, rate(state.done_per_minute), failed]
+
+
+def rate(per_minute: float) -> str:
+    return f"{per_minute:,.1f}" if per_minute else "0"
