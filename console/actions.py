@@ -16,6 +16,7 @@ from queue_core.errors import QueueError
 from queue_core.rules import has_retries_left
 from queue_core.store.database import DATABASE_ERRORS
 
+from .commands import command_line, enqueue_line
 from .messages import JobFailedByOperator, JobRetried, StaleReaped, WriteFailed
 from .screens.enqueue import EnqueueScreen
 from .screens.prompt import PromptScreen
@@ -52,7 +53,7 @@ class JobActions:
         self.notify(f"Could not {message.what}: {message.error}", title="Database error", severity="error")
         self.request_refresh()
 
-    def selection(self, action: str, status: str) -> int | None:
+    def cursor_job(self, action: str, status: str) -> int | None:
         """The selected job's id if it is in the ``status`` table; otherwise say why nothing happens."""
         table = self.current_table
         job_id = table.selected_job_id
@@ -85,6 +86,7 @@ class JobActions:
             )
             if self.queue_worker is not None and self.queue_worker.is_running:
                 self.queue_worker.wakeup()  # run it now, not at the next poll
+            self.record_commands([enqueue_line(job)])
         else:
             self.notify(
                 f"Not enqueued: key {job.idempotency_key!r} already belongs to job {job.id} ({job.status}).",
@@ -96,8 +98,12 @@ class JobActions:
     # --- r: retry ----------------------------------------------------------------------------------
 
     def action_retry(self) -> None:
+        """With a selection, the bulk retry (asks first, console.bulk); else the failed job under the cursor."""
         self._on_main_screen()
-        job_id = self.selection("retry", "failed")
+        if self.selection is not None or self.view == "failures":
+            self.action_bulk("retry")
+            return
+        job_id = self.cursor_job("retry", "failed")
         if job_id is not None:
             self.run_write("retry", partial(self.repo.retry, job_id), partial(JobRetried, job_id))
 
@@ -107,13 +113,14 @@ class JobActions:
             self.notify(f"Job {job_id} is no longer failed; nothing changed.", severity="warning")
         else:
             self.notify(f"Job {job_id} ({job.type}) is pending again, retries reset to 0/{job.max_retries}.")
+            self.record_commands([command_line("retry", job_id)])
         self.request_refresh()
 
     # --- f: fail, with a reason --------------------------------------------------------------------
 
     def action_fail(self) -> None:
         self._on_main_screen()
-        job_id = self.selection("fail", "running")
+        job_id = self.cursor_job("fail", "running")
         if job_id is None:
             return
         prompt = PromptScreen(
@@ -166,4 +173,5 @@ class JobActions:
             self.notify(f"Reaped {reaped} stale claim{'s' if reaped != 1 else ''} (no heartbeat for {seconds}).")
         else:
             self.notify(f"No stale claims: every running job showed life in the last {seconds}.")
+        self.record_commands([command_line("reap", older_than=f"{self.stale_after.total_seconds():g}")])
         self.request_refresh()

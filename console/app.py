@@ -14,6 +14,7 @@ from functools import partial
 from typing import ClassVar, NoReturn
 
 import peewee as pw
+from rich.text import Text
 from textual import work
 from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
@@ -30,18 +31,24 @@ from queue_core.worker.handlers import registry as handler_registry
 from queue_core.worker.scheduler import Schedule, describe_schedules
 
 from .actions import JobActions
+from .bulk import BULK_BINDINGS, BulkActions
 from .controls import CONTROL_BINDINGS, QueueControls
 from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls
+from .failures import FailureGroupControls
 from .formatting import time_of_day
 from .messages import RefreshFailed, SnapshotLoaded
 from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
 from .query_line import QueryLine
+from .read_only import ReadOnlyGuard
 from .screens.detail import JobDetailScreen
 from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
+from .selection import JobSelection
+from .serve import serve
 from .snapshot import WINDOW, Snapshot, load_snapshot
 from .views import VIEW_BINDINGS, VIEW_TITLES, ViewControls
+from .widgets.command_panel import CommandPanel
 from .widgets.jobs.stats_bar import StatsBar
 from .widgets.jobs.table import JobTable
 from .widgets.worker.pane import WorkerPane
@@ -49,22 +56,37 @@ from .widgets.worker.pane import WorkerPane
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
 
 
-class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedWorkerControls, App):
+class QueueConsole(
+    ReadOnlyGuard,
+    BulkActions,
+    JobSelection,
+    FailureGroupControls,
+    JobActions,
+    QueueControls,
+    QueryLine,
+    ViewControls,
+    EmbeddedWorkerControls,
+    App,
+):
     CSS_PATH = "console.tcss"
     TITLE = "queue-core"
     BINDINGS: ClassVar[list[Binding]] = [
         *VIEW_BINDINGS,
         Binding("n", "enqueue", "Enqueue", id="enqueue", tooltip="enqueue a job through a form"),
-        Binding("r", "retry", "Retry", id="retry", tooltip="retry the selected failed job"),
+        Binding(
+            "r", "retry", "Retry", id="retry", tooltip="retry the failed job; with a selection, all of it (asks first)"
+        ),
         Binding("f", "fail", "Fail", id="fail", tooltip="fail the selected running job (asks why)"),
         *CONTROL_BINDINGS,
+        *BULK_BINDINGS,
         Binding("x", "reap", "Reap", id="reap", tooltip="reap stale claims: take them back now"),
         Binding("w", "toggle_worker", "Worker", id="worker", tooltip="start / stop the embedded worker"),
         # Enter and tab are priority bindings so the focused table does not take them; on a dialog
         # the actions step aside (SkipAction) and the dialog gets the key.
         Binding("enter", "detail", "Detail", id="detail", priority=True, tooltip="everything about the selected job"),
         Binding("slash", "query", "Query", id="query", key_display="/", tooltip="find jobs: type: status: text..."),
-        Binding("t", "filter", "Type", id="filter", tooltip="show one job type only"),
+        # t and tab leave the footer to the bulk keys (C, D): the query line does what t does, tab is tab.
+        Binding("t", "filter", "Type", id="filter", tooltip="show one job type only", show=False),
         Binding(
             "tab",
             "next_table",
@@ -72,6 +94,7 @@ class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedW
             id="next-table",
             priority=True,
             tooltip="the next table: pending, running, failed",
+            show=False,
         ),
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="this list of keys"),
         Binding("q", "quit", "Quit", id="quit", tooltip="quit (the embedded worker stops first)"),
@@ -91,6 +114,7 @@ class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedW
         db_label: str | None = None,
         window: int = WINDOW,
         schedules: Iterable[Schedule] = (),
+        read_only: bool = False,
     ) -> None:
         super().__init__()
         self.repo = repo  # its clock drives what the console shows and writes (a fixed one in tests)
@@ -104,6 +128,7 @@ class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedW
         self.db_label = db_label if db_label is not None else database_label(repo.db)
         self.window = window
         self.schedules = list(schedules)  # periodic jobs of the --handlers modules, for the schedules view
+        self.read_only = read_only  # console.read_only: every write key disabled, no embedded worker
         self.init_views()
         self.type_filter: str | None = None
         self.snapshot: Snapshot | None = None
@@ -119,17 +144,18 @@ class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedW
         yield StatsBar("loading…", id="stats")
         yield from self.compose_view_bar()
         yield from self.compose_views()
+        yield CommandPanel(id="commands")
         yield WorkerPane(clock=self.repo.now, id="worker-pane")
         yield Footer(compact=True)  # 12 keys: the roomy footer cut the last ones off at 120 columns
 
     def on_mount(self) -> None:
-        self.sub_title = self.db_label
+        self.sub_title = self.db_label + (" · read-only" if self.read_only else "")
         self.show_view_bar()
         self.query_one("#pending", JobTable).focus()
         self.request_refresh()
         if self.refresh_interval:
             self.set_interval(self.refresh_interval, self.request_refresh)
-        if self.start_worker_at_launch:
+        if self.start_worker_at_launch and not self.read_only:
             self.start_queue_worker()
 
     @property
@@ -214,6 +240,10 @@ class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedW
         if message.error != self._last_refresh_error:
             self.notify(f"Cannot read the queue: {message.error}", title="Refresh failed", severity="error")
         self._last_refresh_error = message.error
+        # A banner in place of the counts until a refresh works again (the next snapshot replaces it): the
+        # tables below still show the last data read, and a toast alone would be gone in seconds.
+        first_line = (message.error.splitlines() or [""])[0]
+        self.query_one(StatsBar).update(Text(f"⚠ disconnected: {first_line} · retrying", style="bold red"))
         self._reload_if_asked()
 
     def _reload_if_asked(self) -> None:
@@ -223,14 +253,23 @@ class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedW
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
+        self.update_sub_title()
+        with self.batch_update():
+            self.query_one(StatsBar).show(snapshot)
+            self.show_views(snapshot)
+
+    def update_sub_title(self) -> None:
+        """The header's second part: database, view, scope, time, and the selection and read-only notes."""
+        snapshot = self.snapshot
+        if snapshot is None:
+            return
         scope = f"type {snapshot.type_filter}" if snapshot.type_filter else "all types"
         view = VIEW_TITLES.get(self.view, self.view.capitalize())
         if snapshot.query_text:
             scope += f" · query {snapshot.query_text}"
-        self.sub_title = f"{self.db_label} · {view} · {scope} · {time_of_day(snapshot.now)} UTC"
-        with self.batch_update():
-            self.query_one(StatsBar).show(snapshot)
-            self.show_views(snapshot)
+        mode = " · read-only" if self.read_only else ""
+        when = f"{time_of_day(snapshot.now)} UTC"
+        self.sub_title = f"{self.db_label}{mode} · {view} · {scope} · {when}{self.selection_note()}"
 
     # --- keys that look (the keys that change jobs are in console.actions) -------------------------
 
@@ -240,6 +279,9 @@ class QueueConsole(JobActions, QueueControls, QueryLine, ViewControls, EmbeddedW
 
     def action_detail(self) -> None:
         self._on_main_screen()
+        if self.view == "failures":
+            self.select_failure_group()
+            return
         if self.view == "workers":
             self.show_worker_jobs()
             return
@@ -308,7 +350,11 @@ def database_label(db: pw.Database) -> str:
 
 
 def main(argv: list[str] | None = None) -> NoReturn:
+    argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
+    if args.serve:
+        serve(argv, args.host, args.port)
+        sys.exit(0)
     url = args.db or default_url()
     problem = import_handler_modules(args.handlers)
     if problem:
@@ -333,6 +379,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         worker_id=args.worker_id,
         db_label=url,
         schedules=schedules_of(args.handlers),
+        read_only=args.read_only,
     )
     try:
         app.run()

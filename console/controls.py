@@ -14,6 +14,7 @@ from textual.binding import Binding
 
 from queue_core.store.overview import held_by
 
+from .commands import command_line
 from .messages import JobCancelRequested, QueuePauseChanged, WorkerJobsLoaded
 from .screens.confirm import ConfirmScreen
 from .screens.worker_jobs import WorkerJobsScreen
@@ -21,7 +22,9 @@ from .widgets.queues.table import QueuesTable
 from .widgets.workers.table import WorkersTable
 
 CONTROL_BINDINGS = [
-    Binding("c", "cancel_job", "Cancel", id="cancel-job", tooltip="cancel the selected job (asks first)"),
+    Binding(
+        "c", "cancel_job", "Cancel", id="cancel-job", tooltip="cancel the job; with a selection, all of it (asks first)"
+    ),
     Binding("p", "toggle_pause", "Pause", id="pause", tooltip="pause / resume the selected queue (asks first)"),
 ]
 
@@ -58,12 +61,17 @@ class QueueControls:
     def on_queue_pause_changed(self, message: QueuePauseChanged) -> None:
         state = message.state
         self.notify(f"Queue {state.name} is {'paused' if state.paused else 'active'}.")
+        self.record_commands([command_line("pause" if state.paused else "resume", state.name)])
         self.request_refresh()
 
     # --- c: cancel a job ---------------------------------------------------------------------------
 
     def action_cancel_job(self) -> None:
+        """With a selection, the bulk cancel (console.bulk); else the job under the cursor."""
         self._on_main_screen()
+        if self.selection is not None:
+            self.action_bulk("cancel")
+            return
         table = self.current_table
         job_id = table.selected_job_id if table.display else None
         if job_id is None or table.status not in ("pending", "running", "scheduled"):
@@ -89,6 +97,8 @@ class QueueControls:
             self.notify(f"Job {job_id} ({job.type}) is cancelled.")
         else:
             self.notify(f"Job {job_id} is running: its worker was asked to cancel it.")
+        if job is not None:
+            self.record_commands([command_line("cancel", job_id)])
         self.request_refresh()
 
     # --- enter on the workers view: the jobs a worker holds ----------------------------------------

@@ -173,6 +173,23 @@ def build_queues_and_workers(repo: JobRepository, clock: ManualClock) -> None:
         repo.worker_seen(worker_id, running=running, completed=done, failed=failed)
 
 
+def add_failure_causes(repo: JobRepository, clock: ManualClock) -> None:
+    """An incident for the failures view's picture (not in ``build_scene``, whose counts the other pictures
+    show): two causes, many jobs each, their errors differing only in numbers and ids, on a queue of their own."""
+    causes = (
+        ("charge-card", "PaymentDeclined: card {card} declined for order {n} (do_not_honor)", 12),
+        ("send-invoice", "SMTPServerDisconnected: 421 {host} closed the connection after {ms} ms", 7),
+    )
+    for job_type, error, count in causes:
+        for n in range(count):
+            clock.now = SCENE_END - timedelta(minutes=9, seconds=-30 * n)
+            repo.create(job_type, {"order": 2000 + n}, max_retries=0, queue="incident")
+            job = repo.claim("host-a:412", queues=["incident"])
+            text = error.format(card=4000 + 17 * n, n=2000 + n, host=f"mx{n % 3}.example.com", ms=1200 + 37 * n)
+            repo.fail(job.id, text)
+    clock.now = SCENE_END
+
+
 # --- the worker pane's picture: a replayed run ----------------------------------------------------
 
 WORKER_ID = "console-demo:1"

@@ -79,6 +79,13 @@ def fields_text(job) -> Content:
     return Content("\n").join(lines)
 
 
+def waiting_text(reasons: list) -> Content:
+    """ "Why is this job waiting?" (repo.why_waiting): each reason in words, a title line first."""
+    lines = [Content.styled("Why is this job waiting?", "bold")]
+    lines += [Content.assemble(("  • ", "yellow"), reason.message) for reason in reasons]
+    return Content("\n").join(lines)
+
+
 def errors_title(attempts: AttemptPage) -> Content:
     return Content(f"Errors ({attempts.total:,} failed attempts)")
 

@@ -21,6 +21,7 @@ if TYPE_CHECKING:  # types only: this module stays free of the database and widg
     from queue_core.store.models import Job
 
     from .detail_text import JobDetail
+    from .selection import Selection
     from .snapshot import Snapshot
 
 message = dataclass(eq=False)
@@ -147,3 +148,39 @@ class WorkerJobsLoaded(Message):
     worker_id: str
     rows: list
     now: Any
+
+
+# --- selection and bulk actions (console.selection, console.bulk) ---------------------------------
+
+
+@message
+class SelectionLoaded(Message):
+    selection: Selection
+
+
+@message
+class BulkPlanned(Message):
+    """The dry run: ``plan`` (queue_core.store.bulk.BulkPlan) is exactly what the action would touch now."""
+
+    plan: Any
+    selection: Selection | None  # None: the job under the cursor
+
+
+@message
+class BulkProgressed(Message):
+    progress: Any  # queue_core.store.bulk.BulkProgress after one batch
+
+
+@message
+class BulkDone(Message):
+    outcome: Any  # queue_core.store.bulk.BulkOutcome
+    lines: list[str]  # the equivalent admin-CLI commands
+    what: str  # the plan's description: "4 failed jobs matching type:x"
+
+
+# --- job detail: why it waits (console.screens.detail) --------------------------------------------
+
+
+@message
+class WaitingExplained(Message):
+    reasons: list  # queue_core.store.waiting.WaitReason; empty: the job does not wait

@@ -5,7 +5,10 @@ Argument types and handler-module loading are the headless worker's, so both acc
 
 from __future__ import annotations
 
-from queue_core.cli.args import CLIArgumentParser, non_negative_seconds, positive_seconds
+import ipaddress
+import os
+
+from queue_core.cli.args import CLIArgumentParser, bounded_number, non_negative_seconds, positive_seconds
 from queue_core.worker.cli import concurrency, queue_slots, worker_id
 from queue_core.worker.defaults import DEFAULTS
 
@@ -15,6 +18,10 @@ from .demo import FORCE_FLAG
 DEFAULT_STALE_AFTER: float = DEFAULTS.stale_after
 DEFAULT_REFRESH = 1.0
 DEFAULT_CONCURRENCY = 2
+READ_ONLY_ENV = "QUEUE_CONSOLE_READ_ONLY"
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8000
+SERVE_FLAGS = ("--serve", "--host", "--port", "--insecure")  # the browser server's; the app it runs gets the rest
 
 
 def build_parser() -> CLIArgumentParser:
@@ -70,12 +77,56 @@ def build_parser() -> CLIArgumentParser:
         action="store_true",
         help="with --demo: seed even a PostgreSQL database or one holding other jobs (it may be production)",
     )
+    add_access_options(add)
     return parser
 
 
-def parse_args(argv: list[str] | None = None):
+def add_access_options(add) -> None:
+    """Who may write, and the console in a browser (issue 16)."""
+    add(
+        "--read-only",
+        action="store_true",
+        help=f"look, never write: every key that changes jobs is disabled, no embedded worker (or {READ_ONLY_ENV}=1)",
+    )
+    add("--serve", action="store_true", help="serve the console to a browser (textual-serve) instead of this terminal")
+    add("--host", default=None, help=f"with --serve: the address to listen on (default {DEFAULT_HOST}, loopback only)")
+    add("--port", type=port, default=None, help=f"with --serve: the port (default {DEFAULT_PORT})")
+    add(
+        "--insecure",
+        action="store_true",
+        help="with --serve: allow a non-loopback --host without --read-only (anyone who reaches it may write)",
+    )
+
+
+def port(text: str) -> int:
+    return bounded_number(text, int, 1, 65535, "a port number")
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name other than localhost may resolve anywhere
+
+
+def parse_args(argv: list[str] | None = None, environ=None):
     parser = build_parser()
     args = parser.parse_args(argv)
+    environ = os.environ if environ is None else environ
+    args.read_only = args.read_only or environ.get(READ_ONLY_ENV, "").strip().lower() in ("1", "true", "yes")
     if args.force_demo and not args.demo:
         parser.error(f"{FORCE_FLAG} only goes with --demo")
+    if args.read_only and (args.demo or args.worker):
+        parser.error(f"{'--demo' if args.demo else '--worker'} writes jobs: it does not go with read-only mode")
+    if not args.serve and (args.host is not None or args.port is not None or args.insecure):
+        parser.error("--host, --port and --insecure only go with --serve")
+    args.host = DEFAULT_HOST if args.host is None else args.host
+    args.port = DEFAULT_PORT if args.port is None else args.port
+    if args.serve and not is_loopback(args.host) and not (args.read_only or args.insecure):
+        parser.error(
+            f"--host {args.host} is not loopback: anyone who reaches it could change jobs; add --read-only, "
+            "or --insecure if that is meant (or keep 127.0.0.1 and use an SSH tunnel)"
+        )
     return args

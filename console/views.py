@@ -1,5 +1,5 @@
 """The views, one key each: ``1`` Jobs (the live tables; ``s`` scheduled, ``d`` completed, ``k`` cancelled one
-key further), ``2`` Queues, ``3`` Workers, ``4`` Schedules, ``5`` Activity.
+key further), ``2`` Queues, ``3`` Workers, ``4`` Schedules, ``5`` Activity, ``6`` Failures by cause.
 
 A mixin of ``QueueConsole``. Every view is a child of one ``ContentSwitcher`` whose id is the view's name; the
 header and the counts line stay above it on every view. A refresh reads only what the view on screen
@@ -18,6 +18,7 @@ from queue_core.store.pages import Cursor
 from .messages import PageRequested
 from .snapshot import read_queues, read_workers
 from .widgets.activity.view import ActivityView
+from .widgets.failures.table import FailuresTable
 from .widgets.jobs.paged import PagedJobTable
 from .widgets.jobs.stack import TableStack
 from .widgets.queues.table import QueuesTable
@@ -36,6 +37,7 @@ VIEW_TITLES = {
     "workers": "Workers",
     "schedules": "Schedules",
     "activity": "Activity",
+    "failures": "Failures by cause",
 }
 
 
@@ -53,6 +55,7 @@ VIEW_BINDINGS = [
     view_binding("3", "workers", "Workers", "every registered worker; enter: the jobs it holds"),
     view_binding("4", "schedules", "Schedules", "periodic jobs: cron, last and next run"),
     view_binding("5", "activity", "Activity", "the last hour per minute: done, failed, enqueued, latency"),
+    view_binding("6", "failures", "Causes", "failed jobs grouped by cause; space selects a group's jobs"),
 ]
 VIEW_OF_BINDING = {binding.id: binding.action.split("'")[1] for binding in VIEW_BINDINGS}
 
@@ -74,6 +77,7 @@ class ViewControls:
             yield WorkersTable(id="workers")
             yield SchedulesView(id="schedules")
             yield ActivityView(id="activity")
+            yield FailuresTable(id="failures")
 
     def init_views(self) -> None:
         self.view = LIVE
@@ -91,6 +95,7 @@ class ViewControls:
     def view_reads(self) -> dict:
         """Reads only this view needs, as name -> function(repository, now), run on the refresh thread."""
         reads = {"schedules": self.read_schedules, "queues": read_queues, "workers": read_workers}
+        reads["failures"] = self.failures_read()
         return {self.view: reads[self.view]} if self.view in reads else {}
 
     def action_show_view(self, name: str) -> None:
@@ -136,3 +141,4 @@ class ViewControls:
         self.query_one(WorkersTable).show(snapshot)
         self.query_one(SchedulesView).show(snapshot)
         self.query_one(ActivityView).show(snapshot)
+        self.query_one(FailuresTable).show(snapshot)

@@ -21,7 +21,7 @@ def free_port() -> int:
 
 
 def child_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("QUEUE_DB_URL", "QUEUE_API_TOKEN")}
+    env = {k: v for k, v in os.environ.items() if k not in ("QUEUE_DB_URL", "QUEUE_API_TOKEN", "QUEUE_API_READ_TOKEN")}
     env["PYTHONPATH"] = str(ROOT)
     env.update(extra)
     return env

@@ -19,6 +19,7 @@ from textual.message import Message
 from textual.widgets import Static
 
 from queue_core.store.pages import AttemptPage, attempt_page
+from queue_core.store.waiting import WaitReason
 
 from ..detail_text import (
     ATTEMPTS_SHOWN,
@@ -29,8 +30,9 @@ from ..detail_text import (
     errors_title,
     highlight_page,
     page_note,
+    waiting_text,
 )
-from ..messages import DetailFailed, DetailLoaded, PageRendered
+from ..messages import DetailFailed, DetailLoaded, PageRendered, WaitingExplained
 from .dialog import Dialog
 
 
@@ -61,6 +63,9 @@ class JobDetailScreen(Dialog):
             scroll.border_title = f"Job {self.job_id}"
             yield Static("loading…", id="detail-title", classes="dialog-title")
             yield Static(id="detail-fields", classes="fields")
+            waiting = Static(id="detail-waiting", classes="waiting")
+            waiting.display = False  # shown for a pending job: why it is not running yet
+            yield waiting
             yield Static("Payload", classes="section")
             yield Static(id="detail-payload")
             note = Static(id="detail-page-note")
@@ -85,6 +90,23 @@ class JobDetailScreen(Dialog):
             self.post_message(DetailFailed(f"{type(exc).__name__}: {exc}"))
         else:
             self.post_message(DetailLoaded(detail, page))
+            if job is not None and job.status == "pending":
+                self.explain_waiting()
+
+    def explain_waiting(self) -> None:
+        """On the loading thread: why this pending job is not running yet (repo.why_waiting), in words."""
+        stale_after = getattr(self.app, "stale_after", None)
+        try:
+            with self.repo.db.connection_context():
+                reasons = self.repo.why_waiting(self.job_id, stale_after=stale_after)
+        except Exception as exc:  # the detail itself is shown: say what could not be read, in its place
+            reasons = [WaitReason("error", f"cannot tell: {type(exc).__name__}: {exc}")]
+        self.post_message(WaitingExplained(reasons))
+
+    def on_waiting_explained(self, message: WaitingExplained) -> None:
+        waiting = self.query_one("#detail-waiting", Static)
+        waiting.update(waiting_text(message.reasons))
+        waiting.display = True
 
     def on_detail_loaded(self, message: DetailLoaded) -> None:
         detail = message.detail

@@ -24,10 +24,12 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 COMMON_ERRORS = {
     400: problem_doc("malformed JSON body"),
     401: problem_doc("missing or wrong bearer token (when the server has one)"),
+    403: problem_doc("a write sent with the read-only token"),
     413: problem_doc("body larger than the server's limit"),
     415: problem_doc("body sent without Content-Type: application/json"),
     422: problem_doc("a field is invalid; `errors` names each one"),
     503: problem_doc("the database is unavailable or busy; retry later"),
+    507: problem_doc("the disk under the (SQLite) database is full; nothing was written; retry once space is freed"),
 }
 
 
@@ -35,9 +37,13 @@ def create_app(
     repo_or_db: JobRepository | pw.Database,
     *,
     token: str | None = None,
+    read_token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
 ) -> FastAPI:
-    """The API over one repository (or a database, wrapped in one). ``token`` turns bearer auth on."""
+    """The API over one repository (or a database, wrapped in one). ``token`` turns bearer auth on;
+    ``read_token`` (with a ``token``) may only read."""
+    if read_token is not None and token is None:
+        raise ValueError("a read token needs a token for writes: without one, writes would need no token at all")
     app = FastAPI(
         title="queue-core",
         version="1",
@@ -49,7 +55,7 @@ def create_app(
     app.state.repo = repo_or_db if isinstance(repo_or_db, JobRepository) else JobRepository(repo_or_db)
     for router in ROUTERS:
         app.include_router(router)
-    app.add_middleware(RequestGuard, token=token, max_body_bytes=max_body_bytes)
+    app.add_middleware(RequestGuard, token=token, read_token=read_token, max_body_bytes=max_body_bytes)
     app.openapi = lambda: openapi_schema(app, secured=token is not None)
     return app
 

@@ -44,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--port", type=port_number, default=8000, help="port to listen on, 1-65535 (default 8000)")
     token_help = "require 'Authorization: Bearer TOKEN' (default: $QUEUE_API_TOKEN)"
     parser.add_argument("--token", type=api_token, default=None, help=token_help)
+    read_help = "a token that may only read: GET routes and /metrics; writes get 403 (default: $QUEUE_API_READ_TOKEN)"
+    parser.add_argument("--read-token", type=api_token, default=None, help=read_help)
     parser.add_argument("--insecure", action="store_true", help="allow a non-loopback address without a token")
     body_help = f"refuse request bodies larger than this with 413 (default {DEFAULT_MAX_BODY_BYTES})"
     parser.add_argument("--max-body-bytes", type=positive_int, default=DEFAULT_MAX_BODY_BYTES, help=body_help)
@@ -52,18 +54,32 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def token_from(args) -> str | None:
-    """--token (checked by argparse), else $QUEUE_API_TOKEN, checked here the same way."""
-    token = args.token or os.environ.get("QUEUE_API_TOKEN") or None
-    if token is not None and args.token is None:
-        validate_token("QUEUE_API_TOKEN", token)
+def token_from(given: str | None, variable: str) -> str | None:
+    """The flag's value (checked by argparse), else the environment variable, checked here the same way."""
+    token = given or os.environ.get(variable) or None
+    if token is not None and given is None:
+        validate_token(variable, token)
     return token
+
+
+def tokens_from(args) -> tuple[str | None, str | None]:
+    """(token, read token); a read token alone, or one equal to the token, is refused: either would leave
+    writes open to whoever holds the "read-only" one."""
+    token = token_from(args.token, "QUEUE_API_TOKEN")
+    read_token = token_from(args.read_token, "QUEUE_API_READ_TOKEN")
+    if read_token is not None and token is None:
+        raise QueueError(
+            "a read token needs a full token too: set --token or QUEUE_API_TOKEN (without one, writes need no token)"
+        )
+    if read_token is not None and read_token == token:
+        raise QueueError("the read token must differ from the token: the same value would be allowed to write")
+    return token, read_token
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        token = token_from(args)
+        token, read_token = tokens_from(args)
     except QueueError as exc:
         return fail(str(exc))
     if token is None and not is_loopback(args.host) and not args.insecure:
@@ -79,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(exc))
     import uvicorn  # here, not at the top: --help and a bad argument answer without loading the server stack
 
-    app = create_app(db, token=token, max_body_bytes=args.max_body_bytes)
+    app = create_app(db, token=token, read_token=read_token, max_body_bytes=args.max_body_bytes)
     try:
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
     finally:

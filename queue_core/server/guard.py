@@ -1,4 +1,4 @@
-"""``RequestGuard``: the outermost ASGI layer of the API: bearer token, body-size limit, last-resort 500.
+"""``RequestGuard``: the outermost ASGI layer of the API: bearer tokens, body-size limit, last-resort 500.
 
 Pure ASGI rather than FastAPI dependencies, so it covers every path (unknown ones and ``/docs`` too)
 and refuses an over-long body before anything parses it.
@@ -15,18 +15,25 @@ from .problems import problem_response
 logger = logging.getLogger("queue_core.server")
 
 PUBLIC_PATHS = frozenset({"/healthz"})
+# What a read token may do: the methods that change nothing (GET routes, /metrics, the schema and docs).
+READ_METHODS = frozenset({"GET", "HEAD"})
+FULL, READ, REFUSED = "full", "read", "refused"
 
 
 class RequestGuard:
     """Outermost ASGI layer: bearer-token check, body-size limit, and the last-resort 500.
 
+    ``token`` may do everything; ``read_token`` (only with a ``token``) may only read: a write sent with
+    it is refused with 403 before the route runs, so nothing is written.
+
     The body is read here, up to the limit, and replayed to the app, so an over-long body (declared
     or streamed) is refused with 413 before anything parses it.
     """
 
-    def __init__(self, app, *, token: str | None, max_body_bytes: int):
+    def __init__(self, app, *, token: str | None, max_body_bytes: int, read_token: str | None = None):
         self.app = app
         self.expected = f"Bearer {token}".encode() if token else None
+        self.expected_read = f"Bearer {read_token}".encode() if read_token else None
         self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope, receive, send):
@@ -40,14 +47,9 @@ class RequestGuard:
             await send(message)
 
         try:
-            if self.expected is not None and scope["path"] not in PUBLIC_PATHS and not self.authorized(scope):
-                response = problem_response(
-                    401,
-                    "send the server's token as 'Authorization: Bearer <token>'",
-                    type=wire.UNAUTHORIZED,
-                    headers={"WWW-Authenticate": 'Bearer realm="queue-core"'},
-                )
-                return await response(scope, receive, send)
+            refusal = self.refusal(scope)
+            if refusal is not None:
+                return await refusal(scope, receive, send)
             body = await self.read_body(scope, receive)
             if body is None:
                 response = problem_response(
@@ -63,12 +65,34 @@ class RequestGuard:
                 response = problem_response(500, "the server hit an unexpected error; it is logged", type=wire.INTERNAL)
                 await response(scope, receive, send)
 
-    def authorized(self, scope) -> bool:
+    def refusal(self, scope):
+        """The 401 or 403 for a request its token does not allow, or None to let it through."""
+        if self.expected is None or scope["path"] in PUBLIC_PATHS:
+            return None
+        access = self.access(scope)
+        if access == FULL or (access == READ and scope["method"] in READ_METHODS):
+            return None
+        if access == READ:
+            return problem_response(
+                403,
+                f"the read-only token cannot {scope['method']} {scope['path']}; changing jobs needs the full token",
+                type=wire.READ_ONLY,
+            )
+        return problem_response(
+            401,
+            "send the server's token as 'Authorization: Bearer <token>'",
+            type=wire.UNAUTHORIZED,
+            headers={"WWW-Authenticate": 'Bearer realm="queue-core"'},
+        )
+
+    def access(self, scope) -> str:
         for name, value in scope["headers"]:
             if name == b"authorization":
-                # Constant time, so a wrong token's timing says nothing about the right one.
-                return hmac.compare_digest(value, self.expected)
-        return False
+                # Constant time, and both compared, so a wrong token's timing says nothing about either.
+                full = hmac.compare_digest(value, self.expected)
+                read = self.expected_read is not None and hmac.compare_digest(value, self.expected_read)
+                return FULL if full else READ if read else REFUSED
+        return REFUSED
 
     async def read_body(self, scope, receive) -> bytes | None:
         """The whole body, or None when it is over the limit."""

@@ -20,7 +20,8 @@ from starlette.responses import Response
 from starlette.routing import Match
 
 from ..errors import IdempotencyConflict, ValidationError
-from ..wire import BLANK, IDEMPOTENCY_CONFLICT, MALFORMED_JSON, PROBLEM_JSON, UNAVAILABLE, VALIDATION
+from ..store.database import DiskFullError
+from ..wire import BLANK, DISK_FULL, IDEMPOTENCY_CONFLICT, MALFORMED_JSON, PROBLEM_JSON, UNAVAILABLE, VALIDATION
 
 logger = logging.getLogger("queue_core.server")
 
@@ -154,6 +155,11 @@ def on_database_unavailable(request: Request, exc: pw.DatabaseError) -> Response
     )
 
 
+def on_disk_full(request: Request, exc: DiskFullError) -> Response:
+    logger.warning("disk full on %s %s: %s", request.method, request.url.path, exc)
+    return problem_response(507, str(exc), type=DISK_FULL, headers={"Retry-After": "10"})
+
+
 def on_data_error(request: Request, exc: pw.DataError) -> Response:
     # e.g. a NUL character, which PostgreSQL refuses to store or compare.
     return problem_response(
@@ -167,6 +173,7 @@ EXCEPTION_HANDLERS = {
     IdempotencyConflict: on_idempotency_conflict,
     HTTPException: on_http_error,
     pw.DataError: on_data_error,
+    DiskFullError: on_disk_full,  # before the 503 below: it is a pw.OperationalError too
     # Any other database error (PostgreSQL's InternalError, say) is trouble on the database's side too;
     # the most specific handler wins, so DataError keeps its 422.
     pw.DatabaseError: on_database_unavailable,

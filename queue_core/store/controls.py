@@ -23,9 +23,17 @@ class OperatorControls:
         running one gets a cancel request (``cancel_requested_at``) its worker sees at its next heartbeat,
         and is returned still running. None, and nothing changed, for an unknown or final job."""
         Job = self.Job
-        now = self.time.sql()
+        changes = self._cancel_changes(self.time.sql())
+        # One statement: a claim racing this cancel either took the job first (it is running: a request)
+        # or finds it cancelled.
+        query = Job.update(**changes).where((Job.id == job_id) & Job.status.in_([PENDING, RUNNING])).returning(Job)
+        return next(iter(query.execute()), None)
+
+    def _cancel_changes(self, now) -> dict:
+        """A cancel as one UPDATE's changes: pending jobs become cancelled, running ones get a request."""
+        Job = self.Job
         pending = Job.status == PENDING
-        changes = {
+        return {
             "status": pw.Case(None, [(pending, CANCELLED)], Job.status),
             # A repeated cancel keeps the time of the first request.
             "cancel_requested_at": pw.Case(
@@ -36,10 +44,6 @@ class OperatorControls:
             ),
             "updated_at": now,
         }
-        # One statement: a claim racing this cancel either took the job first (it is running: a request)
-        # or finds it cancelled.
-        query = Job.update(**changes).where((Job.id == job_id) & Job.status.in_([PENDING, RUNNING])).returning(Job)
-        return next(iter(query.execute()), None)
 
     def cancel_requests(self, job_ids: Iterable[int], *, worker_id: str) -> list[int]:
         """Of these running jobs held by ``worker_id``, the ids an operator asked to cancel (sorted)."""

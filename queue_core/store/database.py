@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 from urllib.parse import parse_qsl, urlparse
 
 import peewee as pw
 
-from ..errors import DatabaseURLError
+from ..errors import DatabaseURLError, QueueError
 from .schema import SCHEMA_VERSION, migrate, schema_version
 
 DEFAULT_URL = "sqlite:///queue.db"
@@ -15,6 +16,81 @@ BUSY_TIMEOUT_MS = 10_000
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 # What a database call can raise beyond our own errors: what the database reports, and a lost connection.
 DATABASE_ERRORS = (pw.DatabaseError, pw.InterfaceError)
+
+
+class DiskFullError(QueueError, pw.OperationalError):
+    """SQLite could not write because the disk (or quota) under the database is full; the statement wrote
+    nothing. Also a ``pw.OperationalError``, so whoever retries database errors (a worker's ack, the
+    console's refresh, the API's 503) treats it as the database trouble it is."""
+
+
+def disk_full(exc: Exception) -> bool:
+    """SQLITE_FULL, as peewee wraps it (the driver's exception is its first argument)."""
+    original = exc.args[0] if exc.args and isinstance(exc.args[0], BaseException) else exc
+    return getattr(original, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL or "disk is full" in str(exc)
+
+
+def disk_full_error(exc: Exception) -> DiskFullError:
+    return DiskFullError(f"the disk holding the database is full ({exc}): nothing was written; free space and retry")
+
+
+class DiskFullCursor(sqlite3.Cursor):
+    """A cursor whose SQLITE_FULL is a ``DiskFullError`` wherever a write meets it: at the statement, at the
+    fetch that steps an ``INSERT ... RETURNING`` (outside peewee's own error wrapping), or at the COMMIT
+    that appends to the WAL. A bare try costs nothing on the way through, so reads keep their speed."""
+
+    def execute(self, *args):
+        try:
+            return super().execute(*args)
+        except sqlite3.OperationalError as exc:
+            if disk_full(exc):
+                raise disk_full_error(exc) from exc
+            raise
+
+    def executemany(self, *args):
+        try:
+            return super().executemany(*args)
+        except sqlite3.OperationalError as exc:
+            if disk_full(exc):
+                raise disk_full_error(exc) from exc
+            raise
+
+    def fetchone(self):
+        try:
+            return super().fetchone()
+        except sqlite3.OperationalError as exc:
+            if disk_full(exc):
+                raise disk_full_error(exc) from exc
+            raise
+
+    def fetchmany(self, *args, **kwargs):
+        try:
+            return super().fetchmany(*args, **kwargs)
+        except sqlite3.OperationalError as exc:
+            if disk_full(exc):
+                raise disk_full_error(exc) from exc
+            raise
+
+    def fetchall(self):
+        try:
+            return super().fetchall()
+        except sqlite3.OperationalError as exc:
+            if disk_full(exc):
+                raise disk_full_error(exc) from exc
+            raise
+
+    def __next__(self):
+        try:
+            return super().__next__()
+        except sqlite3.OperationalError as exc:
+            if disk_full(exc):
+                raise disk_full_error(exc) from exc
+            raise
+
+
+class DiskFullConnection(sqlite3.Connection):
+    def cursor(self, factory=DiskFullCursor):
+        return super().cursor(factory)
 
 
 def default_url() -> str:
@@ -103,6 +179,7 @@ def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
         # upgrade mid-transaction (the source of "database is locked" errors that busy_timeout cannot fix).
         lock_type="IMMEDIATE",
         check_same_thread=False,
+        factory=DiskFullConnection,  # "database or disk is full" as a DiskFullError
     )
 
 
@@ -124,4 +201,16 @@ def _open_postgres(url, parsed) -> pw.PostgresqlDatabase:
     # libpq parses the URL itself (user, password, host, port, and every libpq option in the query string,
     # e.g. ?sslmode=require or ?options=-csearch_path%3Dmyschema), so what works for psql works here.
     conninfo = "postgresql://" + url.split("://", 1)[1]
-    return pw.PostgresqlDatabase(conninfo, prefer_psycopg3=True)
+    return ReconnectingPostgresqlDatabase(conninfo, prefer_psycopg3=True)
+
+
+class ReconnectingPostgresqlDatabase(pw.PostgresqlDatabase):
+    """Opens a new connection when the server has dropped this thread's (a restart, a failover, a killed
+    backend): peewee alone would keep answering "the connection is closed" until someone closed it, so a
+    worker, the API and the console would each need a restart after the database came back. Only between
+    transactions: inside one, the failure belongs to the transaction, which the caller retries whole."""
+
+    def cursor(self, named_cursor=None):
+        if not self.is_closed() and self.transaction_depth() == 0 and getattr(self._state.conn, "closed", False):
+            self.close()
+        return super().cursor(named_cursor)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import random
 import sqlite3
@@ -15,16 +16,48 @@ LEDGER = os.environ.get("CHAOS_LEDGER", "")
 def ledger() -> sqlite3.Connection:
     con = sqlite3.connect(LEDGER, timeout=60, isolation_level=None)
     con.execute("PRAGMA journal_mode=wal")
-    con.execute("CREATE TABLE IF NOT EXISTS executions (job_id INTEGER, attempt INTEGER, worker_id TEXT, pid INTEGER)")
+    con.execute(
+        "CREATE TABLE IF NOT EXISTS executions (job_id INTEGER, attempt INTEGER, worker_id TEXT, pid INTEGER, "
+        "started REAL)"  # started: time.time() when the run began, to compare with when a cancel was acknowledged
+    )
     return con
+
+
+def write_down() -> None:
+    job = current_job()
+    con = ledger()
+    try:
+        con.execute(
+            "INSERT INTO executions VALUES (?, ?, ?, ?, ?)",
+            (job.id, job.attempt, job.worker_id, os.getpid(), time.time()),
+        )
+    finally:
+        con.close()
 
 
 @handler("record")
 def record(payload: dict) -> None:
-    job = current_job()
-    con = ledger()
-    try:
-        con.execute("INSERT INTO executions VALUES (?, ?, ?, ?)", (job.id, job.attempt, job.worker_id, os.getpid()))
-    finally:
-        con.close()
+    write_down()
     time.sleep(random.uniform(0, payload.get("max_sleep", 0.01)))
+
+
+@handler("slow")
+def slow(payload: dict) -> None:
+    """Runs past its job's timeout: the worker fails the attempt at the deadline."""
+    write_down()
+    time.sleep(payload.get("sleep", 1.0))
+
+
+@handler("long")
+async def long(payload: dict) -> None:
+    """A coroutine long enough for an operator to cancel it while it runs."""
+    write_down()
+    await asyncio.sleep(payload.get("sleep", 1.0))
+
+
+@handler("flaky-once")
+def flaky_once(payload: dict) -> None:
+    """Fails its first attempt (the soak's operators retry such jobs in bulk), then succeeds."""
+    write_down()
+    if current_job().attempt < 2:
+        raise RuntimeError("flaky: first attempt fails on purpose")

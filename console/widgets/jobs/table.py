@@ -32,6 +32,7 @@ TIME_LABELS = {
 PRIORITY_STYLES = {"critical": "bold red", "high": "yellow", "medium": "", "low": "dim"}
 STALE_STYLE = "bold red"
 STALE_MARKER = "⚠"
+SELECTED_STYLE = "bold black on yellow"  # the operator's selection (space, a)
 
 Cell = tuple[str, str]  # (text, style): compared between refreshes to update only what changed
 
@@ -45,6 +46,13 @@ class JobTable(DataTable):
         self.title = title
         self.border_title = title
         self._cells: dict[str, tuple[Cell, ...]] = {}
+        self.marked: frozenset[int] = frozenset()  # the operator's selection (console.selection)
+
+    def mark(self, marked: frozenset[int], snapshot: Snapshot | None) -> None:
+        """Show ``marked`` as selected: their id in reverse."""
+        self.marked = marked
+        if snapshot is not None:
+            self.show(snapshot)
 
     def on_mount(self) -> None:
         for key, label, width in COLUMNS:
@@ -114,7 +122,7 @@ class JobTable(DataTable):
         base = STALE_STYLE if stale else ""
         label = priority_label(job.priority)
         return (
-            (str(job.id), base),
+            (str(job.id), f"{base} {SELECTED_STYLE}".strip() if job.id in self.marked else base),
             (job.type, base),
             (job.queue, base or "dim"),
             (label, base or PRIORITY_STYLES[label]),

@@ -1,0 +1,71 @@
+"""The equivalent command: the admin-CLI line (``python -m queue_core ...``) that does what a key just did.
+
+Pure text, no import of the CLI (the console is its peer, not its user: see the import contracts); a test
+feeds every line made here to ``queue_core.cli.admin``'s parser to prove each is a real command. Lines run
+against ``$QUEUE_DB_URL`` as the console does; add ``--db URL`` for another database.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from collections.abc import Sequence
+
+PROGRAM = "python -m queue_core"
+SAFE = re.compile(r"[\w@%+=:,./-]+")
+DOUBLE_QUOTE_SPECIAL = re.compile(r'["\\$`!]')
+IDS_SPELT_OUT = 5  # a hand-picked selection longer than this is named by its first ids and a count
+
+
+def quote(value: str) -> str:
+    """``value`` as one shell word: bare when safe, in double quotes as an operator would type it, and in
+    single quotes (shlex's) when it holds a character double quotes do not keep literal."""
+    if value and SAFE.fullmatch(value):
+        return value
+    if not DOUBLE_QUOTE_SPECIAL.search(value):
+        return f'"{value}"'
+    return shlex.quote(value)
+
+
+def command_line(verb: str, *arguments: object, **options: object) -> str:
+    """``python -m queue_core VERB ARG... --option value``; a True option is a flag, None is left out."""
+    words = [PROGRAM, verb, *(quote(str(argument)) for argument in arguments)]
+    for name, value in options.items():
+        if value is None or value is False:
+            continue
+        words.append("--" + name.replace("_", "-"))
+        if value is not True:
+            words.append(quote(str(value)))
+    return " ".join(words)
+
+
+def bulk_lines(action: str, *, query: str | None, ids: Sequence[int]) -> list[str]:
+    """What a bulk action on a selection was: one ``--query`` line when the selection was "everything
+    matching" that query, else one line per job (the first few, then a note of how many more)."""
+    if query is not None:
+        return [command_line(action, query=query)]
+    ids = sorted(ids)
+    lines = [command_line(action, job_id) for job_id in ids[:IDS_SPELT_OUT]]
+    if len(ids) > IDS_SPELT_OUT:
+        lines.append(f"# … and {len(ids) - IDS_SPELT_OUT:,} more, one {action} per job id")
+    return lines
+
+
+def enqueue_line(job) -> str:
+    delay = (job.run_at - job.created_at).total_seconds()
+    return command_line(
+        "enqueue",
+        job.type,
+        payload=json.dumps(job.payload, separators=(",", ":"), sort_keys=True),
+        priority=job.priority,
+        max_retries=job.max_retries,
+        idempotency_key=job.idempotency_key,
+        delay=f"{delay:g}" if delay > 0 else None,
+        queue=job.queue,
+    )
+
+
+def is_command(line: str) -> bool:
+    """A line to run (the rest are notes, starting with ``#``)."""
+    return line.startswith(PROGRAM + " ")

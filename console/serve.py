@@ -1,0 +1,40 @@
+"""``queue-console --serve``: the same console in a browser, through textual-serve.
+
+textual-serve starts one console process per browser tab, running the command built here: this program with
+the options it was given, less the server's own (``--serve``, ``--host``, ``--port``, ``--insecure``). Loopback
+by default; ``console.options`` refuses another address unless it is read-only or ``--insecure``.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+
+from .options import SERVE_FLAGS, build_parser
+
+TAKES_VALUE = ("--host", "--port")
+
+
+def app_argv(argv: list[str]) -> list[str]:
+    """``argv`` without the server's flags (and their values), abbreviations included as argparse reads them."""
+    options = [option for action in build_parser()._actions for option in action.option_strings]
+    kept, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        name = token.split("=", 1)[0]
+        full = name if name in options else next(iter(o for o in options if o.startswith(name)), name)
+        if token.startswith("--") and full in SERVE_FLAGS:
+            skip = full in TAKES_VALUE and "=" not in token
+            continue
+        kept.append(token)
+    return kept
+
+
+def serve(argv: list[str], host: str, port: int) -> None:
+    from textual_serve.server import Server  # only the browser mode needs the web server
+
+    command = shlex.join([sys.executable, "-m", "console", *app_argv(argv)])
+    print(f"queue-console in a browser: http://{host}:{port}/ (ctrl+c stops)", file=sys.stderr)
+    Server(command, host=host, port=port, title="queue-console").serve()

@@ -1,0 +1,40 @@
+"""The equivalent commands: after each action, the admin-CLI line that does the same, so it can be scripted.
+
+One line (the last command) once there is one; ``e`` opens the panel to the last ``KEPT`` lines.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from textual.content import Content
+from textual.widgets import Static
+
+KEPT = 6
+
+
+class CommandPanel(Static):
+    def __init__(self, **kwargs) -> None:
+        super().__init__("", **kwargs)
+        self.lines: deque[str] = deque(maxlen=KEPT)
+        self.expanded = False
+        self.border_title = "Same as (e: last commands)"
+        self.display = False  # until there is a command
+
+    def add(self, lines: list[str]) -> None:
+        for line in lines:
+            self.lines.append(line)
+        self.show_lines()
+
+    def toggle(self) -> None:
+        self.expanded = not self.expanded
+        self.show_lines()
+
+    def show_lines(self) -> None:
+        self.display = bool(self.lines) or self.expanded
+        shown = list(self.lines) if self.expanded else list(self.lines)[-1:]
+        self.set_class(self.expanded, "-expanded")
+        if not shown:
+            self.update(Content.styled("no action yet: each one's admin-CLI line shows here", "dim"))
+            return
+        self.update(Content("\n").join(Content.assemble(("$ ", "dim"), line) for line in shown))

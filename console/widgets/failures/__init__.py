@@ -1,0 +1,1 @@
+"""The failures view: failed jobs grouped by cause."""

@@ -1,0 +1,84 @@
+"""Why a pending job is still waiting, in words: ``JobRepository.why_waiting``.
+
+Every reason that holds is given, in the order an operator would act on them: the queue is paused; the
+job is scheduled later (a delay, or the back-off after a failed attempt); jobs ahead of it by priority;
+no live worker serves its queue. When none holds, it is the next job a worker will claim. The rules are
+the claim's own (store.statements ``due``): highest priority, then due first, then lowest id.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import timedelta
+
+import peewee as pw
+
+from ..rules import PENDING, RUNNING, WORKER_RUNNING, worker_state
+from .registry import EVERY_QUEUE
+
+WAIT_KINDS = ("paused", "scheduled", "ahead", "no_worker", "next", "not_waiting")
+
+
+@dataclass(frozen=True)
+class WaitReason:
+    kind: str  # one of WAIT_KINDS
+    message: str
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "message": self.message}
+
+
+class WaitingReasons:
+    """``why_waiting`` (see ``JobRepository``)."""
+
+    def why_waiting(self, job_id: int, *, stale_after: timedelta | None = None) -> list[WaitReason]:
+        """Why job ``job_id`` is not running yet; ``[not_waiting]`` if it is not pending.
+
+        A worker counts as live while the registry says so (seen within its own ``stale_after``), or, with
+        ``stale_after`` given, while seen within that.
+        """
+        job = self.find_by_id(job_id)
+        if job is None:
+            return [WaitReason("not_waiting", f"there is no job {job_id}")]
+        if job.status != PENDING:
+            worker = f" on worker {job.worker_id}" if job.status == RUNNING and job.worker_id else ""
+            return [WaitReason("not_waiting", f"it is {job.status}{worker}, not waiting")]
+        now = self.now()
+        reasons = []
+        if self.queue_state(job.queue).paused:
+            reasons.append(WaitReason("paused", f"queue {job.queue} is paused"))
+        if job.run_at > now:
+            why = f"back-off after attempt {job.attempt}" if job.retry_count > 0 else "delayed"
+            reasons.append(WaitReason("scheduled", f"scheduled for {job.run_at:%Y-%m-%d %H:%M:%S} UTC ({why})"))
+        else:
+            ahead = self._jobs_ahead(job, now)
+            if ahead:
+                noun = "due job is" if ahead == 1 else "due jobs are"
+                reasons.append(WaitReason("ahead", f"{ahead:,} {noun} ahead of it by priority in queue {job.queue}"))
+        if not self._served(job.queue, now, stale_after):
+            reasons.append(WaitReason("no_worker", f"no live worker serves queue {job.queue}"))
+        return reasons or [WaitReason("next", "it will be claimed next")]
+
+    def _jobs_ahead(self, job, now) -> int:
+        """Due pending jobs of its queue that a claim takes before this one."""
+        Job = self.Job
+        before = (
+            (Job.priority > job.priority)
+            | ((Job.priority == job.priority) & (Job.run_at < job.run_at))
+            | ((Job.priority == job.priority) & (Job.run_at == job.run_at) & (Job.id < job.id))
+        )
+        due = (Job.status == PENDING) & (Job.queue == job.queue) & (Job.run_at <= Job.run_at.to_value(now))
+        return Job.select(pw.SQL("1")).where(due & before).count()
+
+    def _served(self, queue: str, now, stale_after: timedelta | None) -> bool:
+        """Whether a live worker in the registry claims from ``queue``."""
+        Worker = self.WorkerRecord
+        for row in Worker.select().where(Worker.stopped_at.is_null()):
+            if stale_after is not None:
+                live = now - row.last_seen_at <= stale_after
+            else:
+                live = worker_state(row.stopped_at, row.last_seen_at, row.stale_after, now) == WORKER_RUNNING
+            if live and (row.queues == EVERY_QUEUE or queue in json.loads(row.queues)):
+                return True
+        return False

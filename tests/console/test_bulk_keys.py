@@ -1,0 +1,246 @@
+"""Pilot tests of issue 16's selection and bulk keys: real key presses, then a look at the database."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from console_helpers import settle, wait_for
+
+from console.screens.bulk_progress import BulkProgressScreen
+from console.screens.confirm import ConfirmScreen
+from console.widgets.command_panel import CommandPanel
+from console.widgets.jobs.table import JobTable
+
+pytestmark = pytest.mark.asyncio
+
+
+async def focus_table(pilot, status: str) -> JobTable:
+    while pilot.app.focused.id != status:
+        await pilot.press("tab")
+    return pilot.app.focused
+
+
+def add_failed(repo, n: int, job_type: str = "send-invoice", error: str = "SMTP 550 for {n}") -> list[int]:
+    """``n`` more failed jobs, on a queue of their own so no scene job is claimed instead."""
+    ids = []
+    for i in range(n):
+        job, _ = repo.create(job_type, {"n": i}, max_retries=0, queue="extra")
+        repo.fail(repo.claim("w", queues=["extra"]).id, error.format(n=i))
+        ids.append(job.id)
+    return ids
+
+
+def statuses(repo) -> dict[int, str]:
+    return {
+        job.id: job.status
+        for status in ("pending", "running", "failed", "completed", "cancelled")
+        for job in repo.list(status, limit=1000)
+    }
+
+
+def question(app) -> str:
+    assert isinstance(app.screen, ConfirmScreen), f"no confirmation on screen: {app.screen!r}"
+    return app.screen.question
+
+
+def last_commands(app) -> list[str]:
+    return list(app.query_one(CommandPanel).lines)
+
+
+async def test_space_toggles_the_job_under_the_cursor_and_the_header_counts_them(pilot):
+    app = pilot.app
+    table = await focus_table(pilot, "pending")
+    first = table.selected_job_id
+    await pilot.press("space", "down", "space")
+    second = table.selected_job_id
+    assert app.selection.ids == {first, second}
+    assert "2 selected" in app.sub_title
+    await pilot.press("space")  # the second again: unselected
+    assert app.selection.ids == {first}
+    assert "1 selected" in app.sub_title
+    await pilot.press("escape")
+    assert app.selection is None and "selected" not in app.sub_title
+
+
+async def test_a_selects_every_matching_job_not_only_the_page(make_app, scene):
+    add_failed(scene, 30)  # more failed jobs than the window below shows
+    app = make_app(window=10)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await focus_table(pilot, "failed")
+        await pilot.press("a")
+        await settle(pilot)
+        failed = {job.id for job in scene.list("failed", limit=1000)}
+        assert len(failed) == 34 and app.selection.ids == failed
+        assert "34 selected" in app.sub_title
+        assert app.query_one("#failed", JobTable).row_count == 10
+
+
+async def test_bulk_retry_of_everything_matching_the_query_after_a_confirmation(make_app, scene):
+    add_failed(scene, 3)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"type:send-invoice", "enter")
+        await settle(pilot)
+        await focus_table(pilot, "failed")
+        before = statuses(scene)
+        await pilot.press("a")
+        await settle(pilot)
+        await pilot.press("r")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        assert question(app) == "Retry 4 failed jobs matching type:send-invoice?"
+        await pilot.press("y")
+        await settle(pilot)
+        after = statuses(scene)
+        invoices = {i for i, s in before.items() if s == "failed" and scene.find_by_id(i).type == "send-invoice"}
+        assert len(invoices) == 4
+        assert all(after[i] == "pending" for i in invoices)
+        assert {i: s for i, s in after.items() if i not in invoices} == {
+            i: s for i, s in before.items() if i not in invoices
+        }
+        assert last_commands(app)[-1] == 'python -m queue_core retry --query "status:failed type:send-invoice"'
+        assert app.selection is None
+
+
+async def test_C_cancels_the_selection_and_leaves_the_rest(pilot, scene):
+    app = pilot.app
+    table = await focus_table(pilot, "pending")
+    picked = []
+    for _ in range(3):
+        picked.append(table.selected_job_id)
+        await pilot.press("space", "down")
+    before = statuses(scene)
+    await pilot.press("C")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    assert question(app) == "Cancel 3 pending jobs selected by hand?"
+    await pilot.press("enter")
+    await settle(pilot)
+    after = statuses(scene)
+    assert [after[i] for i in picked] == ["cancelled"] * 3
+    assert {i: s for i, s in after.items() if i not in picked} == {i: s for i, s in before.items() if i not in picked}
+    assert last_commands(app)[-3:] == [f"python -m queue_core cancel {i}" for i in sorted(picked)]
+
+
+async def test_D_deletes_the_job_under_the_cursor_when_nothing_is_selected(pilot, scene):
+    app = pilot.app
+    table = await focus_table(pilot, "failed")
+    job_id = table.selected_job_id
+    count = len(statuses(scene))
+    await pilot.press("D")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    assert question(app) == "Delete 1 failed job?"
+    await pilot.press("y")
+    await settle(pilot)
+    assert scene.find_by_id(job_id) is None and len(statuses(scene)) == count - 1
+    assert last_commands(app)[-1] == f"python -m queue_core delete {job_id}"
+
+
+async def test_escape_on_the_confirmation_changes_nothing(pilot, scene):
+    app = pilot.app
+    before = statuses(scene)
+    for key, status in (("r", "failed"), ("C", "pending"), ("D", "failed")):
+        await focus_table(pilot, status)
+        await pilot.press("a")
+        await settle(pilot)
+        await pilot.press(key)
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), f"the confirmation of {key}")
+        await pilot.press("escape")
+        await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
+    assert statuses(scene) == before
+
+
+async def test_r_and_c_act_on_the_selection_when_there_is_one(pilot, scene):
+    app = pilot.app
+    failed = await focus_table(pilot, "failed")
+    await pilot.press("space", "down", "space")
+    await pilot.press("r")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    assert question(app) == "Retry 2 failed jobs selected by hand?"
+    await pilot.press("y")
+    await settle(pilot)
+    assert failed.row_count == 2
+    pending = await focus_table(pilot, "pending")
+    job_id = pending.selected_job_id
+    await pilot.press("space", "c")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    assert question(app) == "Cancel 1 pending job selected by hand?"
+    await pilot.press("y")
+    await settle(pilot)
+    assert scene.find_by_id(job_id).status == "cancelled"
+
+
+async def test_escape_during_a_long_run_stops_after_the_current_batch(pilot, scene):
+    app = pilot.app
+    add_failed(scene, 6)
+    app.bulk_batch_size = 2
+    first_batch, go_on = threading.Event(), threading.Event()
+    report = app.bulk_batch_done
+
+    def held_after_the_first_batch(progress) -> bool:
+        first_batch.set()
+        go_on.wait(30)  # until escape was pressed
+        return report(progress)
+
+    app.bulk_batch_done = held_after_the_first_batch
+    app.request_refresh()
+    await settle(pilot)
+    await focus_table(pilot, "failed")
+    await pilot.press("a")
+    await settle(pilot)
+    await pilot.press("r")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    assert "In batches of 2; escape stops after the current batch." in question(app)
+    await pilot.press("y")
+    await wait_for(pilot, first_batch.is_set, "the first batch")
+    assert isinstance(app.screen, BulkProgressScreen)
+    await pilot.press("escape")
+    go_on.set()
+    await settle(pilot)
+    await wait_for(pilot, lambda: not isinstance(app.screen, BulkProgressScreen), "the end of the run")
+    failed = scene.list("failed", limit=100)
+    assert len(failed) == 10 - 2  # one batch of two retried, the rest left failed
+
+
+async def test_a_large_selection_planned_by_its_state_still_touches_only_its_jobs(pilot, scene, monkeypatch):
+    """Above PLAN_BY_IDS the dry run reads the whole state and keeps the selected ids: the rest stay put."""
+    monkeypatch.setattr("console.bulk.PLAN_BY_IDS", 2)
+    app = pilot.app
+    table = await focus_table(pilot, "failed")
+    picked = []
+    for _ in range(3):
+        picked.append(table.selected_job_id)
+        await pilot.press("space", "down")
+    before = statuses(scene)
+    await pilot.press("r")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    assert question(app) == "Retry 3 failed jobs selected by hand?"
+    await pilot.press("y")
+    await settle(pilot)
+    after = statuses(scene)
+    assert [after[i] for i in picked] == ["pending"] * 3
+    assert {i: s for i, s in after.items() if i not in picked} == {i: s for i, s in before.items() if i not in picked}
+
+
+async def test_a_job_that_changed_between_the_dry_run_and_yes_is_skipped_and_counted(pilot, scene):
+    app = pilot.app
+    table = await focus_table(pilot, "failed")
+    picked = []
+    for _ in range(3):
+        picked.append(table.selected_job_id)
+        await pilot.press("space", "down")
+    await pilot.press("r")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    assert question(app) == "Retry 3 failed jobs selected by hand?"
+    raced = picked[1]
+    scene.retry(raced)  # meanwhile: someone retried it and a worker ran it to completion
+    finished = next(job for job in scene.claim_many("racer", 100) if job.id == raced)
+    scene.complete(finished.id, worker_id="racer", attempt=finished.attempt)
+    app._notifications.clear()
+    await pilot.press("y")
+    await settle(pilot)
+    assert scene.find_by_id(raced).status == "completed"
+    assert [scene.find_by_id(i).status for i in picked if i != raced] == ["pending", "pending"]
+    assert any("Retried 2 of 3 failed jobs" in n.message and "1 skipped" in n.message for n in app._notifications)

@@ -1,0 +1,89 @@
+"""The equivalent command (issue 16, item 5): every admin-CLI line the console shows is a real command.
+
+Each line is split as a shell would and parsed by the admin CLI's own parser (``queue_core.cli.admin``; the
+console itself may not import it), and what the parser read is what the console did.
+"""
+
+from __future__ import annotations
+
+import shlex
+from datetime import datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+from console_helpers import settle, wait_for
+from hypothesis import given
+from hypothesis import strategies as st
+
+from console.commands import PROGRAM, bulk_lines, command_line, enqueue_line, is_command
+from console.screens.confirm import ConfirmScreen
+from console.widgets.command_panel import CommandPanel
+from queue_core.cli.admin import build_parser
+
+
+def parse(line: str):
+    words = shlex.split(line)
+    assert words[:3] == PROGRAM.split(), line
+    return build_parser().parse_args(words[3:])
+
+
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=60))
+def test_a_query_of_any_text_reaches_the_cli_as_typed(query):
+    (line,) = bulk_lines("retry", query=query, ids=())
+    args = parse(line)
+    assert (args.command, args.query) == ("retry", query)
+
+
+@pytest.mark.parametrize("action", ["retry", "cancel", "delete"])
+def test_a_hand_picked_selection_is_one_line_per_job_then_a_note(action):
+    lines = bulk_lines(action, query=None, ids=[9, 3, 5, 7, 11, 13, 15])
+    commands = [line for line in lines if is_command(line)]
+    assert [parse(line).id for line in commands] == [3, 5, 7, 9, 11]
+    assert {parse(line).command for line in commands} == {action}
+    assert lines[-1] == f"# … and 2 more, one {action} per job id"
+
+
+def test_enqueue_reap_and_queue_lines_parse_to_what_was_done():
+    job = SimpleNamespace(
+        type="send-invoice",
+        payload={"to": "ann o'hara", "note": 'say "$HOME"'},
+        priority=-3,
+        max_retries=4,
+        idempotency_key="inv 77",
+        created_at=datetime(2026, 1, 1),
+        run_at=datetime(2026, 1, 1) + timedelta(seconds=90),
+        queue="billing",
+    )
+    args = parse(enqueue_line(job))
+    assert (args.type, args.payload, args.priority, args.max_retries) == (job.type, job.payload, "-3", 4)
+    assert (args.idempotency_key, args.delay, args.queue) == ("inv 77", 90.0, "billing")
+    assert parse(command_line("reap", older_than="300")).older_than == 300
+    assert parse(command_line("pause", "reports")).name == "reports"
+
+
+@pytest.mark.asyncio
+async def test_every_line_the_console_showed_is_a_real_command(pilot, scene):
+    """Actions by key (enqueue, retry, cancel, pause, reap, a bulk retry), then each panel line parsed."""
+    app = pilot.app
+    await pilot.press("n", *"echo", "tab", *'{"a": "b c"}', "enter")
+    await settle(pilot)
+    while app.focused.id != "failed":
+        await pilot.press("tab")
+    await pilot.press("r")
+    await settle(pilot)
+    await pilot.press("a")
+    await settle(pilot)
+    await pilot.press("r")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    await pilot.press("y")
+    await settle(pilot)
+    await pilot.press("x")
+    await settle(pilot)
+    await pilot.press("e")
+    lines = list(app.query_one(CommandPanel).lines)
+    assert len(lines) == 4, lines
+    parsed = [parse(line) for line in lines]
+    assert [args.command for args in parsed] == ["enqueue", "retry", "retry", "reap"]
+    assert parsed[0].payload == {"a": "b c"} and parsed[0].type == "echo"
+    assert parsed[2].query == "status:failed"
+    assert app.query_one(CommandPanel).has_class("-expanded")

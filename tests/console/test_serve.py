@@ -1,0 +1,67 @@
+"""``queue-console --serve`` (issue 16, item 7): the console in a browser through textual-serve, loopback by
+default; any other address only read-only or with ``--insecure``."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from console.options import parse_args
+from console.serve import app_argv
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.mark.backends("sqlite")
+def test_serve_answers_with_the_console_page(db_url):
+    port = free_port()
+    command = [sys.executable, "-m", "console", "--db", db_url, "--serve", "--port", str(port), "--read-only"]
+    server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    try:
+        page = None
+        for _ in range(200):  # up to 20 s for the server to listen
+            try:
+                page = httpx.get(f"http://127.0.0.1:{port}/", timeout=2)
+                break
+            except httpx.TransportError:
+                if server.poll() is not None:
+                    break
+                time.sleep(0.1)
+        assert page is not None, server.stderr.read().decode() if server.poll() is not None else "never listened"
+        assert page.status_code == 200
+        assert "queue-console" in page.text and "textual" in page.text.lower()
+    finally:
+        server.terminate()
+        server.wait(10)
+
+
+def test_the_served_app_gets_the_options_without_the_servers_own():
+    argv = ["--db", "sqlite:///q.db", "--serve", "--host=127.0.0.1", "--port", "9000", "--insecure", "--read-only"]
+    assert app_argv(argv) == ["--db", "sqlite:///q.db", "--read-only"]
+    assert app_argv(["--ser", "--po", "9000", "--refresh", "2"]) == ["--refresh", "2"]
+
+
+def test_serve_is_loopback_by_default_and_refuses_another_address_unless_read_only_or_insecure(capsys):
+    args = parse_args(["--serve"], environ={})
+    assert (args.host, args.port) == ("127.0.0.1", 8000)
+    assert parse_args(["--serve", "--host", "::1"], environ={}).host == "::1"
+    assert parse_args(["--serve", "--host", "0.0.0.0", "--read-only"], environ={}).read_only
+    assert parse_args(["--serve", "--host", "0.0.0.0", "--insecure"], environ={}).insecure
+    assert parse_args(["--serve", "--host", "0.0.0.0"], environ={"QUEUE_CONSOLE_READ_ONLY": "1"}).read_only
+    for argv in (["--serve", "--host", "0.0.0.0"], ["--serve", "--host", "example.com"], ["--port", "9000"]):
+        with pytest.raises(SystemExit) as info:
+            parse_args(argv, environ={})
+        assert info.value.code == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and all(line.startswith("error: ") for line in err)
+    assert "not loopback" in err[0] and "--read-only" in err[0]

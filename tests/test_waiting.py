@@ -1,0 +1,82 @@
+"""``why_waiting``: each reason a pending job waits, in words (both backends)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+
+def serve(repo, queues="*", worker_id="w1"):
+    repo.register_worker(worker_id, host="h", pid=1, queues=queues, concurrency=1, stale_after=30)
+
+
+def kinds(reasons):
+    return [reason.kind for reason in reasons]
+
+
+def test_the_next_job_will_be_claimed_next(repo):
+    serve(repo)
+    job, _ = repo.create("t")
+    assert [(r.kind, r.message) for r in repo.why_waiting(job.id)] == [("next", "it will be claimed next")]
+
+
+def test_a_paused_queue_says_so(repo):
+    serve(repo)
+    job, _ = repo.create("t", queue="emails")
+    repo.pause_queue("emails")
+    assert [(r.kind, r.message) for r in repo.why_waiting(job.id)] == [("paused", "queue emails is paused")]
+
+
+def test_a_delayed_job_is_scheduled(repo, clock):
+    serve(repo)
+    job, _ = repo.create("t", run_at=clock() + timedelta(minutes=30))
+    reasons = repo.why_waiting(job.id)
+    assert kinds(reasons) == ["scheduled"]
+    assert reasons[0].message == "scheduled for 2026-01-01 12:30:00 UTC (delayed)"
+
+
+def test_a_backed_off_job_names_the_attempt_that_failed(repo, clock):
+    job, _ = repo.create("t", max_retries=3, retry_backoff=60)
+    for _ in range(2):
+        clock.advance(600)  # past any back-off so far: due again
+        claimed = repo.claim("w")
+        repo.fail(job.id, "boom", worker_id="w", attempt=claimed.attempt)
+    serve(repo)
+    reasons = repo.why_waiting(job.id)
+    assert kinds(reasons) == ["scheduled"]
+    assert reasons[0].message.endswith("UTC (back-off after attempt 2)")
+
+
+def test_jobs_ahead_by_priority_are_counted(repo):
+    serve(repo)
+    low, _ = repo.create("t", priority="low")
+    for _ in range(3):
+        repo.create("t", priority="high")
+    repo.create("t", priority="high", queue="elsewhere")  # another queue: not ahead in this one
+    reasons = repo.why_waiting(low.id)
+    assert [(r.kind, r.message) for r in reasons] == [
+        ("ahead", "3 due jobs are ahead of it by priority in queue default")
+    ]
+
+
+def test_no_live_worker_for_its_queue(repo, clock):
+    job, _ = repo.create("t", queue="emails")
+    assert kinds(repo.why_waiting(job.id)) == ["no_worker"]
+    serve(repo, queues=["other"], worker_id="other")
+    assert repo.why_waiting(job.id)[0].message == "no live worker serves queue emails"
+    serve(repo, queues=["emails"], worker_id="mail")
+    assert kinds(repo.why_waiting(job.id)) == ["next"]
+    clock.advance(60)  # past the worker's own stale_after (30 s): lost, not live
+    assert kinds(repo.why_waiting(job.id)) == ["no_worker"]
+    assert kinds(repo.why_waiting(job.id, stale_after=timedelta(minutes=5))) == ["next"]
+    repo.worker_seen("mail", running=0, completed=0, failed=0)
+    repo.worker_stopped("mail")
+    assert kinds(repo.why_waiting(job.id)) == ["no_worker"]
+
+
+def test_a_job_that_is_not_pending_is_not_waiting(repo):
+    job, _ = repo.create("t")
+    repo.claim("w")
+    assert [(r.kind, r.message) for r in repo.why_waiting(job.id)] == [
+        ("not_waiting", "it is running on worker w, not waiting")
+    ]
+    assert kinds(repo.why_waiting(999)) == ["not_waiting"]
