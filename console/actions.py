@@ -100,7 +100,7 @@ class JobActions:
     def action_retry(self) -> None:
         """With a selection, the bulk retry (asks first, console.bulk); else the failed job under the cursor."""
         self._on_main_screen()
-        if self.selection is not None:
+        if self.selection is not None or self.view == "failures":
             self.action_bulk("retry")
             return
         job_id = self.cursor_job("retry", "failed")

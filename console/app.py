@@ -73,7 +73,9 @@ class QueueConsole(
     BINDINGS: ClassVar[list[Binding]] = [
         *VIEW_BINDINGS,
         Binding("n", "enqueue", "Enqueue", id="enqueue", tooltip="enqueue a job through a form"),
-        Binding("r", "retry", "Retry", id="retry", tooltip="retry the selected failed job"),
+        Binding(
+            "r", "retry", "Retry", id="retry", tooltip="retry the failed job; with a selection, all of it (asks first)"
+        ),
         Binding("f", "fail", "Fail", id="fail", tooltip="fail the selected running job (asks why)"),
         *CONTROL_BINDINGS,
         *BULK_BINDINGS,

@@ -11,6 +11,8 @@ command panel (``e`` opens its last lines).
 from __future__ import annotations
 
 import threading
+from array import array
+from dataclasses import replace
 from functools import partial
 
 from textual.binding import Binding
@@ -35,7 +37,7 @@ BULK_BINDINGS = [
         "toggle_select",
         "Select",
         id="select",
-        tooltip="select / unselect the job under the cursor (a failure group on 6)",
+        tooltip="select / unselect the job under the cursor (on 6: a cause)",
         show=False,
     ),
     Binding(
@@ -57,6 +59,22 @@ BULK_BINDINGS = [
 ]
 VERBS = {"retry": "Retry", "cancel": "Cancel", "delete": "Delete"}
 PAST = {"retry": "Retried", "cancel": "Cancelled", "delete": "Deleted"}
+PLAN_BY_IDS = 5000  # a selection up to this size is planned by its id list, a larger one as plan_selection says
+
+
+def plan_selection(repo, action: str, selection: Selection):
+    """The dry run of ``action`` on ``selection``: exactly the jobs of the selection it would touch now.
+
+    A large selection of one state is planned by its state and query (one statement) and cut down to its ids
+    here: asking the store for 100,000 ids by id list took 8 s on SQLite, this takes under one.
+    """
+    query = selection.scope or ""
+    if len(selection) <= PLAN_BY_IDS or selection.state is None:
+        return repo.plan_bulk(action, query, status=selection.state, ids=selection.ids)
+    plan = repo.plan_bulk(action, query, status=selection.state)
+    kept = [index for index, job_id in enumerate(plan.ids) if job_id in selection.ids]
+    ids, attempts = array("q", (plan.ids[i] for i in kept)), array("q", (plan.attempts[i] for i in kept))
+    return replace(plan, ids=ids, attempts=attempts)
 
 
 class BulkActions:
@@ -70,16 +88,19 @@ class BulkActions:
         self._on_main_screen()
         selection = self.selection
         if selection is not None:
-            ids, query, status = sorted(selection.ids), selection.scope or "", selection.state
+            plan = partial(plan_selection, self.repo, action, selection)
         else:
-            query, (ids, status) = "", self._cursor_job(action)
-        if ids is None:
-            return
-        plan = partial(self.repo.plan_bulk, action, query, status=status, ids=ids)
+            ids, status = self._cursor_job(action)
+            if ids is None:
+                return
+            plan = partial(self.repo.plan_bulk, action, "", status=status, ids=ids)
         self.run_worker(partial(self._plan, plan, selection), name=f"plan {action}", group="write", thread=True)
 
     def _cursor_job(self, action: str) -> tuple[list[int] | None, str | None]:
         """The job under the cursor and its table's state, when nothing is selected."""
+        if self.view == "failures":
+            self.notify(f"Select a cause first (space), then {action} its jobs.", severity="warning")
+            return None, None
         table = self.current_table
         job_id = table.selected_job_id if self.view in JOB_VIEWS and table.display else None
         if job_id is None:
@@ -130,9 +151,9 @@ class BulkActions:
                 outcome = self.repo.apply_bulk(plan, batch_size=self.bulk_batch_size, on_batch=self.bulk_batch_done)
         except (QueueError, *DATABASE_ERRORS) as exc:
             self.post_message(WriteFailed(plan.action, str(exc)))
-            self.post_message(BulkDone(None, []))
+            self.post_message(BulkDone(None, [], plan.describe()))
         else:
-            self.post_message(BulkDone(outcome, lines))
+            self.post_message(BulkDone(outcome, lines, plan.describe()))
 
     def bulk_batch_done(self, progress) -> bool:
         """On the worker thread after each batch: report it; False once escape asked to stop."""
@@ -150,7 +171,7 @@ class BulkActions:
         if outcome is not None:
             skipped = f" ({outcome.skipped:,} skipped: changed meanwhile)" if outcome.skipped else ""
             stopped = " Stopped by escape: the rest were left as they were." if outcome.stopped else ""
-            self.notify(f"{PAST[outcome.action]} {outcome.changed:,} of {outcome.planned:,} jobs{skipped}.{stopped}")
+            self.notify(f"{PAST[outcome.action]} {outcome.changed:,} of {message.what}{skipped}.{stopped}")
             self.record_commands(message.lines)
             self.set_selection(None)
         self.request_refresh()

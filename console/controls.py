@@ -22,7 +22,9 @@ from .widgets.queues.table import QueuesTable
 from .widgets.workers.table import WorkersTable
 
 CONTROL_BINDINGS = [
-    Binding("c", "cancel_job", "Cancel", id="cancel-job", tooltip="cancel the selected job (asks first)"),
+    Binding(
+        "c", "cancel_job", "Cancel", id="cancel-job", tooltip="cancel the job; with a selection, all of it (asks first)"
+    ),
     Binding("p", "toggle_pause", "Pause", id="pause", tooltip="pause / resume the selected queue (asks first)"),
 ]
 

@@ -2,9 +2,9 @@
 
 A job can be large: an 850 KB payload, 300 attempts with 10,000-character errors. Laying out megabytes of
 text froze the console for tens of seconds, so the detail shows the payload a page (``PAGE_CHARS``) at a
-time, the last ``ATTEMPTS_SHOWN`` attempts, and each error cut to ``ERROR_CHARS``, each with a note of what
-is left out. Job data (types, errors, worker ids, keys) goes into ``Content`` as plain strings: ``[/x`` in
-an error is shown as typed.
+time, the attempt history a page of ``ATTEMPTS_SHOWN`` attempts at a time (the newest first; the database
+cuts each error to ``ERROR_CHARS``), each with a note of what is left out. Job data (types, errors, worker
+ids, keys) goes into ``Content`` as plain strings: ``[/x`` in an error is shown as typed.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.content import Content
+
+from queue_core.store.pages import AttemptPage
 
 from .formatting import timestamp
 
@@ -36,15 +38,15 @@ class JobDetail:
     errors: Content
 
 
-def build_detail(job, errors: list) -> JobDetail:
+def build_detail(job, attempts: AttemptPage) -> JobDetail:
     payload = json.dumps(job.payload, indent=2, sort_keys=True)
     return JobDetail(
         job_id=job.id,
         title=title_text(job),
         fields=fields_text(job),
         payload_pages=tuple(pages(payload)),
-        errors_title=Content(f"Errors ({len(errors):,} failed attempts)"),
-        errors=error_history(errors),
+        errors_title=errors_title(attempts),
+        errors=error_history(attempts),
     )
 
 
@@ -84,32 +86,40 @@ def waiting_text(reasons: list) -> Content:
     return Content("\n").join(lines)
 
 
-def error_history(errors: list) -> Content:
-    if not errors:
+def errors_title(attempts: AttemptPage) -> Content:
+    return Content(f"Errors ({attempts.total:,} failed attempts)")
+
+
+def error_history(attempts: AttemptPage) -> Content:
+    """One page of the attempt history, oldest first, between notes of the attempts before and after it."""
+    if not attempts.total:
         return Content.styled("none: this job has not failed", "dim")
-    shown = errors[-ATTEMPTS_SHOWN:]
     parts = []
-    if len(errors) > len(shown):
-        hidden = len(errors) - len(shown)
-        parts.append(Content.styled(f"… {hidden:,} earlier attempts not shown: the last {len(shown)} follow", "dim"))
-    for error in shown:
+    if attempts.older:
+        more = min(attempts.older, attempts.size)
+        parts.append(Content.styled(f"… {attempts.older:,} earlier attempts not shown: o shows {more} more", "dim"))
+    for error in attempts.rows:
         parts.append(
             Content.assemble(
                 (f"attempt {error.attempt}", "bold red"),
                 "  ",
                 (f"{timestamp(error.created_at)}  worker {error.worker_id or '—'}", "dim"),
                 "\n",
-                cut(error.error, ERROR_CHARS),
+                cut(error.error, ERROR_CHARS, length=error.error_length),
             )
         )
+    if attempts.newer:
+        parts.append(Content.styled(f"… {attempts.newer:,} later attempts not shown: i shows them", "dim"))
     return Content("\n\n").join(parts)
 
 
-def cut(text: str, limit: int) -> Content:
-    """``text`` up to ``limit`` characters, then a dim note of how many more there are."""
-    if len(text) <= limit:
+def cut(text: str, limit: int, *, length: int | None = None) -> Content:
+    """``text`` up to ``limit`` characters, then a dim note of how many more there are (of ``length`` in all,
+    when the text was already cut by the database)."""
+    length = len(text) if length is None else length
+    if length <= limit:
         return Content(text)
-    return Content.assemble(text[:limit], (f" … {len(text) - limit:,} more characters", "dim"))
+    return Content.assemble(text[:limit], (f" … {length - limit:,} more characters", "dim"))
 
 
 def pages(text: str, size: int = PAGE_CHARS) -> list[str]:

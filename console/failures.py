@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from functools import partial
 
+from queue_core.errors import QueueError
+from queue_core.store.database import DATABASE_ERRORS
 from queue_core.store.query import parse_query
 
-from .messages import SelectionLoaded
+from .messages import SelectionLoaded, WriteFailed
 from .selection import Selection, scoped_query_text
 from .widgets.failures.table import FailuresTable
 
@@ -33,7 +35,11 @@ class FailureGroupControls:
         self.run_worker(partial(self._read_group, group.signature, text), group="read", thread=True)
 
     def _read_group(self, signature: str, text: str) -> None:
-        with self.repo.db.connection_context():
-            ids = self.repo.failure_group_ids(signature, parse_query(text))
+        try:
+            with self.repo.db.connection_context():
+                ids = self.repo.failure_group_ids(signature, parse_query(text))
+        except (QueueError, *DATABASE_ERRORS) as exc:
+            self.post_message(WriteFailed("select the cause's jobs", str(exc)))
+            return
         what = f"of cause “{signature}”"
         self.post_message(SelectionLoaded(Selection(frozenset(ids), "failed", None, what, group=signature)))

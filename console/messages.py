@@ -175,6 +175,7 @@ class BulkProgressed(Message):
 class BulkDone(Message):
     outcome: Any  # queue_core.store.bulk.BulkOutcome
     lines: list[str]  # the equivalent admin-CLI commands
+    what: str  # the plan's description: "4 failed jobs matching type:x"
 
 
 # --- job detail: why it waits (console.screens.detail) --------------------------------------------

@@ -10,6 +10,7 @@ query or escape drops the search. Neither ever blocks a key press.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from textual import work
@@ -32,6 +33,7 @@ class QueryLine:
     """Needs from the app: ``request_refresh``, ``refresh_soon``, ``_on_main_screen``, ``reset_pages``, ``repo``."""
 
     job_query: JobQuery | None = None
+    search_clock = staticmethod(time.monotonic)  # what a search's time budget is measured with (fixed in pictures)
     found: FoundJobs | None = None  # the searched query's matches so far (None for a query an index serves)
 
     @property
@@ -64,7 +66,7 @@ class QueryLine:
         worker = get_current_worker()
         try:
             with self.repo.db.connection_context():
-                for progress in search(self.repo, query):
+                for progress in search(self.repo, query, clock=self.search_clock):
                     if worker.is_cancelled:
                         return  # leaving the loop closes the search's generator
                     self.post_message(SearchProgressed(query, progress))

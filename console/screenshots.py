@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import random
 import tempfile
 from pathlib import Path
@@ -17,17 +18,37 @@ from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
 
 from .app import QueueConsole
-from .demo import SCENE_END, SCENE_SCHEDULES, WORKER_ID, ManualClock, build_scene, replay_worker_run
+from .demo import (
+    SCENE_END,
+    SCENE_SCHEDULES,
+    WORKER_ID,
+    ManualClock,
+    add_failure_causes,
+    build_scene,
+    replay_worker_run,
+)
 
 SIZE = (120, 40)
 OUT = Path(__file__).resolve().parents[1] / "screenshots"
 
 
-def scene_app(directory: Path) -> QueueConsole:
+def scene_app(directory: Path, *, incident: bool = False, read_only: bool = False) -> QueueConsole:
+    """The console on the demo scene; ``incident`` adds the failures view's burst of failures."""
     clock = ManualClock(SCENE_END)
     repo = JobRepository(open_database(f"sqlite:///{directory / 'demo.db'}"), clock=clock, rng=random.Random(7))
     build_scene(repo, clock)
-    return QueueConsole(repo, refresh_interval=None, db_label="demo.db", worker_id=WORKER_ID, schedules=SCENE_SCHEDULES)
+    if incident:
+        add_failure_causes(repo, clock)
+    app = QueueConsole(
+        repo,
+        refresh_interval=None,
+        db_label="demo.db",
+        worker_id=WORKER_ID,
+        schedules=SCENE_SCHEDULES,
+        read_only=read_only,
+    )
+    app.search_clock = itertools.count(0, 0.2).__next__  # a query's search "takes" 0.2 s a step, every run
+    return app
 
 
 async def settle(pilot) -> None:
@@ -40,14 +61,15 @@ async def settle(pilot) -> None:
             return
 
 
-async def shoot(directory: Path, name: str, keys: tuple[str, ...], out: Path) -> Path:
-    app = scene_app(directory / name)
+async def shoot(directory: Path, name: str, keys: tuple[str, ...], out: Path, **scene) -> Path:
+    app = scene_app(directory / name, **scene)
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press(*keys)
         await settle(pilot)
         for field in app.screen.query("Input"):
             field.cursor_blink = False
+        app.clear_notifications()  # a toast leaves on a timer: whether it is still there would vary
         await pilot.pause()
         return Path(app.save_screenshot(f"{name}.svg", str(out)))
 
@@ -73,6 +95,17 @@ async def shoot_worker(directory: Path, out: Path) -> Path:
         return Path(app.save_screenshot("worker.svg", str(out)))
 
 
+QUERY_RETRY = ("slash", *"type:send-invoice", "enter", "tab", "tab", "a", "r")
+ISSUE_16_SHOTS = {  # name: (keys, scene options)
+    "causes": (("6", "space"), {"incident": True}),
+    "bulk-confirm": (("6", "space", "r"), {"incident": True}),
+    "commands": ((*QUERY_RETRY, "y", "e"), {"incident": True}),
+    "selection": (("tab", "tab", "space", "down", "down", "space"), {}),
+    "waiting": (("down", "enter"), {}),
+    "read-only": (("tab", "tab"), {"read_only": True}),
+}
+
+
 async def make_all(out: Path) -> list[Path]:
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -88,11 +121,15 @@ async def make_all(out: Path) -> list[Path]:
             "workers": ("3",),
             "schedules": ("4",),
             "activity": ("5",),
+            "query": ("slash", *"declined", "enter"),
         }
         paths = []
         for name, keys in shots.items():
             (directory / name).mkdir()
             paths.append(await shoot(directory, name, keys, out))
+        for name, (keys, scene) in ISSUE_16_SHOTS.items():
+            (directory / name).mkdir()
+            paths.append(await shoot(directory, name, keys, out, **scene))
         (directory / "worker").mkdir()
         paths.append(await shoot_worker(directory, out))
         return paths

@@ -8,15 +8,14 @@ not in it, so a bulk action never touches a job the operator did not select.
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
 from functools import partial
 
-from queue_core.rules import PENDING
+from queue_core.errors import QueueError
+from queue_core.store.database import DATABASE_ERRORS
 from queue_core.store.query import JobQuery
 
-from .commands import quote
-from .messages import SelectionLoaded
+from .messages import SelectionLoaded, WriteFailed
 from .widgets.failures.table import FailuresTable
 from .widgets.jobs.table import JobTable
 
@@ -45,23 +44,32 @@ class Selection:
 
 def scoped_query_text(type_filter: str | None, query: JobQuery | None) -> str:
     """The type filter (``t``) and the query line (``/``) as one query's text."""
-    parts = [f"type:{quote(type_filter)}"] if type_filter else []
+    parts = [f"type:{query_value(type_filter)}"] if type_filter else []
     return " ".join([*parts, query.text] if query else parts)
 
 
-def matching_ids(repo, state: str, where, type_filter: str | None) -> array:
-    """Every job id of ``state`` matching ``where`` (and the type filter), ascending: one read, ids only."""
-    Job = repo.Job
-    rows = Job.select(Job.id)
-    if state == "scheduled":  # pending and due later, as console.snapshot's scheduled page
-        rows = rows.where((Job.status == PENDING) & (Job.run_at > Job.run_at.to_value(repo.now())))
-    else:
-        rows = rows.where(Job.status == state)
-    if type_filter:
-        rows = rows.where(Job.type == type_filter)
-    if where is not None:
-        rows = rows.where(where)
-    return array("q", (row[0] for row in repo.db.execute_sql(*rows.order_by(Job.id).sql())))
+def query_value(value: str) -> str:
+    """``value`` as one term of the query language: bare, or double-quoted with ``\\`` escapes."""
+    if value and not any(char.isspace() or char in '"\\' for char in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+# The store's dry run is the one read of "every job of this state matching a query": plan an action that takes
+# jobs of the state, and keep its ids (nothing is written; the bulk key plans again for its own action).
+READ_AS = {
+    "pending": "cancel",
+    "scheduled": "cancel",
+    "running": "cancel",
+    "failed": "retry",
+    "completed": "delete",
+    "cancelled": "retry",
+}
+
+
+def matching_ids(repo, state: str, scope: str):
+    """Every job id of ``state`` matching the query text ``scope``, ascending (an array of ids)."""
+    return repo.plan_bulk(READ_AS[state], scope, status=state).ids
 
 
 class JobSelection:
@@ -108,9 +116,13 @@ class JobSelection:
 
     def _read_matching(self, state: str, query: JobQuery | None, type_filter: str | None) -> None:
         # On a thread: touch no widget, only post.
-        with self.repo.db.connection_context():
-            ids = matching_ids(self.repo, state, query.condition(self.repo) if query else None, type_filter)
         scope = scoped_query_text(type_filter, query)
+        try:
+            with self.repo.db.connection_context():
+                ids = matching_ids(self.repo, state, scope)
+        except (QueueError, *DATABASE_ERRORS) as exc:
+            self.post_message(WriteFailed("select", str(exc)))  # "Could not select: ..."; nothing changed
+            return
         self.post_message(SelectionLoaded(Selection(frozenset(ids), state, scope)))
 
     def on_selection_loaded(self, message: SelectionLoaded) -> None:

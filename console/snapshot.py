@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from weakref import WeakKeyDictionary
 
 from queue_core.rules import is_stale
 from queue_core.store.activity import Activity, ActivityReads
@@ -87,7 +88,7 @@ def load_snapshot(
         rows, counts, pages = _narrowed(repo, query, type_filter, window, view, after, page_number, now)
     if view in pages:
         rows[view] = pages[view].rows
-    activity = ActivityReads(repo).last_hour(now=now) if view == "activity" else None
+    activity = activity_reads(repo).last_hour(now=now) if view == "activity" else None
     extra = {name: read(repo, now) for name, read in (extra_reads or {}).items()}
     return Snapshot(
         now=now,
@@ -137,6 +138,16 @@ def _found(repo, found: FoundJobs, type_filter, window, view, after, page_number
         current = found_page(matches, view, after=after, limit=window, now=now)
         pages[view] = PageView(current, page_number, window)
     return rows, counts, pages
+
+
+_ACTIVITY_READS: WeakKeyDictionary = WeakKeyDictionary()
+
+
+def activity_reads(repo: JobRepository) -> ActivityReads:
+    """One ``ActivityReads`` per repository, kept across refreshes: it keeps the minutes that have settled."""
+    if repo not in _ACTIVITY_READS:
+        _ACTIVITY_READS[repo] = ActivityReads(repo)
+    return _ACTIVITY_READS[repo]
 
 
 def read_queues(repo: JobRepository, now: datetime) -> list:

@@ -210,6 +210,28 @@ class HttpQueue:
         data = self._post(f"/jobs/{int(job_id)}/complete-and-claim", body).json()
         return _remote_or_none(data["completed"]), _remote_or_none(data["claimed"])
 
+    def complete_many(self, completions, *, worker_id: str) -> list[tuple[int, int]]:
+        """One completion call per job (the API completes one at a time): the (id, attempt) still held."""
+        return [
+            (job_id, attempt)
+            for job_id, attempt, result in completions
+            if self.complete(job_id, worker_id=worker_id, attempt=attempt, result=result) is not None
+        ]
+
+    def complete_and_claim_many(
+        self, completions, n: int, types=None, *, worker_id: str, queues=None
+    ) -> tuple[list[tuple[int, int]], list[RemoteJob]]:
+        """The completions, then a claim of up to ``n`` jobs; one round trip for the common single job."""
+        completions = list(completions)
+        if len(completions) == 1 and n == 1:
+            job_id, attempt, result = completions[0]
+            done, claimed = self.complete_and_claim(
+                job_id, types, worker_id=worker_id, attempt=attempt, queues=queues, result=result
+            )
+            return ([(job_id, attempt)] if done is not None else []), ([] if claimed is None else [claimed])
+        done = self.complete_many(completions, worker_id=worker_id)
+        return done, self.claim_many(worker_id, n, types=types, queues=queues)
+
     def cancel_requests(self, job_ids, *, worker_id: str) -> list[int]:
         job_ids = list(job_ids)
         if not job_ids:

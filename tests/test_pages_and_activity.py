@@ -116,3 +116,17 @@ def test_activity_charts_each_queue_and_the_longest_wait_per_minute(repo, clock)
     assert activity.latency[-1] == pytest.approx(95, abs=0.01) and activity.latency[0] is None
     quiet = activity.for_queue("nobody")
     assert quiet.total("completed") == 0 and set(quiet.latency) == {None} and quiet.queue == "nobody"
+
+
+def test_activity_keeps_settled_minutes_and_reads_everything_again_after_a_while(repo, clock):
+    reads = ActivityReads(repo)
+    done = complete_one(repo, clock)
+    reads.last_hour()
+    clock.advance(200)  # the first job's minute has settled: kept, not read again
+    complete_one(repo, clock)
+    kept = reads.last_hour()
+    assert kept == ActivityReads(repo).last_hour()  # the same charts as a read of the whole hour
+    repo.Job.delete().where(repo.Job.id == done).execute()  # pruned: a settled minute changes
+    assert reads.last_hour().total("completed") == 2  # kept as it was...
+    clock.advance(61)
+    assert reads.last_hour().total("completed") == 1  # ...until everything is read again

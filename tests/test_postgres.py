@@ -241,11 +241,6 @@ def test_listener_reconnects_after_losing_its_connection(db, repo, wakeups):
     assert wakeups.wait()
 
 
-@pytest.mark.backends("sqlite")
-def test_no_listener_on_sqlite(db):
-    assert listen_for_jobs(db, lambda: None) is None
-
-
 @postgres_only
 def test_heartbeats_are_hot_updates_that_touch_no_index(db, repo, clock):
     def hot_and_all_updates():

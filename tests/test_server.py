@@ -423,6 +423,7 @@ def test_openapi_documents_every_endpoint_and_problem_responses(http):
         ("GET", "/jobs"),
         ("POST", "/jobs/claim"),
         ("POST", "/jobs/claim-many"),
+        ("POST", "/jobs/bulk/{action}"),
         ("POST", "/jobs/heartbeat"),
         ("POST", "/jobs/reap"),
         ("POST", "/jobs/prune"),

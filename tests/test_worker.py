@@ -170,15 +170,15 @@ class ClaimSpy:
         self.empty_claims = 0
         self.empty = threading.Event()
 
-    def claim(self, worker_id, *, types=None, queues=None):
+    def complete_and_claim_many(self, completions, n, types=None, *, worker_id, queues=None):
         if self.failures:
             self.failures -= 1
             raise pw.OperationalError("database is locked")
-        job = self.repo.claim(worker_id, types=types, queues=queues)
-        if job is None:
+        done, jobs = self.repo.complete_and_claim_many(completions, n, types, worker_id=worker_id, queues=queues)
+        if not jobs:
             self.empty_claims += 1
             self.empty.set()
-        return job
+        return done, jobs
 
     def __getattr__(self, name):
         return getattr(self.repo, name)
@@ -319,6 +319,7 @@ class CountingQueue:
 
 
 def test_a_busy_worker_completes_each_job_and_claims_the_next_in_one_call(live_repo, handlers, events, make_worker):
+    # One slot: each round writes the completion waiting in the batch and claims the next job, one call.
     ran = []
     handlers.register("t", lambda payload: ran.append(payload["n"]))
     live_repo.create_many([{"type": "t", "payload": {"n": n}} for n in range(30)])
@@ -328,8 +329,8 @@ def test_a_busy_worker_completes_each_job_and_claims_the_next_in_one_call(live_r
 
     assert ran == list(range(30))  # claim order kept, each once
     assert live_repo.counts() == {"pending": 0, "running": 0, "completed": 30, "failed": 0, "cancelled": 0}
-    assert queue.calls["complete_and_claim"] == 30 and queue.calls["complete"] == 0
-    assert queue.calls["claim"] == 2  # the first job, and the empty claim that ends the burst
+    # The first claim, one per job that writes its completion and claims the next (the last finds none).
+    assert queue.calls["complete_and_claim_many"] == 31 and queue.calls["complete_many"] == 0
     assert events.kinds().count("completed") == 30 and events.kinds().count("claimed") == 30
 
 
@@ -349,7 +350,8 @@ def test_a_stop_during_a_busy_drain_claims_nothing_more(live_repo, handlers, eve
 
     assert ran == [0, 1]  # the job that saw the stop finished; its completion claimed no next job
     assert live_repo.counts() == {"pending": 3, "running": 0, "completed": 2, "failed": 0, "cancelled": 0}
-    assert queue.calls["complete_and_claim"] == 1 and queue.calls["complete"] == 1
+    # The first claim and job 0's completion with the next claim; job 1's completion alone, flushed by the stop.
+    assert queue.calls["complete_and_claim_many"] == 2 and queue.calls["complete_many"] == 1
     assert "released" not in events.kinds()
 
 
@@ -389,13 +391,14 @@ class FlakyAcks:
             self.failures -= 1
             raise pw.OperationalError("database is locked")
 
-    def complete(self, job_id, **held):
+    def complete_many(self, completions, **held):
         self._flaky()
-        return self.repo.complete(job_id, **held)
+        return self.repo.complete_many(completions, **held)
 
-    def complete_and_claim(self, job_id, types=None, **held):
-        self._flaky()
-        return self.repo.complete_and_claim(job_id, types, **held)
+    def complete_and_claim_many(self, completions, n, types=None, **held):
+        if completions:
+            self._flaky()
+        return self.repo.complete_and_claim_many(completions, n, types, **held)
 
     def __getattr__(self, name):
         return getattr(self.repo, name)

@@ -101,7 +101,8 @@ def test_burst_workers_run_each_job_exactly_once(db, db_url, live_repo, start_wo
     with db.atomic():
         ids = [live_repo.create("record", {"i": i})[0].id for i in range(count)]
 
-    workers = [start_worker("--burst", worker_id=f"w{i}") for i in range(processes)]
+    # Two slots each: claims for several free slots and batched completions are what the race exercises.
+    workers = [start_worker("--burst", "--concurrency", "2", worker_id=f"w{i}") for i in range(processes)]
 
     for process in workers:
         assert process.wait(300) == 0, process.log()

@@ -46,13 +46,9 @@ class CallLog(JobRepository):
         with self.lock:
             return [kwargs for called, kwargs in self.calls if called == name]
 
-    def claim(self, worker_id, **kwargs):
+    def complete_and_claim_many(self, completions, n, types=None, **kwargs):
         self._log("claim", kwargs)
-        return super().claim(worker_id, **kwargs)
-
-    def complete_and_claim(self, job_id, types=None, **kwargs):
-        self._log("complete_and_claim", kwargs)
-        return super().complete_and_claim(job_id, types, **kwargs)
+        return super().complete_and_claim_many(completions, n, types, **kwargs)
 
     def register_worker(self, worker_id, **kwargs):
         self._log("register_worker", kwargs)
@@ -85,7 +81,7 @@ def test_each_slot_claims_only_from_its_own_queue(db, live_repo, handlers, make_
     assert worker.concurrency == 3
     worker.run(burst=True)
 
-    claims = queue.called("claim") + queue.called("complete_and_claim")
+    claims = queue.called("claim")
     assert {tuple(call["queues"]) for call in claims} == {("mail",), ("default",)}
     by_queue = {}
     for row in db.execute_sql("SELECT queue, status FROM jobs").fetchall():

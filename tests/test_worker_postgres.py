@@ -33,11 +33,11 @@ class IdleAwareQueue:
     def __getattr__(self, name):
         return getattr(self.repo, name)
 
-    def claim(self, *args, **kwargs):
-        job = self.repo.claim(*args, **kwargs)
-        if job is None:
+    def complete_and_claim_many(self, *args, **kwargs):
+        done, jobs = self.repo.complete_and_claim_many(*args, **kwargs)
+        if not jobs:
             self.idle.set()
-        return job
+        return done, jobs
 
 
 @pytest.mark.backends("postgresql")

@@ -43,9 +43,8 @@ def assert_satisfies(implementation, protocol) -> None:
 def test_the_protocol_names_what_the_worker_calls():
     assert protocol_members(JobQueue) == [
         "cancel_requests",
-        "claim",
-        "complete",
-        "complete_and_claim",
+        "complete_and_claim_many",
+        "complete_many",
         "fail",
         "heartbeat",
         "mark_cancelled",
@@ -76,13 +75,13 @@ def test_both_job_kinds_have_what_the_worker_and_handlers_read(job_class):
 
 def test_the_structural_check_catches_a_queue_that_differs():
     class Renamed(JobRepository):
-        def complete_and_claim(self, job_id, kinds=None, *, worker_id, attempt):  # types renamed
+        def complete_and_claim_many(self, completions, n, kinds=None, *, worker_id, queues=None):  # types renamed
             raise NotImplementedError
 
     class Missing:
-        claim = JobRepository.claim
+        complete_many = JobRepository.complete_many
 
-    with pytest.raises(AssertionError, match="complete_and_claim"):
+    with pytest.raises(AssertionError, match="complete_and_claim_many"):
         assert_satisfies(Renamed, JobQueue)
     with pytest.raises(AssertionError, match="has no cancel_requests"):
         assert_satisfies(Missing, JobQueue)

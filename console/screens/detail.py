@@ -1,4 +1,5 @@
-"""Everything about one job: its fields, the payload pretty-printed a page at a time, and its last attempts.
+"""Everything about one job: its fields, the payload pretty-printed a page at a time, and its attempt history
+a page at a time (``o`` older, ``i`` newer).
 
 The job is read and its text built on a thread worker (``load``), which posts ``DetailLoaded`` back: a
 large job never blocks a key press, and what is laid out stays bounded (see ``console.detail_text``).
@@ -6,6 +7,7 @@ large job never blocks a key press, and what is laid out stays bounded (see ``co
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -13,13 +15,30 @@ from textual import work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Static
 
+from queue_core.store.pages import AttemptPage, attempt_page
 from queue_core.store.waiting import WaitReason
 
-from ..detail_text import JobDetail, build_detail, highlight_page, page_note, waiting_text
+from ..detail_text import (
+    ATTEMPTS_SHOWN,
+    ERROR_CHARS,
+    JobDetail,
+    build_detail,
+    error_history,
+    errors_title,
+    highlight_page,
+    page_note,
+    waiting_text,
+)
 from ..messages import DetailFailed, DetailLoaded, PageRendered, WaitingExplained
 from .dialog import Dialog
+
+
+@dataclass(eq=False)
+class AttemptsLoaded(Message):
+    page: AttemptPage
 
 
 class JobDetailScreen(Dialog):
@@ -27,6 +46,8 @@ class JobDetailScreen(Dialog):
         Binding("escape,q,enter", "close", "Close", id="close-detail"),
         Binding("m", "page(1)", "Next page", id="detail-next-page", tooltip="the next page of a long payload"),
         Binding("b", "page(-1)", "Previous page", id="detail-previous-page", tooltip="the page before"),
+        Binding("o", "attempts(1)", "Older attempts", id="detail-older-attempts", tooltip="the attempts before"),
+        Binding("i", "attempts(-1)", "Newer attempts", id="detail-newer-attempts", tooltip="the attempts after"),
     ]
 
     def __init__(self, repo, job_id: int) -> None:
@@ -35,6 +56,7 @@ class JobDetailScreen(Dialog):
         self.job_id = job_id
         self.detail: JobDetail | None = None
         self.page_index = 0
+        self.attempts: AttemptPage | None = None
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dialog", classes="detail") as scroll:
@@ -61,8 +83,8 @@ class JobDetailScreen(Dialog):
         try:
             with self.repo.db.connection_context():
                 job = self.repo.find_by_id(self.job_id)
-                errors = self.repo.errors_for(self.job_id) if job is not None else []
-            detail = build_detail(job, errors) if job is not None else None
+                attempts = attempt_page(self.repo, self.job_id, size=ATTEMPTS_SHOWN, chars=ERROR_CHARS + 1)
+            detail = build_detail(job, attempts) if job is not None else None
             page = highlight_page(detail.payload_pages[0]) if detail is not None else None
         except Exception as exc:  # a database error or an undecodable row: say so, keep the console
             self.post_message(DetailFailed(f"{type(exc).__name__}: {exc}"))
@@ -98,6 +120,7 @@ class JobDetailScreen(Dialog):
         self.query_one("#detail-errors-title", Static).update(detail.errors_title)
         self.query_one("#detail-errors", Static).update(detail.errors)
         self.page_index = 0
+        self.attempts = None  # the first page, as built
         self.show_page(0, message.page)
 
     def on_detail_failed(self, message: DetailFailed) -> None:
@@ -125,6 +148,35 @@ class JobDetailScreen(Dialog):
     def on_page_rendered(self, message: PageRendered) -> None:
         if message.index == self.page_index:  # an older page that finished late is not shown
             self.show_page(message.index, message.page)
+
+    # --- the attempt history, a page of ATTEMPTS_SHOWN at a time, read when asked -----------------------
+
+    def action_attempts(self, step: int) -> None:
+        if self.detail is None:
+            return
+        current = self.attempts.number if self.attempts else 1
+        total = self.attempts.total if self.attempts else None
+        number = current + step
+        if number < 1 or (total is not None and (number - 1) * ATTEMPTS_SHOWN >= total):
+            return
+        self.load_attempts(number)
+
+    @work(thread=True, exclusive=True, exit_on_error=False, group="detail-attempts")
+    def load_attempts(self, number: int) -> None:
+        try:
+            with self.repo.db.connection_context():
+                page = attempt_page(self.repo, self.job_id, number=number, size=ATTEMPTS_SHOWN, chars=ERROR_CHARS + 1)
+        except Exception as exc:
+            self.post_message(DetailFailed(f"{type(exc).__name__}: {exc}"))
+        else:
+            self.post_message(AttemptsLoaded(page))
+
+    def on_attempts_loaded(self, message: AttemptsLoaded) -> None:
+        if not message.page.rows and message.page.number > 1:
+            return  # the history shrank meanwhile (pruned): stay on the page shown
+        self.attempts = message.page
+        self.query_one("#detail-errors-title", Static).update(errors_title(message.page))
+        self.query_one("#detail-errors", Static).update(error_history(message.page))
 
     def shown_text(self) -> str:
         """The plain text on screen now (for tests: what an operator can read, and how much of it)."""

@@ -14,7 +14,7 @@ from .dialog import Dialog
 MORE_KEYS = (
     ("↑ ↓ pgup pgdn", "move in the focused table; pgdn on a paged table's last row loads the next page"),
     ("ctrl+p", "command palette: every action above by name"),
-    ("escape", "close a dialog; on the main screen, clear the query"),
+    ("escape", "close a dialog; on the main screen, clear the selection, then the query"),
 )
 
 

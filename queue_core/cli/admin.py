@@ -13,7 +13,7 @@ from ..store.database import DATABASE_ERRORS, default_url, without_password
 from ..store.models import JobStatus
 from ..store.repository import JobRepository
 from ..validation import MAX_LIST_LIMIT, parse_payload
-from . import controls, schedules
+from . import bulk, controls, schedules
 from .args import (
     EXIT_FAILURE,
     CLIArgumentParser,
@@ -82,8 +82,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     commands.add_parser("stats", parents=[db_option], help="jobs per status and throughput")
 
-    retry = commands.add_parser("retry", parents=[db_option], help="put a failed or cancelled job back to pending")
-    retry.add_argument("id", type=job_id)
+    retry_help = "put a failed or cancelled job (or every one --query matches) back to pending"
+    retry = commands.add_parser("retry", parents=[db_option], help=retry_help)
+    bulk.add_bulk_options(retry, job_id, "retry")
 
     reap = commands.add_parser("reap", parents=[db_option], help="take back stale claims")
     reap.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
@@ -93,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     schedules.add_parser(commands, [db_option])
     controls.add_commands(commands, db_option, job_id)
+    bulk.add_delete_command(commands, db_option, job_id)
     return parser
 
 
@@ -160,6 +162,8 @@ def run_stats(args, repo: JobRepository) -> int:
 
 
 def run_retry(args, repo: JobRepository) -> int:
+    if (done := bulk.by_query(args, repo, "retry")) is not None:
+        return done
     job = repo.retry(args.id)
     if job is None:
         found = repo.find_by_id(args.id)
@@ -192,6 +196,7 @@ RUNNERS = {
     "prune": run_prune,
     "schedules": schedules.run_schedules,
     **controls.RUNNERS,
+    "delete": bulk.run_delete,
 }
 COMMANDS = tuple(RUNNERS)
 

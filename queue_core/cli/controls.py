@@ -9,6 +9,7 @@ import sys
 from ..rules import RUNNING
 from ..store.repository import JobRepository
 from .args import fail
+from .bulk import add_bulk_options, by_query
 
 
 def add_commands(commands, db_option, job_id) -> None:
@@ -18,8 +19,9 @@ def add_commands(commands, db_option, job_id) -> None:
         command.add_argument("name", help="queue name (it need not have jobs yet)")
     queues = commands.add_parser("queues", parents=[db_option], help="queues: paused, jobs per status, latency")
     queues.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
-    cancel = commands.add_parser("cancel", parents=[db_option], help="cancel a pending or running job")
-    cancel.add_argument("id", type=job_id)
+    cancel_help = "cancel a pending or running job (or every one --query matches)"
+    cancel = commands.add_parser("cancel", parents=[db_option], help=cancel_help)
+    add_bulk_options(cancel, job_id, "cancel")
     workers = commands.add_parser("workers", parents=[db_option], help="the worker registry, with each state")
     workers.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
 
@@ -61,6 +63,8 @@ def run_queues(args, repo: JobRepository) -> int:
 
 
 def run_cancel(args, repo: JobRepository) -> int:
+    if (done := by_query(args, repo, "cancel")) is not None:
+        return done
     job = repo.cancel(args.id)
     if job is None:
         found = repo.find_by_id(args.id)

@@ -11,12 +11,14 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictFloat, StrictInt, StrictStr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
 from pydantic_core import PydanticCustomError
 
 from ..errors import ValidationError
 from ..rules import DEFAULT_MAX_RETRIES
+from ..store.bulk import MAX_SELECTION, VIEW_STATUSES
 from ..store.models import JobStatus, Priority
+from ..store.query import MAX_QUERY_CHARS
 from ..store.repository import PRUNE_BATCH
 from ..validation import (
     MAX_LIST_LIMIT,
@@ -207,6 +209,31 @@ class Prune(Body):
     max_batches: Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)] | None = Field(
         default=None, description="stop after this many transactions; null: until nothing is left"
     )
+
+
+class BulkRequest(Body):
+    query: StrictStr = Field(
+        default="",
+        description='the operator\'s job query, e.g. "status:failed type:send-invoice" (see README)',
+        json_schema_extra={"maxLength": MAX_QUERY_CHARS},
+    )
+    status: Literal[VIEW_STATUSES] | None = Field(  # type: ignore[valid-type]
+        default=None, description="only jobs in this status (scheduled: pending with a future run_at)"
+    )
+    ids: Annotated[list[JobId], Field(max_length=MAX_SELECTION)] | None = Field(
+        default=None, description="only these jobs (a selection); null: every job the query matches"
+    )
+    dry_run: StrictBool = Field(default=False, description="count the jobs it would touch; change none")
+
+
+class BulkResult(BaseModel):
+    action: Literal["retry", "cancel", "delete"]
+    query: str
+    description: str = Field(description='what was planned, in words: "3 failed jobs matching type:x"')
+    dry_run: bool
+    planned: int = Field(description="jobs the action would touch when it was planned")
+    changed: int = Field(description="jobs it changed (0 for a dry run)")
+    skipped: int = Field(description="planned jobs that changed state meanwhile: left alone")
 
 
 class JobOut(BaseModel):

@@ -28,6 +28,8 @@ FINISHED = ("completed", "failed", "cancelled")
 # Ids are handed out in creation order but committed in any order: a job created this long before another can
 # still get the larger id. The search for the window's first id starts this much earlier to stay exact.
 ID_SLACK = timedelta(minutes=5)
+SETTLED = timedelta(minutes=2)  # minutes that ended this long ago are read once and kept (see last_hour)
+RELOAD = timedelta(minutes=1)  # and every minute is read again this often
 
 
 @dataclass(frozen=True)
@@ -50,6 +52,38 @@ class Activity:
         return self.queues.get(name, empty)
 
 
+@dataclass(frozen=True)
+class _Kept:
+    since: datetime  # the first minute kept
+    until: datetime  # minutes before this are kept; the next call reads from here on
+    read_at: datetime  # when every minute was last read
+    values: dict  # as ActivityReads._read returns them
+
+
+def _activity(values: dict, start: datetime, minutes: int) -> Activity:
+    """The charts of every queue and of each queue, from (series, queue, minute) -> value."""
+    per_queue: dict[str, dict[str, list]] = {}
+    for (name, queue, minute), value in values.items():
+        index = int((minute - start).total_seconds() // 60)
+        if not 0 <= index < minutes:
+            continue  # a row stamped after "now" (a clock ahead) is not charted
+        charts = per_queue.setdefault(queue, {**{s: [0] * minutes for s in SERIES}, "latency": [None] * minutes})
+        charts[name][index] = value
+    queues = {
+        queue: Activity(start, {s: charts[s] for s in SERIES}, charts["latency"], queue=queue)
+        for queue, charts in sorted(per_queue.items())
+    }
+    every = {s: [sum(column) for column in zip(*(q.series[s] for q in queues.values()), strict=True)] for s in SERIES}
+    waits = zip(*(q.latency for q in queues.values()), strict=True)
+    longest = [max((w for w in column if w is not None), default=None) for column in waits]
+    return Activity(
+        start,
+        {s: every[s] or [0] * minutes for s in SERIES},
+        longest or [None] * minutes,
+        queues,
+    )
+
+
 class ActivityReads:
     """Per-minute counts of one repository's jobs. The backend's minute expression is picked here, once."""
 
@@ -58,74 +92,79 @@ class ActivityReads:
         postgres = is_postgres(repo.db)
         self._minute = _postgres_minute if postgres else _sqlite_minute
         self._wait = _postgres_wait if postgres else _sqlite_wait
+        self._kept: _Kept | None = None  # settled minutes of the previous call
+        self._first_id: tuple[datetime, int] | None = None  # the last id search: (since, the id found)
 
     def last_hour(self, *, now: datetime | None = None, minutes: int = MINUTES) -> Activity:
+        """The last ``minutes`` minutes up to ``now``'s, for every queue and each queue.
+
+        Minutes that ended ``SETTLED`` ago are kept from the previous call and only the newer ones read,
+        so a console refreshing every second reads two minutes of rows, not an hour's; everything is read
+        again every ``RELOAD`` (an operator's retry or a prune can change a past minute)."""
         now = self.repo.now() if now is None else now
         end = now.astimezone(UTC).replace(second=0, microsecond=0) + timedelta(minutes=1)
         start = end - timedelta(minutes=minutes)
+        kept = self._kept
+        if kept is None or not (kept.since <= start and kept.read_at <= now < kept.read_at + RELOAD):
+            kept = _Kept(since=start, until=start, read_at=now, values={})
+        values = {key: value for key, value in kept.values.items() if key[2] >= start}
+        values.update(self._read(kept.until))
+        settled = end - SETTLED
+        self._kept = _Kept(start, settled, kept.read_at, {key: v for key, v in values.items() if key[2] < settled})
+        return _activity(values, start, minutes)
+
+    def _read(self, since: datetime) -> dict[tuple[str, str, datetime], float]:
+        """(series, queue, minute) -> the count (the longest wait for "latency") of every minute from ``since``."""
         Job, JobError = self.repo.Job, self.repo.JobError
         completed = Job.select(Job.queue).where(
-            (Job.status == COMPLETED) & (Job.updated_at >= Job.updated_at.to_value(start))
+            (Job.status == COMPLETED) & (Job.updated_at >= Job.updated_at.to_value(since))
         )
         failed = (
             JobError.select(Job.queue)
             .join(Job, on=(JobError.job_id == Job.id))
-            .where(JobError.created_at >= JobError.created_at.to_value(start))
+            .where(JobError.created_at >= JobError.created_at.to_value(since))
         )
         enqueued = Job.select(Job.queue).where(
-            (Job.id >= self._first_id_created_since(start - ID_SLACK))
-            & (Job.created_at >= Job.created_at.to_value(start))
+            (Job.id >= self._first_id_created_since(since - ID_SLACK))
+            & (Job.created_at >= Job.created_at.to_value(since))
         )
-        counts = {
-            "completed": self._per_minute(completed, Job.updated_at, start, minutes),
-            "failed": self._per_minute(failed, JobError.created_at, start, minutes),
-            "enqueued": self._per_minute(enqueued, Job.created_at, start, minutes),
-        }
-        waits = self._latency(start, minutes)
-        names = sorted({queue for per_queue in (*counts.values(), waits) for queue in per_queue})
-        every = {
-            name: [sum(column) for column in zip(*per_queue.values(), strict=True)]
-            for name, per_queue in counts.items()
-        }
-        longest = [
-            max((w for w in column if w is not None), default=None) for column in zip(*waits.values(), strict=True)
-        ]
-        queues = {
-            queue: Activity(
-                start,
-                {name: per_queue.get(queue, [0] * minutes) for name, per_queue in counts.items()},
-                waits.get(queue, [None] * minutes),
-                queue=queue,
-            )
-            for queue in names
-        }
-        return Activity(
-            start, {name: every[name] or [0] * minutes for name in SERIES}, longest or [None] * minutes, queues
-        )
+        values = {}
+        for name, query, column in (
+            ("completed", completed, Job.updated_at),
+            ("failed", failed, JobError.created_at),
+            ("enqueued", enqueued, Job.created_at),
+        ):
+            bucket = self._minute(column)
+            grouped = query.select_extend(bucket.alias("minute"), pw.fn.COUNT(pw.SQL("*")).alias("n"))
+            for queue, minute, n in grouped.group_by(bucket, Job.queue).tuples():
+                values[(name, queue, _as_utc(minute))] = n
+        values.update(self._latency(since))
+        return values
 
-    def _latency(self, start: datetime, minutes: int) -> dict[str, list[float | None]]:
+    def _latency(self, since: datetime) -> dict[tuple[str, str, datetime], float]:
         """Per queue and minute: the longest wait from due (run_at) to claim of the jobs claimed then."""
         Job = self.repo.Job
-        claimed_since = Job.claimed_at >= Job.claimed_at.to_value(start)
+        claimed_since = Job.claimed_at >= Job.claimed_at.to_value(since)
         finished = Job.select(Job.queue).where(
-            Job.status.in_(FINISHED) & (Job.updated_at >= Job.updated_at.to_value(start)) & claimed_since
+            Job.status.in_(FINISHED) & (Job.updated_at >= Job.updated_at.to_value(since)) & claimed_since
         )
         running = Job.select(Job.queue).where((Job.status == RUNNING) & claimed_since)
-        waits: dict[str, list[float | None]] = {}
+        waits = {}
         for query in (finished, running):
             bucket = self._minute(Job.claimed_at)
             grouped = query.select_extend(bucket.alias("minute"), pw.fn.MAX(self._wait(Job)).alias("wait"))
-            for queue, minute, wait in grouped.group_by(Job.queue, bucket).tuples():
-                index = int((_as_utc(minute) - start).total_seconds() // 60)
-                series = waits.setdefault(queue, [None] * minutes)
-                if 0 <= index < minutes and wait is not None:
-                    series[index] = max(float(wait), series[index] or 0.0)
+            for queue, minute, wait in grouped.group_by(bucket, Job.queue).tuples():
+                key = ("latency", queue, _as_utc(minute))
+                if wait is not None:
+                    waits[key] = max(float(wait), waits.get(key, 0.0))
         return waits
 
     def _first_id_created_since(self, since: datetime) -> int:
         """The smallest id whose job was created at or after ``since``, by binary search on the primary key
         (about 20 one-row index reads at a million jobs). Jobs deleted by prune leave gaps; the search reads
         the next existing id at each step."""
+        if self._first_id is not None and self._first_id[0] == since:
+            return self._first_id[1]  # the same minute as the last call's: one search a minute, not a refresh
         Job = self.repo.Job
         low, high = 1, (Job.select(pw.fn.MAX(Job.id)).scalar() or 0) + 1
         while low < high:
@@ -135,18 +174,8 @@ class ActivityReads:
                 high = middle
             else:
                 low = row.id + 1
+        self._first_id = (since, low)
         return low
-
-    def _per_minute(self, query, column, start: datetime, minutes: int) -> dict[str, list[int]]:
-        """Per queue: ``query``'s rows per minute of ``column`` (``query`` selects the queue)."""
-        bucket = self._minute(column)
-        grouped = query.select_extend(bucket.alias("minute"), pw.fn.COUNT(pw.SQL("*")).alias("n"))
-        counts: dict[str, list[int]] = {}
-        for queue, minute, n in grouped.group_by(self.repo.Job.queue, bucket).tuples():
-            index = int((_as_utc(minute) - start).total_seconds() // 60)
-            if 0 <= index < minutes:  # a row stamped after "now" (a clock ahead) is not charted
-                counts.setdefault(queue, [0] * minutes)[index] += n
-        return counts
 
 
 def _sqlite_minute(column):

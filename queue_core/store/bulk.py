@@ -16,8 +16,6 @@ from array import array
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-import peewee as pw
-
 from ..errors import ValidationError
 from ..rules import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING
 from ..validation import validate_positive_int
@@ -36,6 +34,7 @@ BULK_BATCH = 2000  # jobs per transaction: a short write lock (SQLite) while wor
 # Ids per statement, whatever batch_size: SQLite binds at most 32,766 values since 3.32 (999 before; this
 # build's limit is far higher, checked in tests), PostgreSQL 65,535.
 MAX_PARAMS = 30_000
+MAX_SELECTION = 100_000  # ids an HTTP client may name in one request (the console's selection has no limit)
 PLAN_CHUNK = 5000  # ids of an operator's selection looked up per statement when planning
 VIEW_STATUSES = (PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, SCHEDULED)
 PAST = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}
@@ -57,7 +56,7 @@ class BulkPlan:
 
     def describe(self) -> str:
         """``1,234 failed jobs matching type:send-invoice``: what the confirmation and the CLI say."""
-        statuses = self.status or "/".join(ELIGIBLE[self.action])
+        statuses = self.status or _query_status(self.query) or "/".join(ELIGIBLE[self.action])
         noun = "job" if self.count == 1 else "jobs"
         text = f"{self.count:,} {statuses} {noun}"
         return f"{text} matching {self.query}" if self.query else text
@@ -221,10 +220,7 @@ class BulkActions:
         Job = self.Job
         status = Job.status.concat("")  # the same value; an expression no index covers
         return (
-            Job.id.between(ids[0], ids[-1])
-            & Job.id.in_(ids)
-            & (Job.attempt == attempt)
-            & status.in_(ELIGIBLE[action])
+            Job.id.between(ids[0], ids[-1]) & Job.id.in_(ids) & (Job.attempt == attempt) & status.in_(ELIGIBLE[action])
         )
 
     def _bulk_retry(self, where) -> int:
@@ -246,6 +242,12 @@ class BulkActions:
         if deleted:
             JobError.delete().where(JobError.job_id.in_(deleted)).execute()
         return len(deleted)
+
+
+def _query_status(query: str) -> str | None:
+    """The status a query's ``status:`` term names (what "1,234 failed jobs" says), if it has one."""
+    named = sorted({term.value for term in parse_query(query).terms if term.field == "status"})
+    return "/".join(named) or None
 
 
 def _job_ids(ids: Iterable[int]) -> list[int]:

@@ -1,7 +1,7 @@
 """Wake-ups on PostgreSQL: ``JobRepository`` NOTIFYs when a job becomes claimable, idle workers LISTEN.
 
 Polling stays the fallback: a notification lost while the listener reconnects costs at most one poll
-interval, never a job. SQLite has no such channel; workers there poll.
+interval, never a job. SQLite has no such channel: ``listen_for_jobs`` gives it store.watch's watcher.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ import threading
 from collections.abc import Callable
 
 import peewee as pw
+
+from .watch import ChangeWatcher, watch_for_changes
 
 # One channel per database; each notification's payload is the schema of the queue that has new work.
 JOBS_CHANNEL = "queue_core_jobs"
@@ -78,8 +80,9 @@ class JobListener:
                 self._stopping.wait(RECONNECT_DELAY)
 
 
-def listen_for_jobs(db: pw.Database, on_job: Callable[[], None]) -> JobListener | None:
-    """Start a listener calling ``on_job`` on PostgreSQL; None on SQLite (polling only)."""
+def listen_for_jobs(db: pw.Database, on_job: Callable[[], None]) -> JobListener | ChangeWatcher | None:
+    """Start a listener calling ``on_job`` on PostgreSQL, or on SQLite a watcher of other connections'
+    commits (store.watch); None on any other database (polling only)."""
     if not isinstance(db, pw.PostgresqlDatabase):
-        return None
+        return watch_for_changes(db, on_job)
     return JobListener(db, on_job).start()

@@ -144,3 +144,46 @@ def _after(time_column, id_column, after: Cursor, *, ascending: bool):
     if ascending:
         return (time_column > time_value) | ((time_column == time_value) & (id_column > job_id))
     return (time_column < time_value) | ((time_column == time_value) & (id_column < job_id))
+
+
+@dataclass(frozen=True)
+class AttemptPage:
+    """One page of a job's failed attempts, the newest page first; each row's error is cut in SQL."""
+
+    rows: list  # oldest first within the page: attempt, created_at, worker_id, error (cut), error_length
+    total: int  # failed attempts the job has in all
+    number: int  # 1: the newest ``size`` attempts; 2: the ``size`` before them; ...
+    size: int
+
+    @property
+    def older(self) -> int:
+        """Attempts before this page."""
+        return max(0, self.total - self.number * self.size)
+
+    @property
+    def newer(self) -> int:
+        """Attempts after this page."""
+        return min(self.total, (self.number - 1) * self.size)
+
+
+def attempt_page(repo, job_id: int, *, number: int = 1, size: int = 50, chars: int = 500) -> AttemptPage:
+    """Page ``number`` of ``job_id``'s attempt history: ``size`` attempts, errors cut to ``chars`` by the
+    database, so a job with 300 attempts of 10,000 characters each costs a page's worth, not 3 MB."""
+    JobError = repo.JobError
+    mine = JobError.job_id == job_id
+    total = JobError.select().where(mine).count()
+    query = (
+        JobError.select(
+            JobError.attempt,
+            JobError.created_at,
+            JobError.worker_id,
+            pw.fn.SUBSTR(JobError.error, 1, chars).alias("error"),
+            pw.fn.LENGTH(JobError.error).coerce(False).alias("error_length"),
+        )
+        .where(mine)
+        .order_by(JobError.attempt.desc(), JobError.id.desc())
+        .limit(size)
+        .offset((number - 1) * size)  # a job's own attempts through (job_id, attempt): a page deep at most
+    )
+    rows = list(query.objects())
+    return AttemptPage(rows[::-1], total, number, size)

@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 import peewee as pw
 
 from ..clock import Clock, utc_now
+from ..errors import ValidationError
 from ..results import encode_result
 from ..rules import (
     CANCELLED,
@@ -48,13 +49,15 @@ from .specs import reject_repeated_keys, same_job_or_conflict, validated_fields,
 from .statements import HostTime, PostgresStatements, ServerTime, SqliteStatements
 from .waiting import WaitingReasons
 
-__all__ = ["CREATE_MANY_CHUNK", "PRUNE_BATCH", "JobRepository"]
+__all__ = ["ACK_CHUNK", "CREATE_MANY_CHUNK", "PRUNE_BATCH", "JobRepository"]
 
 # Rows per INSERT in create_many: 11 bound values a row stays far below SQLite's 32,766 and
 # PostgreSQL's 65,535 parameters per statement, while one statement per 1000 rows costs next to nothing.
 CREATE_MANY_CHUNK = 1000
 _KEEP = object()  # _requeue_changes: leave the latest error as it is
 PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum keeps up in between
+# Acknowledgements per statement in complete_many: 3 bound values each, far below every parameter limit.
+ACK_CHUNK = 500
 
 
 class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons, WorkerRegistry, JobReads):
@@ -164,8 +167,8 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
                 for row in rows
             ]
             new = [index for index, job in enumerate(jobs) if job is None]
-            for start in range(0, len(new), CREATE_MANY_CHUNK):
-                chunk = new[start : start + CREATE_MANY_CHUNK]
+            for start in range(0, len(new), self.statements.insert_chunk):
+                chunk = new[start : start + self.statements.insert_chunk]
                 for index, job in zip(chunk, self.statements.insert_rows([rows[i] for i in chunk]), strict=True):
                     jobs[index] = job
             if new:
@@ -195,6 +198,57 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         jobs = self.statements.claim(worker_id, n, types, queues)
         jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
         return jobs
+
+    def complete_many(self, completions: Iterable[tuple[int, int, object]], *, worker_id: str) -> list[tuple[int, int]]:
+        """Complete the jobs this worker holds, each at the attempt given: ``(job_id, attempt, result)`` per job
+        (``result`` as ``complete``'s), in one statement per ``ACK_CHUNK``; the (job_id, attempt) completed.
+
+        An ack whose claim was taken back (reaped, maybe claimed again) matches nothing, as ``complete``
+        answers None for it: a worker batching its acknowledgements keeps exact fencing.
+        """
+        return self._complete_stored(validate_worker_id(worker_id), _stored_acks(completions))
+
+    def _complete_stored(self, worker_id: str, acks: list[tuple[int, int, str | None]]) -> list[tuple[int, int]]:
+        done = []
+        for start in range(0, len(acks), ACK_CHUNK):
+            done += self.statements.complete_many(worker_id, acks[start : start + ACK_CHUNK])
+        return done
+
+    def complete_and_claim_many(
+        self,
+        completions: Iterable[tuple[int, int, object]],
+        n: int,
+        types: Iterable[str] | None = None,
+        *,
+        worker_id: str,
+        queues: Iterable[str] | None = None,
+    ) -> tuple[list[tuple[int, int]], list[Job]]:
+        """``complete_many`` and ``claim_many`` (up to ``n``, for a worker's free slots) in one transaction:
+        (the (job_id, attempt) completed, the jobs claimed). A busy worker pays one commit for a batch of
+        outcomes and the jobs that replace them."""
+        worker_id = validate_worker_id(worker_id)
+        validate_positive_int("n", n)
+        acks = _stored_acks(completions)
+        types = validate_types(types)
+        queues = validate_queue_names(queues)
+        if types == [] or queues == []:
+            return self._complete_stored(worker_id, acks), []
+        if not acks:
+            return [], self.claim_many(worker_id, n, types=types, queues=queues)
+        if len(acks) == 1 and n == 1:
+            # One worker slot's round: the single-statement complete-and-claim (no BEGIN and COMMIT).
+            ((job_id, attempt, result),) = acks
+            rows = self.statements.complete_and_claim(job_id, worker_id, attempt, types, queues, result)
+            done = [(job.id, job.attempt) for job in rows if job.status == COMPLETED]
+            return done, [job for job in rows if job.status == RUNNING]
+        if len(acks) > ACK_CHUNK:
+            with self.db.atomic():
+                done = self._complete_stored(worker_id, acks)
+                jobs = self.statements.claim(worker_id, n, types, queues)
+        else:
+            done, jobs = self.statements.complete_and_claim_many(worker_id, acks, n, types, queues)
+        jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
+        return done, jobs
 
     def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> list[int]:
         """Refresh the heartbeat of running jobs this worker holds; returns the ids it still holds."""
@@ -389,3 +443,17 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             pruned += len(deleted)
             if len(found) < batch or batches == max_batches:
                 return pruned
+
+
+def _stored_acks(completions: Iterable[tuple[int, int, object]]) -> list[tuple[int, int, str | None]]:
+    """(job id, attempt, result as stored JSON) per completion, each checked."""
+    acks = []
+    for index, ack in enumerate(completions):
+        try:
+            job_id, attempt, result = ack
+        except (TypeError, ValueError):
+            raise ValidationError(f"completions[{index}]", "must be (job_id, attempt, result)") from None
+        validate_positive_int(f"completions[{index}].job_id", job_id)
+        validate_positive_int(f"completions[{index}].attempt", attempt)
+        acks.append((job_id, attempt, encode_result(result)))
+    return acks

@@ -50,7 +50,7 @@ class SearchProgress:
     def text(self) -> str:
         """What the header says about it: "first 37 matches in 0.2 s, still searching" and the like."""
         found = f"{len(self.ids):,} match{'es' if len(self.ids) != 1 else ''}"
-        took = f"in {self.seconds:.1f} s"
+        took = f"in {self.seconds:.1f} s" if self.seconds >= 0.1 else f"in {self.seconds * 1000:.0f} ms"
         if self.full:
             return f"first {found} (the newest) {took}"
         if self.stopped:

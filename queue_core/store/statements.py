@@ -103,6 +103,8 @@ class ServerTime:
 class Statements:
     """The statements both backends share; a subclass per backend says where they differ."""
 
+    insert_chunk = 1000  # rows per insert_rows: 14 bound values a row, far below every parameter limit
+
     # The lock a transaction takes on the rows it reads before changing them; None: its own lock suffices.
     for_update: str | None = None
     # How a claim names the pending status (PostgreSQL writes it as a literal).
@@ -243,6 +245,43 @@ class Statements:
 
     # --- many rows at once ------------------------------------------------------------------------
 
+    def complete_many(self, worker_id: str, acks: list[tuple[int, int, str | None]]) -> list[tuple[int, int]]:
+        """Complete the jobs ``worker_id`` holds at the attempts ``acks`` name ((id, attempt, stored result)),
+        in one statement; the (id, attempt) it completed (an ack whose claim was taken back matches nothing).
+
+        Raw SQL, not a compiled peewee query: the number of rows varies per batch, and each ack still
+        names its attempt, so the fencing is the single ``complete``'s.
+        """
+        return self.db.execute_sql(*self._complete_many_sql(worker_id, acks)).fetchall()
+
+    def complete_and_claim_many(
+        self, worker_id: str, acks: list, n: int, types: list[str] | None, queues: list[str] | None
+    ) -> tuple[list[tuple[int, int]], list[Job]]:
+        """``complete_many`` and ``claim`` in one transaction: (the (id, attempt) completed, the jobs claimed)."""
+        with self.db.atomic():
+            return self.complete_many(worker_id, acks), self.claim(worker_id, n, types, queues)
+
+    def _complete_many_sql(self, worker_id: str, acks: list) -> tuple[str, list]:
+        table = f'"{self.Job._meta.table_name}"'
+        source, params = self._acks_source(acks)
+        now_sql, now_params = self._now_param()
+        sql = (
+            f"UPDATE {table} SET status = {self.db.param}, result = v.result, updated_at = {now_sql} FROM {source}"
+            f" WHERE {table}.id = v.id AND {table}.attempt = v.attempt AND {table}.status = {self.db.param}"
+            f" AND {table}.worker_id = {self.db.param} RETURNING {table}.id, {table}.attempt"
+        )
+        return sql, [COMPLETED, *now_params, *params, RUNNING, worker_id]
+
+    def _acks_source(self, acks: list[tuple[int, int, str | None]]) -> tuple[str, list]:
+        """The acks as a table ``v(id, attempt, result)`` in SQL, and its parameters."""
+        raise NotImplementedError
+
+    def _now_param(self) -> tuple[str, list]:
+        """The current time for raw SQL: the server's clock as SQL, or a bound value from ours."""
+        if isinstance(self.time, ServerTime):
+            return POSTGRES_NOW.sql, []
+        return self.db.param, [self.Job.updated_at.db_value(self.time.now())]
+
     def insert_rows(self, rows: list[dict]) -> list[Job]:
         """One multi-row INSERT of validated rows; the new jobs, in the rows' order.
 
@@ -289,6 +328,24 @@ class Statements:
 
 
 class SqliteStatements(Statements):
+    def insert(self, fields: dict) -> Job:
+        """INSERT ... RETURNING id, the job built from ``fields``: on SQLite every value is known here (its
+        clock is this host's), and reading the row back and converting it was half of a create's Python."""
+        values = {name: fields[name] for name in INSERT_COLUMNS}
+        [row] = self.compiled.statement(self._insert_id).execute(values)
+        return self.rows.build({**values, "id": row.id, "payload": _decoded(values["payload"])})
+
+    def _insert_id(self, m: Markers):
+        Job = self.Job
+        fields = Job._meta.fields
+        return Job.insert(**{name: m.of(fields[name]) for name in INSERT_COLUMNS}).returning(Job.id)
+
+    def _acks_source(self, acks):
+        rows = ", ".join(["(?, ?, ?)"] * len(acks))
+        # SQLite names a VALUES table's columns column1, column2, ...: renamed in a subquery.
+        source = f"(SELECT column1 AS id, column2 AS attempt, column3 AS result FROM (VALUES {rows})) AS v"
+        return source, [value for ack in acks for value in ack]
+
     def claim_query(self, worker_id, due, now):
         Job = self.Job
         return Job.update(**self.claim_changes(worker_id, now)).where(Job.id.in_(due)).returning(Job)
@@ -318,6 +375,33 @@ class PostgresStatements(Statements):
     def announce_pending(self) -> None:
         self.db.execute(pw.Select(columns=[_pending_notification()]))
 
+    def complete_and_claim_many(
+        self, worker_id: str, acks: list, n: int, types: list[str] | None, queues: list[str] | None
+    ) -> tuple[list[tuple[int, int]], list[Job]]:
+        """One statement, one round trip (a transaction took four: BEGIN, two UPDATEs, COMMIT): the
+        completions and the claim as two data-modifying CTEs, which touch disjoint rows (running ones
+        held by this worker; pending ones), their rows returned together, the completed ones as
+        (done_id, done_attempt) beside NULL job columns."""
+        done_sql, params = self._complete_many_sql(worker_id, acks)
+        types, queues = _padded(types), _padded(queues)
+        values = {"worker_id": worker_id, "n": n, **numbered("type", types), **numbered("queue", queues)}
+        claim = self.compiled.statement(self._claim, _count(types), _count(queues))
+        nulls = ", ".join(["NULL"] * len(self.Job._meta.sorted_fields))
+        sql = (
+            f'WITH "done" AS ({done_sql}), "claimed" AS ({claim.sql})'
+            ' SELECT "claimed".*, NULL::bigint AS "done_id", NULL::integer AS "done_attempt" FROM "claimed"'
+            f' UNION ALL SELECT {nulls}, "done"."id", "done"."attempt" FROM "done"'
+        )
+        cursor = self.db.execute_sql(sql, [*params, *claim.params(self.time.bind(values))])
+        rows = cursor.fetchall()
+        done = [(row[-2], row[-1]) for row in rows if row[-2] is not None]
+        claimed = _Rows(cursor.description[:-2], [row[:-2] for row in rows if row[-2] is None])
+        return done, self.rows.models(claimed)
+
+    def _acks_source(self, acks):
+        ids, attempts, results = (list(column) for column in zip(*acks, strict=True))
+        return "unnest(%s::bigint[], %s::integer[], %s::text[]) AS v(id, attempt, result)", [ids, attempts, results]
+
     def claim_query(self, worker_id, due, now):
         chosen, claim = self._claimed(worker_id, due, now)
         return claim.with_cte(chosen)
@@ -344,6 +428,41 @@ class PostgresStatements(Statements):
         chosen = due.for_update("FOR UPDATE SKIP LOCKED").cte("claimable", materialized=True)
         claim = Job.update(**self.claim_changes(worker_id, now)).from_(chosen).where(Job.id == chosen.c.id)
         return chosen, claim.returning(Job)
+
+    insert_chunk = 50_000  # one parameter per statement, whatever its rows: no bound-parameter limit to mind
+
+    def insert_rows(self, rows: list[dict]) -> list[Job]:
+        """One ``INSERT ... SELECT FROM json_populate_recordset(NULL::jobs, <the rows as one JSON array>)``.
+
+        One parameter whatever the batch's size: PostgreSQL parses and plans one short statement, and the
+        rows travel as one JSON text that Python's C encoder writes in milliseconds (a multi-row VALUES
+        of 14 parameters a row, or ``unnest`` arrays psycopg adapts in Python, cost more than the rows).
+        The server's clock is read once in the batch's transaction: ``now()`` is the transaction's start,
+        the value the statement itself would have used.
+        """
+        if any(isinstance(value, pw.Node) for row in rows for value in row.values()):
+            now = self.db.execute_sql(f"SELECT {POSTGRES_NOW.sql}").fetchone()[0].replace(tzinfo=UTC)
+            rows = [{k: now if isinstance(v, pw.Node) else v for k, v in row.items()} for row in rows]
+        Job = self.Job
+        fields = [Job._meta.fields[name] for name in INSERT_COLUMNS]
+        names = [field.column_name for field in fields]
+        stored = _stored_params(rows, fields, as_text=True)
+        width = len(fields)
+        records = json.dumps(
+            [dict(zip(names, stored[i : i + width], strict=True)) for i in range(0, len(stored), width)]
+        )
+        columns = ", ".join(f'"{name}"' for name in names)
+        table = f'"{Job._meta.table_name}"'
+        sql = (
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM json_populate_recordset(NULL::{table}, %s)"
+            " RETURNING id"
+        )
+        cursor = self.db.execute_sql(sql, [records])
+        build = self.rows.build
+        return [
+            build({**row, "id": job_id, "payload": _decoded(row["payload"])})
+            for row, (job_id,) in zip(rows, sorted(cursor.fetchall()), strict=True)
+        ]
 
     def _insert(self, m: Markers, clocked: frozenset):
         # The NOTIFY that wakes listening workers rides in the same statement: it is delivered with the
@@ -374,8 +493,8 @@ def _count(types: list[str] | None) -> int | None:
 _row_values = operator.itemgetter(*INSERT_COLUMNS)
 
 
-def _stored_params(rows: list[dict], fields: list) -> list:
-    """Every row's values in INSERT_COLUMNS order, times in their stored form."""
+def _stored_params(rows: list[dict], fields: list, *, as_text: bool = False) -> list:
+    """Every row's values in INSERT_COLUMNS order, times in their stored form (``as_text``: ISO text)."""
     times = [(i, field.db_value) for i, field in enumerate(fields) if isinstance(field, pw.DateTimeField)]
     stored = {}  # a batch shares one "now": convert each distinct time once
     params = []
@@ -385,6 +504,8 @@ def _stored_params(rows: list[dict], fields: list) -> list:
             value = values[i]
             if value not in stored:
                 stored[value] = db_value(value)
+                if as_text and isinstance(stored[value], datetime):
+                    stored[value] = stored[value].isoformat()
             values[i] = stored[value]
         params.extend(values)
     return params
@@ -393,3 +514,14 @@ def _stored_params(rows: list[dict], fields: list) -> list:
 def _decoded(payload: str) -> dict:
     # Most batches carry empty payloads: skip the JSON decoder for those (a new dict each time).
     return {} if payload == "{}" else json.loads(payload)
+
+
+class _Rows:
+    """Rows already fetched, read like a cursor's (``RowReader.models`` takes either)."""
+
+    def __init__(self, description, rows: list):
+        self.description = description
+        self._rows = rows
+
+    def fetchall(self) -> list:
+        return self._rows

@@ -35,7 +35,7 @@ from ..store.repository import JobRepository
 from ..tasks import registered_schedules
 from ..validation import validate_api_url, validate_token, validate_worker_id
 from .defaults import DEFAULTS, MAX_CONCURRENCY, valid_queue_slots
-from .events import WorkerEvent
+from .events import EVENT_KINDS, WorkerEvent
 from .handlers import registry
 from .loop import Worker, default_worker_id
 from .protocol import JobQueue
@@ -123,6 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
     seconds("--max-poll-interval", positive_seconds, d.max_poll_interval, "longest wait when idle")
     seconds("--stale-after", positive_seconds, d.stale_after, "reap claims with no heartbeat for this long")
     seconds("--shutdown-timeout", non_negative_seconds, d.shutdown_timeout, "on stop, how long running jobs may finish")
+    ack_help = "how long a completion may wait to be written with others, one statement per batch"
+    seconds("--ack-delay", non_negative_seconds, d.ack_delay, ack_help)
     prune_help = "delete finished jobs older than S seconds, checked hourly (default: keep them)"
     add("--prune-after", type=positive_seconds, default=d.prune_after, metavar="S", help=prune_help)
     add("--burst", action="store_true", help="exit once nothing is claimable and nothing runs")
@@ -245,13 +247,16 @@ def main(argv: list[str] | None = None) -> int:
             max_poll_interval=args.max_poll_interval,
             stale_after=args.stale_after,
             shutdown_timeout=args.shutdown_timeout,
-            on_event=log_event,
             prune_after=args.prune_after,
             queues=args.queues,
             scheduler=Scheduler(queue, schedules) if schedules else None,
+            ack_delay=args.ack_delay,
         )
+        # Only the kinds the log level lets through: a worker at --log-level warning builds no event per job.
+        worker.subscribe(log_event, [k for k in EVENT_KINDS if logger.isEnabledFor(EVENT_LEVELS.get(k, logging.INFO))])
         metrics = start_metrics(worker, args.metrics_port)
-        # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once (None on SQLite: polling).
+        # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once; SQLite: a watcher of other
+        # connections' commits (PRAGMA data_version every 20 ms) does.
         # No database over the HTTP API: that worker polls the server.
         listener = None if args.burst or database is None else listen_for_jobs(database, worker.wakeup)
         previous = install_signal_handlers(worker)

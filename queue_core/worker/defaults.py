@@ -26,6 +26,9 @@ class WorkerDefaults:
     prune_after: float | None = None  # seconds after which finished jobs are deleted; None keeps them
     # Slots per named queue ({"mail": 2, "default": 4}); None: every queue shares ``concurrency`` slots.
     queues: dict[str, int] | None = None
+    # Seconds a completion may wait to be written with others (one statement per batch); a crash loses at
+    # most these, and their jobs run again. 0: each is written as soon as its slot is done.
+    ack_delay: float = 0.005
 
 
 DEFAULTS = WorkerDefaults()
@@ -62,3 +65,14 @@ def valid_concurrency(value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CONCURRENCY:
         raise ValidationError("concurrency", f"must be an integer from 1 to {MAX_CONCURRENCY}, got {value!r}")
     return value
+
+
+def valid_slots(queues, concurrency) -> tuple[dict[str, int] | None, int]:
+    """(queues, concurrency) checked: with ``queues`` the slots are theirs, and ``concurrency`` their sum."""
+    queues, count = valid_queue_slots(queues), valid_concurrency(concurrency)
+    if queues is None:
+        return None, count
+    total = sum(queues.values())
+    if count not in (DEFAULTS.concurrency, total):
+        raise ValidationError("queues", f"with queues the slots are theirs; concurrency={concurrency} too")
+    return queues, total

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
@@ -52,16 +52,27 @@ class EventHub:
     def __init__(self, worker_id: str):
         self.worker_id = worker_id
         self._lock = threading.Lock()
-        # A tuple replaced whole on subscribe: emit reads it without a lock on every job.
-        self._subscribers: tuple[Callable[[WorkerEvent], None], ...] = ()
+        self._subscribers: tuple[tuple[Callable[[WorkerEvent], None], frozenset[str] | None], ...] = ()
+        # Per kind, the callbacks that want it: a dict replaced whole on subscribe, so emit reads it without
+        # a lock on every job and returns at once for a kind nobody wants (no event or text is built).
+        self._by_kind: dict[str, tuple[Callable[[WorkerEvent], None], ...]] = {}
 
-    def subscribe(self, callback: Callable[[WorkerEvent], None]) -> None:
+    def subscribe(self, callback: Callable[[WorkerEvent], None], kinds: Iterable[str] | None = None) -> None:
+        """Call ``callback`` for every event, or only for those of ``kinds``."""
         with self._lock:
-            self._subscribers = (*self._subscribers, callback)
+            self._subscribers = (*self._subscribers, (callback, None if kinds is None else frozenset(kinds)))
+            self._by_kind = {
+                kind: tuple(cb for cb, wanted in self._subscribers if wanted is None or kind in wanted)
+                for kind in EVENT_KINDS
+            }
 
     @property
     def listening(self) -> bool:
         return bool(self._subscribers)
+
+    def wants(self, kind: str) -> bool:
+        """Someone listens for ``kind``: only then is it worth building."""
+        return bool(self._by_kind.get(kind))
 
     def emit(
         self,
@@ -73,7 +84,7 @@ class EventHub:
         note: str = "",
         message: str = "",
     ) -> None:
-        subscribers = self._subscribers
+        subscribers = self._by_kind.get(kind)
         if not subscribers:
             return
         if not message:
@@ -96,7 +107,7 @@ class EventHub:
 
     def error(self, action: str, exc: Exception, *, retrying: bool = False) -> None:
         """An ``error`` event: a queue call (``action``) raised ``exc``; ``retrying`` says it will be tried again."""
-        if not self._subscribers:
+        if not self.wants("error"):
             return
         then = "; retrying" if retrying else ""
         error = f"{type(exc).__name__}: {exception_message(exc)}"

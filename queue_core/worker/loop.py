@@ -14,30 +14,41 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..errors import QueueError, ValidationError
+from ..errors import QueueError
 from ..validation import validate_worker_id
-from .acks import GAVE_UP, Acks
-from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_concurrency, valid_queue_slots
+from .acks import GAVE_UP, AckBatch, Acks
+from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_slots
 from .events import EVENT_KINDS, EventHub, WorkerEvent
 from .handlers import HandlerRegistry, default_registry
 from .housekeeping import Housekeeping
 from .outcomes import Outcomes
 from .presence import Presence
-from .protocol import ClaimedJob, JobQueue, close_thread_connection
+from .protocol import JobQueue, close_thread_connection
 from .runner import HandlerRunner
 from .scheduler import Scheduler, start_periodic
 from .session import Running, Session, slot_queues
+from .slots import Slots, next_idle_delay, slot_threads
 
 logger = logging.getLogger(__name__)
 
 # EVENT_KINDS, MAX_CONCURRENCY and WorkerEvent stay importable from here, where they were before the split.
-__all__ = ["EVENT_KINDS", "MAX_CONCURRENCY", "Worker", "WorkerEvent", "WorkerStats", "default_worker_id"]
+__all__ = [
+    "EVENT_KINDS",
+    "MAX_CONCURRENCY",
+    "Worker",
+    "WorkerEvent",
+    "WorkerStats",
+    "default_worker_id",
+    "next_idle_delay",
+]
 
 # After a stop releases the unfinished jobs, how long threads that were writing an outcome get to finish.
 ACK_GRACE = 15.0
+# Completions written in one statement at most (a claim takes what waits along, whatever its count).
+ACK_BATCH = 256
 
 
 @dataclass(frozen=True)
@@ -50,11 +61,6 @@ class WorkerStats:
 
 def default_worker_id() -> str:
     return f"{socket.gethostname()}-{os.getpid()}"
-
-
-def next_idle_delay(delay: float, max_poll_interval: float) -> float:
-    """The wait after one more empty claim: doubles, up to the bound."""
-    return min(max_poll_interval, delay * 2)
 
 
 class Worker:
@@ -89,14 +95,9 @@ class Worker:
         prune_after: float | None = DEFAULTS.prune_after,
         queues: dict[str, int] | None = DEFAULTS.queues,
         scheduler: Scheduler | None = None,
+        ack_delay: float = DEFAULTS.ack_delay,
     ):
-        self.queues = valid_queue_slots(queues)
-        self.concurrency = valid_concurrency(concurrency)
-        if self.queues is not None:
-            total = sum(self.queues.values())
-            if self.concurrency not in (DEFAULTS.concurrency, total):
-                raise ValidationError("queues", f"with queues the slots are theirs; concurrency={concurrency} too")
-            self.concurrency = total
+        self.queues, self.concurrency = valid_slots(queues, concurrency)
         self._slot_queues = slot_queues(self.queues, self.concurrency)
         self.queue, self.registry = queue, default_registry() if registry is None else registry
         self.worker_id = validate_worker_id(default_worker_id() if worker_id is None else worker_id)
@@ -112,6 +113,9 @@ class Worker:
         self.scheduler, self._runner = scheduler, HandlerRunner(self._events)  # periodic jobs; handler calls
         self._acks = Acks(queue, self.worker_id, patience=self.stale_after, on_error=self._error)
         self._outcomes = Outcomes(self._acks, self._events, self._lock)
+        self.ack_delay = positive_seconds("ack_delay", ack_delay, allow_zero=True)
+        self._batch = AckBatch(self._acks, self._outcomes.completions, delay=self.ack_delay, size=ACK_BATCH)
+        self._slots = Slots(self)
         self._presence = Presence(
             queue,
             self.worker_id,
@@ -137,9 +141,10 @@ class Worker:
 
     # --- public interface ------------------------------------------------------------------------
 
-    def subscribe(self, callback: Callable[[WorkerEvent], None]) -> None:
-        """Call ``callback(event)`` for every event; it runs on worker threads, so be quick and thread-safe."""
-        self._events.subscribe(callback)
+    def subscribe(self, callback: Callable[[WorkerEvent], None], kinds: Iterable[str] | None = None) -> None:
+        """Call ``callback(event)`` for every event (or those of ``kinds``: the others are never built); it
+        runs on worker threads, so be quick and thread-safe."""
+        self._events.subscribe(callback, kinds)
 
     @property
     def is_running(self) -> bool:
@@ -223,12 +228,12 @@ class Worker:
             # A dead worker's stale claims are work this burst should do, not a reason to keep waiting.
             self._housekeeping.reap()
         session.scheduler_thread = start_periodic(self.scheduler, session.burst, session.stopping, self.wakeup)
-        for slot in range(self.concurrency):
-            name = f"worker-{self.worker_id}-{slot}"
-            session.threads.append(threading.Thread(target=self._claim_loop, args=(session, slot), name=name))
+        session.threads.extend(slot_threads(self._slots, session, self.worker_id, self.concurrency))
         session.heartbeat_thread = threading.Thread(target=self._housekeeping.run, args=(session,), name="heartbeat")
+        self._batch.restart()
+        session.flusher_thread = threading.Thread(target=self._batch.run, name="ack-flusher")
         # Daemons: a handler stuck past a released stop must not keep the process alive.
-        for thread in [*session.threads, session.heartbeat_thread]:
+        for thread in [*session.threads, session.heartbeat_thread, session.flusher_thread]:
             thread.daemon = True
             thread.start()
         return session
@@ -244,6 +249,10 @@ class Worker:
         # 3. Threads that were writing an outcome finish it; those stuck in a released handler are abandoned.
         grace_deadline = time.monotonic() + ACK_GRACE
         session.join_slots(lambda: grace_deadline)
+        # 4. The completions still waiting in the batch are written before the worker says it stopped.
+        self._batch.stop()
+        session.flusher_thread.join(ACK_GRACE)
+        self._batch.flush()
         session.heartbeat_stop.set()
         session.join_helpers(ACK_GRACE)
         self._runner.close()  # reports the handler threads it leaves running past their timeout
@@ -256,116 +265,7 @@ class Worker:
         session.stopped.set()
         session.wake_main.set()
 
-    # --- claim threads -----------------------------------------------------------------------------
-
-    def _claim_loop(self, session: Session, slot: int) -> None:
-        wake = session.slot_wakes[slot]
-        delay = self.poll_interval
-        entry = None  # a job claimed along with the previous one's completion, to run next
-        try:
-            while entry is not None or not session.stopping.is_set():
-                if entry is not None:
-                    entry = self._execute(session, entry)
-                    delay = self.poll_interval
-                    continue
-                wake.clear()
-                entry, nobody_busy, claim_ok = self._claim(session, slot)
-                if entry is not None:
-                    continue
-                if session.burst and nobody_busy and claim_ok:
-                    session.request_stop(None)
-                    break
-                wake.wait(delay)
-                delay = self.poll_interval if wake.is_set() else next_idle_delay(delay, self.max_poll_interval)
-        finally:
-            close_thread_connection(self.queue)
-
-    def _claim(self, session: Session, slot: int) -> tuple[Running | None, bool, bool]:
-        """Claim one job for ``slot``; returns (entry or None, nothing is left for a burst, the claim worked)."""
-        with self._lock:
-            session.in_flight += 1
-        job, ok = None, True
-        try:
-            job = self.queue.claim(self.worker_id, types=self.registry.names(), queues=self._queues_of(slot))
-        except Exception as exc:
-            ok = False
-            self._error("claim", exc)
-        if job is None:
-            with self._lock:
-                session.in_flight -= 1
-                return None, session.nothing_left(slot), ok
-        return self._register(session, job, slot), False, ok
-
-    def _queues_of(self, slot: int) -> list[str] | None:
-        queues = self._slot_queues[slot]
-        return None if queues is None else list(queues)
-
-    def _register(self, session: Session, job: ClaimedJob, slot: int) -> Running | None:
-        """Track a job just claimed (``in_flight`` already counts it); one that raced a stop goes back."""
-        with self._lock:
-            entry = Running(job=job, started=time.monotonic(), thread=threading.current_thread(), slot=slot)
-            session.running[entry.key] = entry
-            # Marked under the lock, so a stop's release of leftovers never takes this one too.
-            entry.released = session.stopping.is_set()
-        if entry.released:
-            # The claim raced a stop: give the job straight back rather than start it.
-            self._release(session, entry, "claimed while the worker was stopping")
-            self._done(session, entry)
-            return None
-        return entry
-
-    def _execute(self, session: Session, entry: Running) -> Running | None:
-        """Run the job and record its outcome; returns the next job if one was claimed with the outcome."""
-        job = entry.job
-        self._events.emit("claimed", job)
-        fn = self.registry.get(job.type)
-        if fn is None:
-            # Unregistered since the claim: leave the job for a worker that has its handler.
-            with self._lock:
-                entry.released = True
-            self._release(session, entry, "no handler registered for this type any more")
-            self._done(session, entry)
-            return None
-        result, error, duration = self._runner.attempt(fn, job)
-        with self._lock:
-            if entry.released:
-                logger.debug("job %s finished after it was released; its outcome is discarded", job.id)
-                return None
-            entry.acking = True
-            cancelled = entry.cancel_requested  # seen while the handler ran: it stopped because of it, or may have
-        try:
-            return self._record_outcome(session, entry, duration, error, cancelled, result)
-        finally:
-            self._done(session, entry)
-
-    def _record_outcome(
-        self, session: Session, entry: Running, duration: float, error: str | None, cancelled: bool, result=None
-    ) -> Running | None:
-        """Write the outcome (with a success, its ``result``, claiming the slot's next job if it can); returns
-        that job."""
-        if cancelled:
-            self._outcomes.cancel(entry, duration, error)
-        elif error is not None:
-            self._outcomes.fail(entry, duration, error)
-        elif session.stopping.is_set():
-            self._outcomes.complete(entry, duration, result)
-        else:
-            done, next_entry = self._complete_and_claim(session, entry, result)
-            self._outcomes.report(entry, done, duration, None)
-            return next_entry
-        return None
-
-    def _complete_and_claim(self, session: Session, entry: Running, result=None) -> tuple[object, Running | None]:
-        """Complete ``entry`` and claim the slot's next job in one statement: (completed job, next entry)."""
-        with self._lock:
-            session.in_flight += 1  # the next job, counted before this one is done so a burst cannot end
-        queues = self._queues_of(entry.slot)  # the slot keeps to its own queues
-        done, next_job = self._acks.complete_and_claim(entry.job, self.registry.names(), queues, result)
-        if next_job is None:
-            with self._lock:
-                session.in_flight -= 1
-            return done, None
-        return done, self._register(session, next_job, entry.slot)
+    # --- slots' helpers ---------------------------------------------------------------------------
 
     def _release(self, session: Session, entry: Running, reason: str) -> None:
         job = entry.job

@@ -39,9 +39,6 @@ class Outcomes:
     def fail(self, entry: Running, duration: float, error: str) -> None:
         self.report(entry, self.acks.fail(entry.job, error), duration, error)
 
-    def complete(self, entry: Running, duration: float, result=None) -> None:
-        self.report(entry, self.acks.complete(entry.job, result), duration, None)
-
     def cancel(self, entry: Running, duration: float, error: str | None) -> None:
         """The handler returned or raised after a cancel request reached it: the job ends cancelled, no retry."""
         result = self.acks.mark_cancelled(entry.job)
@@ -70,8 +67,29 @@ class Outcomes:
                 self.failed += 1
         if error is None:
             self.events.emit("completed", job, duration=duration)
-        elif self.events.listening:  # the note formats a date: only worth it when someone reads it
+        elif self.events.wants("failed"):  # the note formats a date: only worth it when someone reads it
             self.events.emit("failed", job, duration=duration, error=error, note=failure_note(job, result))
+
+    def completions(self, items: list, done) -> None:
+        """Count and report a batch of completions; ``done``: the (id, attempt) the write found held, or
+        ``GAVE_UP``."""
+        if done is GAVE_UP or not items:
+            return
+        listening = self.events.wants("completed")
+        lost = []
+        completed = 0
+        for item in items:
+            entry, _result, duration = item
+            if (entry.job.id, entry.job.attempt) in done:
+                completed += 1
+                if listening:
+                    self.events.emit("completed", entry.job, duration=duration)
+            else:
+                lost.append(item)
+        with self.lock:
+            self.completed += completed
+        for entry, _result, duration in lost:
+            self._lost(entry, "completed", duration)
 
     def _lost(self, entry: Running, outcome: str, duration: float) -> None:
         if not entry.lost:  # the heartbeat has not said so already

@@ -4,9 +4,10 @@
 compares every method's signature with theirs. The worker calls these methods and nothing else, with no
 probing for what a queue can do: a queue that lacks one is incomplete, not a lesser kind of queue.
 
-Every acknowledgement (complete, fail, release, complete_and_claim, mark_cancelled) carries the claim it acknowledges
-(``worker_id`` and the 1-based ``attempt``, the fencing token) and answers ``None`` when that claim is no
-longer held: the job was reaped, maybe claimed again, and the late outcome must be discarded.
+Every acknowledgement (complete_many, fail, release, mark_cancelled) carries the claim it acknowledges
+(``worker_id`` and the 1-based ``attempt``, the fencing token) and answers ``None`` (a batch: leaves the
+pair out) when that claim is no longer held: the job was reaped, maybe claimed again, and the late outcome
+must be discarded.
 """
 
 from __future__ import annotations
@@ -45,30 +46,24 @@ class ClaimedJob(Protocol):
 class JobQueue(Protocol):
     """The queue operations a worker uses; see the module's docstring for what the answers mean."""
 
-    def claim(
-        self, worker_id: str, *, types: Iterable[str] | None = None, queues: Iterable[str] | None = None
-    ) -> ClaimedJob | None:
-        """The next due job of ``types`` in ``queues`` (None: any), now running for ``worker_id``; None if none."""
+    def complete_many(
+        self, completions: Iterable[tuple[int, int, object]], *, worker_id: str
+    ) -> Sequence[tuple[int, int]]:
+        """``complete`` each held job of ``completions`` ((job_id, attempt, result) each) at once; the
+        (job_id, attempt) pairs whose claim was still held."""
         ...
 
-    def complete(
-        self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None, result=None
-    ) -> ClaimedJob | None:
-        """Mark the held job completed with ``result`` (the handler's return value; None: none); None if the
-        claim is no longer held."""
-        ...
-
-    def complete_and_claim(
+    def complete_and_claim_many(
         self,
-        job_id: int,
+        completions: Iterable[tuple[int, int, object]],
+        n: int,
         types: Iterable[str] | None = None,
         *,
         worker_id: str,
-        attempt: int,
         queues: Iterable[str] | None = None,
-        result=None,
-    ) -> tuple[ClaimedJob | None, ClaimedJob | None]:
-        """``complete`` and ``claim`` in one step (one transaction, one round trip): (completed, claimed)."""
+    ) -> tuple[Sequence[tuple[int, int]], Sequence[ClaimedJob]]:
+        """``complete_many`` and a claim of up to ``n`` jobs (a worker's free slots) in one step:
+        (the completed pairs, the jobs claimed)."""
         ...
 
     def fail(

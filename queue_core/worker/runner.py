@@ -76,6 +76,7 @@ class HandlerRunner:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
         self._overrun: set[threading.Thread] = set()
+        self._async: dict[Handler, bool] = {}  # per handler: is it async? (handlers are registered once)
 
     def attempt(self, fn: Handler, job) -> tuple[object, str | None, float]:
         """Run one attempt: (the handler's result, the error message or None, seconds); never raises.
@@ -93,11 +94,21 @@ class HandlerRunner:
 
     def run(self, fn: Handler, job) -> object:
         timeout = job_timeout(job)
-        if is_async_handler(fn):
+        if self._is_async(fn):
             return self._run_async(fn, job, timeout)
         if timeout is None:
             return call_handler(fn, job)  # on this slot's thread, as always: no thread per job
         return self._run_with_deadline(fn, job, timeout)
+
+    def _is_async(self, fn: Handler) -> bool:
+        """Asked once per handler: inspect's checks showed in a busy worker's profile."""
+        try:
+            return self._async[fn]
+        except KeyError:
+            answer = self._async[fn] = is_async_handler(fn)
+            return answer
+        except TypeError:  # an unhashable callable (a dataclass instance, say): ask each time
+            return is_async_handler(fn)
 
     @property
     def overrunning(self) -> list[threading.Thread]:

@@ -61,6 +61,7 @@ class Session:
         self.threads: list[threading.Thread] = []
         self.heartbeat_thread: threading.Thread | None = None
         self.scheduler_thread: threading.Thread | None = None  # enqueues periodic jobs until ``stopping``
+        self.flusher_thread: threading.Thread | None = None  # writes the completions no claim took along
         self.running: dict[tuple[int, int], Running] = {}  # by Running.key: (job id, attempt)
         self.abandoned: set[threading.Thread] = set()  # slots stuck in a handler whose job a stop released
         self.in_flight = 0  # slots claiming or running a job (burst ends when none is)
@@ -72,6 +73,19 @@ class Session:
         # For a burst's end: jobs finished so far, and the count when each set of queues last claimed nothing.
         self.finished = 0
         self.found_nothing: dict[tuple[str, ...] | None, int] = {}
+        # Claiming for free slots (worker.slots): the queue sets a claim is under way for, the slots waiting
+        # on it, and the jobs a claim handed to a slot that has not picked them up yet.
+        self.claiming: set[tuple[str, ...] | None] = set()
+        self.idle: dict[tuple[str, ...] | None, list[int]] = {}  # every slot is idle at the start
+        for slot, queues in enumerate(slot_queues):
+            self.idle.setdefault(queues, []).append(slot)
+        self.mail: dict[int, Running] = {}
+
+    def take_mail(self, slot: int) -> Running | None:
+        if not self.mail:  # read without the lock: only this slot's own thread removes its mail
+            return None
+        with self.lock:
+            return self.mail.pop(slot, None)
 
     def nothing_left(self, slot: int) -> bool:
         """``slot`` just claimed nothing: is the burst over? (caller holds the lock)

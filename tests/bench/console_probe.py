@@ -1,8 +1,8 @@
 """Child process for the console's peak RSS: ``python -m tests.bench.console_probe URL``.
 
-Runs the real console app headless (Textual's ``run_test``, a 160x50 screen) against URL until it has
-refreshed several times, then exits; the parent reads this process's peak RSS. Prints one line on
-stderr saying what it ran.
+Runs the real console app headless (Textual's ``run_test``, a 160x50 screen) against URL, showing every
+view in turn (and a searched query), until it has refreshed several times on each, then exits; the parent
+reads this process's peak RSS. Prints one line on stderr saying what it ran.
 """
 
 from __future__ import annotations
@@ -17,6 +17,9 @@ from queue_core.store.repository import JobRepository
 
 REFRESHES = 8
 REFRESH_INTERVAL = 0.25
+# Every view's key, then the query line with free text (a search over every job), back on the home view.
+VIEW_KEYS = ("1", "s", "d", "k", "2", "3", "4", "5", "1")
+QUERY_KEYS = ("slash", *"boom", "enter")
 
 
 async def show(url: str) -> int:
@@ -25,21 +28,33 @@ async def show(url: str) -> int:
     app = QueueConsole(
         JobRepository(open_database(url)), stale_after=timedelta(seconds=300), refresh_interval=REFRESH_INTERVAL
     )
-    seen, last = 0, None
+    seen = 0
     async with app.run_test(size=(160, 50)) as pilot:
-        deadline = time.monotonic() + 120
-        while seen < REFRESHES and time.monotonic() < deadline:
-            await pilot.pause(0.05)
-            if app.snapshot is not None and app.snapshot is not last:
-                seen, last = seen + 1, app.snapshot
+        deadline = time.monotonic() + 240
+        for keys in (*((key,) for key in VIEW_KEYS), QUERY_KEYS):
+            await pilot.press(*keys)
+            seen += await refreshes(app, pilot, deadline)
+    return seen // (len(VIEW_KEYS) + 1)
+
+
+async def refreshes(app, pilot, deadline: float) -> int:
+    """Wait for REFRESHES new snapshots (or the deadline); how many came."""
+    seen, last = 0, app.snapshot
+    while seen < REFRESHES and time.monotonic() < deadline:
+        await pilot.pause(0.05)
+        if app.snapshot is not None and app.snapshot is not last:
+            seen, last = seen + 1, app.snapshot
     return seen
 
 
 def main(url: str) -> None:
     seen = asyncio.run(show(url))
     if seen < REFRESHES:
-        sys.exit(f"the console refreshed only {seen} times")
-    print(f"console app headless, {seen} refreshes every {REFRESH_INTERVAL}s", file=sys.stderr)
+        sys.exit(f"the console refreshed only {seen} times a view")
+    print(
+        f"console app headless, every view and a searched query, {seen} refreshes each every {REFRESH_INTERVAL}s",
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

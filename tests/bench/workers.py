@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import random
 import time
 
@@ -30,41 +31,55 @@ def worker_args(url: str, worker_id: str, *extra: str) -> list[str]:
     ]
 
 
-def worker_drains(ctx: Context, process_counts: list[int]) -> list[Result]:
-    """One Result per process count, plus the "database is locked" count over all of them and worker RSS."""
-    drains = {p: ctx.result(f"ours.drain_{p}p", f"ours: drain, {p} worker process(es) --burst") for p in process_counts}
+def worker_drains(ctx: Context, process_counts: list[int], concurrent: list[int] = ()) -> list[Result]:
+    """One Result per process count (default settings), and per count in ``concurrent`` with
+    ``--concurrency 4``, plus the "database is locked" count over all of them and worker RSS."""
+    runs = [(p, 1) for p in process_counts] + [(p, 4) for p in concurrent]
+    drains = {
+        (p, c): ctx.result(
+            f"ours.drain_{p}p" + ("" if c == 1 else f"_c{c}"),
+            f"ours: drain, {p} worker process(es) --burst" + ("" if c == 1 else f" --concurrency {c}"),
+        )
+        for p, c in runs
+    }
     # The same drains without process start-up and exit: first claim to last completion, from the rows.
     steady = {
-        p: ctx.result(f"ours.steady_{p}p", f"ours: drain, {p} worker process(es), first claim to last completion")
-        for p in process_counts
+        (p, c): ctx.result(
+            f"ours.steady_{p}p" + ("" if c == 1 else f"_c{c}"),
+            f"ours: drain, {p} worker process(es)"
+            + ("" if c == 1 else f" --concurrency {c}")
+            + ", first claim to last completion",
+        )
+        for p, c in runs
     }
     locked = ctx.result("ours.locked_errors", "ours: 'database is locked' errors in all drains", unit="errors")
     rss = ctx.result("ours.worker_rss", "ours: worker peak RSS (any drain)", unit="MB")
     locked_total, rss_values = 0, []
 
-    def one_round(processes: int) -> float:
+    def one_round(processes: int, concurrency: int) -> float:
         nonlocal locked_total
         url = ctx.backend.fresh()
         ctx.backend.fill(url, ctx.n)
+        extra = ["--burst", "--concurrency", str(concurrency)]
         with Stopwatch() as watch:
-            children = [spawn(worker_args(url, f"bench{i}", "--burst")) for i in range(processes)]
+            children = [spawn(worker_args(url, f"bench{i}", *extra)) for i in range(processes)]
             outcomes = [reap(child, timeout=600) for child in children]
         for code, peak, stderr in outcomes:
             if code != 0:
                 raise RuntimeError(f"worker exited with {code}: {stderr.strip()[-500:]}")
             locked_total += stderr.count(LOCKED)
             rss_values.append(peak)
-            note_peak_rss(drains[processes], peak)
+            note_peak_rss(drains[processes, concurrency], peak)
         db = open_database(url)
         repo = JobRepository(db)
         completed = repo.counts()["completed"]
-        steady[processes].values.append(rate(ctx.n, drain_window(repo)))
+        steady[processes, concurrency].values.append(rate(ctx.n, drain_window(repo)))
         db.close()
         assert completed == ctx.n, f"{processes} workers completed {completed} of {ctx.n}"
         return rate(ctx.n, watch.seconds)
 
-    for processes, result in drains.items():
-        result.values = repeat(ctx.rounds, lambda p=processes: one_round(p))
+    for (processes, concurrency), result in drains.items():
+        result.values = repeat(ctx.rounds, lambda p=processes, c=concurrency: one_round(p, c))
     locked.values = [float(locked_total)]
     rss.values = rss_values
     # "database is locked" is SQLite's way to fail a writer; PostgreSQL's row locks have no such error.
@@ -80,20 +95,39 @@ def drain_window(repo: JobRepository) -> float:
     return (last - first).total_seconds()
 
 
-def pickup_latency(ctx: Context, samples: int) -> Result:
-    """An idle worker (default poll settings) and a job enqueued at a random moment: ms until it is claimed.
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) the process has used so far, from /proc."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    Measured from the job's ``created_at`` to its ``claimed_at``, both stamped on this machine's clock.
+
+def pickup_latency(ctx: Context, samples: int, idle_seconds: float = 10.0) -> list[Result]:
+    """An idle worker (default settings) and a job enqueued at a random moment: ms until it is claimed; and
+    the share of a core the idle worker uses (CPU time over ``idle_seconds`` with nothing to do).
+
+    Latency is measured from the job's ``created_at`` to its ``claimed_at``, both stamped on this machine's
+    clock.
     """
-    result = ctx.result("ours.pickup_latency", "ours: pick-up latency of an idle worker (default polling)", unit="ms")
+    result = ctx.result("ours.pickup_latency", "ours: pick-up latency of an idle worker (default settings)", unit="ms")
     result.n = samples
+    idle_cpu = ctx.result("ours.idle_cpu", f"ours: idle worker CPU over {idle_seconds:g} s", unit="% of a core")
+    idle_cpu.n = 1
     url = ctx.backend.fresh()
     db = open_database(url)
     repo = JobRepository(db)
     worker = spawn(worker_args(url, "idle"))
     rng = random.Random(7)
     try:
-        time.sleep(1.0)  # started and idle
+        deadline = time.monotonic() + 60
+        while not any(w.id == "idle" for w in repo.workers()):  # registered: start-up is over
+            if time.monotonic() > deadline or worker.poll() is not None:
+                raise RuntimeError("the idle worker never started")
+            time.sleep(0.05)
+        time.sleep(1.0)  # and idle
+        before = cpu_seconds(worker.pid)
+        time.sleep(idle_seconds)
+        idle_cpu.values.append(100 * (cpu_seconds(worker.pid) - before) / idle_seconds)
         for _ in range(samples):
             time.sleep(rng.uniform(0.2, 3.0))  # anywhere in its back-off
             job, _ = repo.create(NOOP)
@@ -107,4 +141,4 @@ def pickup_latency(ctx: Context, samples: int) -> Result:
         worker.terminate()
         reap(worker)
         db.close()
-    return result
+    return [result, idle_cpu]

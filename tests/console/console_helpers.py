@@ -33,3 +33,19 @@ def log_text(app) -> str:
     from textual.widgets import RichLog
 
     return "\n".join(line.text for line in app.query_one("#worker-log", RichLog).lines)
+
+
+def pressed_one_by_one(*keys: str):
+    """A snapshot's ``run_before``: each key, then everything it started, landed (a key may open a dialog
+    that a thread's answer brings); no cursor blink, no toast (it leaves on a timer)."""
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        for key in keys:
+            await pilot.press(key)
+            await settle(pilot)
+        no_cursor_blink(pilot.app)
+        pilot.app.clear_notifications()
+        await pilot.pause()
+
+    return run_before

@@ -57,3 +57,39 @@ async def test_activity_view_picks_a_queue_with_the_arrow_keys(make_app, scene, 
         assert view.queue == queues[-1]
         waits = [wait for wait in app.snapshot.activity.latency if wait is not None]
         assert waits and "Queue latency" in str(view.query_one("#latency-label").render())
+
+
+async def test_detail_pages_through_the_whole_attempt_history(make_app, scene, scene_clock, db_url):
+    job, _ = scene.create("flaky-import", {"file": "in.csv"}, max_retries=119, retry_backoff=0)
+    for _ in range(120):
+        scene_clock.advance(1)
+        claimed = scene.claim("host-a:1", types=["flaky-import"])
+        scene.fail(job.id, f"attempt {claimed.attempt} failed: " + "e" * 2000, attempt=claimed.attempt)
+    history = [error.attempt for error in scene.errors_for(job.id)]
+    assert len(history) == 120
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        while app.focused.id != "failed":
+            await pilot.press("tab")
+        table = app.focused
+        table.move_cursor(row=table.get_row_index(str(job.id)), animate=False)
+        await pilot.press("enter")
+        await settle(pilot)
+        screen = app.screen
+
+        def attempts_shown() -> list[int]:
+            text = str(screen.query_one("#detail-errors").render())
+            return [int(line.split()[1]) for line in text.splitlines() if line.startswith("attempt ") and "UTC" in line]
+
+        assert attempts_shown() == history[-50:]
+        assert "70 earlier attempts not shown: o shows 50 more" in screen.shown_text()
+        await pilot.press("o")
+        await settle(pilot)
+        assert attempts_shown() == history[20:70] and "50 later attempts not shown" in screen.shown_text()
+        await pilot.press("o", "o")  # the oldest page, then nothing older
+        await settle(pilot)
+        assert attempts_shown() == history[:20] and "earlier attempts" not in screen.shown_text()
+        await pilot.press("i", "i")
+        await settle(pilot)
+        assert attempts_shown() == history[-50:] and "later attempts" not in screen.shown_text()

@@ -116,3 +116,17 @@ async def test_enter_on_a_pending_job_explains_and_a_failed_job_has_no_such_sect
     await settle(pilot)
     assert not app.screen.query_one("#detail-waiting").display
     assert "Why is this job waiting?" not in app.screen.shown_text()
+
+
+async def test_a_bulk_key_on_the_causes_view_without_a_selection_asks_for_one(pilot, scene):
+    app = pilot.app
+    before = statuses(scene)
+    await pilot.press("6")
+    await settle(pilot)
+    for key in ("r", "D"):
+        app._notifications.clear()
+        await pilot.press(key)
+        await settle(pilot)
+        assert len(app.screen_stack) == 1
+        assert any("Select a cause first" in n.message for n in app._notifications)
+    assert statuses(scene) == before

@@ -6,6 +6,8 @@ Regenerate on purpose only, after looking at the pictures:
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from console_helpers import no_cursor_blink, settle
 
@@ -92,3 +94,14 @@ def test_workers_view(snap_compare, make_app):
 
 def test_pause_confirmation(snap_compare, make_app):
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("2", "down", "p"))
+
+
+def test_query_search(snap_compare, make_app):
+    """A query no index serves: the stats line says how the search went, in place of the rates."""
+    app = make_app()
+    app.search_clock = itertools.count(0, 0.2).__next__  # each step "takes" 0.2 s
+    assert snap_compare(app, terminal_size=SIZE, run_before=views("slash", *"declined", "enter"))
+
+
+def test_activity_view_of_one_queue(snap_compare, make_app):
+    assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("5", "right"))

@@ -29,7 +29,6 @@ class StatsBar(Static):
             f"[b]{snapshot.throughput['completed']:.1f}[/] done/min · "
             f"[b]{snapshot.throughput['failed']:.1f}[/] failed/min"
         )
-        line = " · ".join(counts) + " │ " + rates
-        if snapshot.query_note:  # the counts are of the matches a search has found so far: say so first
-            line = f"[bold]query[/] {escape(snapshot.query_note)} │ " + line
-        return line
+        if snapshot.query_note:  # the counts are of the matches a search has found so far: say so in their place
+            rates = f"[bold]query[/] {escape(snapshot.query_note)}"
+        return " · ".join(counts) + " │ " + rates

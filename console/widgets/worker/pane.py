@@ -61,6 +61,9 @@ class WorkerPane(Vertical):
     def show_state(self) -> None:
         state = self.query_one("#worker-state", Static)
         if self.worker is None:
+            if getattr(self.app, "read_only", False):  # console.read_only: a worker writes, so there is none
+                state.update("[dim]○ stopped[/]  read-only: the embedded worker cannot start")
+                return
             state.update("[dim]○ stopped[/]  press [b]w[/] to run jobs in this console with the embedded worker")
             return
         stats = self.worker.stats

@@ -202,3 +202,45 @@ async def test_escape_during_a_long_run_stops_after_the_current_batch(pilot, sce
     await wait_for(pilot, lambda: not isinstance(app.screen, BulkProgressScreen), "the end of the run")
     failed = scene.list("failed", limit=100)
     assert len(failed) == 10 - 2  # one batch of two retried, the rest left failed
+
+
+async def test_a_large_selection_planned_by_its_state_still_touches_only_its_jobs(pilot, scene, monkeypatch):
+    """Above PLAN_BY_IDS the dry run reads the whole state and keeps the selected ids: the rest stay put."""
+    monkeypatch.setattr("console.bulk.PLAN_BY_IDS", 2)
+    app = pilot.app
+    table = await focus_table(pilot, "failed")
+    picked = []
+    for _ in range(3):
+        picked.append(table.selected_job_id)
+        await pilot.press("space", "down")
+    before = statuses(scene)
+    await pilot.press("r")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    assert question(app) == "Retry 3 failed jobs selected by hand?"
+    await pilot.press("y")
+    await settle(pilot)
+    after = statuses(scene)
+    assert [after[i] for i in picked] == ["pending"] * 3
+    assert {i: s for i, s in after.items() if i not in picked} == {i: s for i, s in before.items() if i not in picked}
+
+
+async def test_a_job_that_changed_between_the_dry_run_and_yes_is_skipped_and_counted(pilot, scene):
+    app = pilot.app
+    table = await focus_table(pilot, "failed")
+    picked = []
+    for _ in range(3):
+        picked.append(table.selected_job_id)
+        await pilot.press("space", "down")
+    await pilot.press("r")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+    assert question(app) == "Retry 3 failed jobs selected by hand?"
+    raced = picked[1]
+    scene.retry(raced)  # meanwhile: someone retried it and a worker ran it to completion
+    finished = next(job for job in scene.claim_many("racer", 100) if job.id == raced)
+    scene.complete(finished.id, worker_id="racer", attempt=finished.attempt)
+    app._notifications.clear()
+    await pilot.press("y")
+    await settle(pilot)
+    assert scene.find_by_id(raced).status == "completed"
+    assert [scene.find_by_id(i).status for i in picked if i != raced] == ["pending", "pending"]
+    assert any("Retried 2 of 3 failed jobs" in n.message and "1 skipped" in n.message for n in app._notifications)

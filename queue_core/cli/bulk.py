@@ -1,0 +1,77 @@
+"""The admin CLI's bulk actions (issue 16): ``retry``, ``cancel`` and ``delete`` of every job a ``--query``
+names, each with ``--dry-run``; and ``delete ID``. ``retry ID`` and ``cancel ID`` stay as they were.
+
+One line of output says what was done, as the console's confirmation says it:
+``retried 1,234 of 1,234 failed jobs matching type:x (0 skipped: changed meanwhile)``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..store.bulk import PAST
+from ..store.repository import JobRepository
+from .args import fail
+
+QUERY_HELP = 'act on every job this query matches, e.g. "status:failed type:send-invoice" (see README)'
+
+
+def add_bulk_options(command, job_id, what: str) -> None:
+    """``ID`` or ``--query``, and ``--dry-run``, on a retry, cancel or delete sub-command."""
+    command.add_argument("id", type=job_id, nargs="?", help=f"the job to {what} (or --query)")
+    command.add_argument("--query", default=None, metavar="QUERY", help=QUERY_HELP)
+    command.add_argument("--dry-run", action="store_true", help="say how many jobs --query would touch; change none")
+
+
+def add_delete_command(commands, db_option, job_id) -> None:
+    delete = commands.add_parser(
+        "delete", parents=[db_option], help="delete a job (or every job --query matches) and its errors"
+    )
+    add_bulk_options(delete, job_id, "delete")
+
+
+def bulk_request(args, action: str) -> str | None:
+    """Why these arguments are not one job or one query (None when they are fine)."""
+    if args.id is not None and args.query is not None:
+        return f"{action} takes a job ID or --query, not both"
+    if args.id is None and args.query is None:
+        return f'{action} needs a job ID or --query "..." (e.g. --query "status:failed type:send-invoice")'
+    if args.query is not None and not args.query.strip():
+        return f'--query is empty: it would {action} every job; name them, e.g. --query "status:failed"'
+    if args.dry_run and args.query is None:
+        return "--dry-run goes with --query"
+    return None
+
+
+def by_query(args, repo: JobRepository, action: str) -> int | None:
+    """The exit code when the arguments are refused or name a ``--query`` (done here); None for one job ID,
+    which the command's own runner acts on."""
+    problem = bulk_request(args, action)
+    if problem:
+        return fail(problem)
+    return run_bulk(args, repo, action) if args.query is not None else None
+
+
+def run_bulk(args, repo: JobRepository, action: str) -> int:
+    """Plan (the dry run), then apply unless ``--dry-run``; one line saying what happened."""
+    plan = repo.plan_bulk(action, args.query)
+    if args.dry_run:
+        print(f"would {action} {plan.describe()}")
+        return 0
+    outcome = repo.apply_bulk(plan)
+    print(f"{PAST[action]} {outcome.changed:,} of {plan.describe()} ({outcome.skipped:,} skipped: changed meanwhile)")
+    return 0
+
+
+def run_delete(args, repo: JobRepository) -> int:
+    if (done := by_query(args, repo, "delete")) is not None:
+        return done
+    found = repo.find_by_id(args.id)
+    if found is None:
+        return fail(f"no job with id {args.id}")
+    outcome = repo.bulk("delete", ids=[args.id])
+    if outcome.changed == 0:
+        # Running (or it changed meanwhile): a worker holds it, and its ack would find nothing.
+        return fail(f"cannot delete job {args.id}: it is {repo.find_by_id(args.id).status}; cancel it first")
+    print(f"deleted job {args.id}", file=sys.stderr)
+    return 0

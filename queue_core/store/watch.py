@@ -1,0 +1,87 @@
+"""Wake-ups on SQLite: an idle worker hears of other connections' commits in milliseconds, without a busy poll.
+
+SQLite has no NOTIFY. ``PRAGMA data_version`` on a connection of its own answers a new number once any
+other connection has committed a change: it reads the WAL index in shared memory (no disk read, no lock,
+~10 µs here). A daemon thread asks every ``interval`` (20 ms) and calls ``on_change()`` when the number
+moved, so an idle worker's claim threads wake and claim a new job within about that: ~50 cheap checks a
+second, far under 1 % of a core. A claim that finds nothing writes no page and so moves nobody's number:
+idle workers do not wake each other. Polling stays the fallback, as with PostgreSQL's listener.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import threading
+from collections.abc import Callable
+
+import peewee as pw
+
+WATCH_INTERVAL = 0.02  # seconds between data_version checks
+REOPEN_DELAY = 1.0  # seconds before re-opening a connection that failed
+
+log = logging.getLogger(__name__)
+
+
+class ChangeWatcher:
+    """A daemon thread that calls ``on_change()`` whenever another connection commits to the database file."""
+
+    def __init__(self, path: str, on_change: Callable[[], None], *, interval: float = WATCH_INTERVAL):
+        self._path = path
+        self._on_change = on_change
+        self._interval = interval
+        self._stopping = threading.Event()
+        self._listening = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="queue-watcher", daemon=True)
+
+    def start(self) -> ChangeWatcher:
+        self._thread.start()
+        return self
+
+    def wait_listening(self, timeout: float | None = None) -> bool:
+        """True once the first version is read (commits from now on are seen)."""
+        return self._listening.wait(timeout)
+
+    def is_alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def stop(self, timeout: float | None = None) -> None:
+        self._stopping.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            try:
+                self._watch()
+            except sqlite3.Error as exc:
+                self._listening.clear()
+                log.warning("change watcher failed (%s); polling covers until it is back", exc)
+                self._stopping.wait(REOPEN_DELAY)
+
+    def _watch(self) -> None:
+        connection = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        try:
+            read = connection.cursor()
+            version = read.execute("PRAGMA data_version").fetchone()[0]
+            self._listening.set()
+            while not self._stopping.wait(self._interval):
+                now = read.execute("PRAGMA data_version").fetchone()[0]
+                if now != version:
+                    version = now
+                    self._wake()
+        finally:
+            connection.close()
+
+    def _wake(self) -> None:
+        try:
+            self._on_change()
+        except Exception:  # a broken callback must not end the wake-ups; polling would hide it
+            log.exception("change watcher callback failed")
+
+
+def watch_for_changes(db: pw.Database, on_change: Callable[[], None]) -> ChangeWatcher | None:
+    """Start a watcher calling ``on_change`` on SQLite; None on other databases (PostgreSQL has LISTEN)."""
+    if not isinstance(db, pw.SqliteDatabase):
+        return None
+    return ChangeWatcher(db.database, on_change).start()

@@ -1,0 +1,155 @@
+"""The claim slots of a running worker: each runs one job at a time, and idle slots claim together.
+
+A slot that is idle claims for every idle slot of its queues at once (``complete_and_claim_many``: up to
+k jobs for k free slots, in one statement) and hands the extra jobs to the others. The same transaction
+writes the completions waiting in the ack batch (``acks.AckBatch``), so a busy worker pays one commit per
+round of jobs, not two per job. Never more jobs than idle slots: a job is marked running only when a slot
+is free to start it (no prefetch), so none waits behind another while charged an attempt.
+
+While one slot claims for its queues, the others that fall idle wait for it: it feeds them from its claim
+or, if it found as many jobs as it asked for (there may be more), wakes them to claim again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from .protocol import ClaimedJob, close_thread_connection
+from .session import Running, Session
+
+logger = logging.getLogger(__name__)
+
+
+def next_idle_delay(delay: float, max_poll_interval: float) -> float:
+    """The wait after one more empty claim: doubles, up to the bound."""
+    return min(max_poll_interval, delay * 2)
+
+
+class Slots:
+    """The claim threads' work, for one ``Worker`` (its queue, acks, outcomes, lock and events)."""
+
+    def __init__(self, worker):
+        self.worker = worker  # the loop.Worker (not imported: it imports this module)
+
+    def run(self, session: Session, slot: int) -> None:
+        """A claim thread: run the jobs this slot claims or is handed until the worker stops."""
+        worker = self.worker
+        wake = session.slot_wakes[slot]
+        delay = worker.poll_interval
+        try:
+            while True:
+                entry = session.take_mail(slot)
+                if entry is not None:
+                    self.execute(session, entry)
+                    delay = worker.poll_interval
+                    continue
+                if session.stopping.is_set():
+                    worker._batch.nudge()  # no claim will take this slot's last completion along
+                    break
+                wake.clear()
+                entry, nobody_busy, claim_ok, others_claiming = self.claim(session, slot)
+                if entry is not None:
+                    self.execute(session, entry)
+                    continue
+                if session.burst and nobody_busy and claim_ok:
+                    session.request_stop(None)
+                    break
+                wake.wait(delay)
+                if not others_claiming:
+                    delay = worker.poll_interval if wake.is_set() else next_idle_delay(delay, worker.max_poll_interval)
+        finally:
+            close_thread_connection(worker.queue)
+
+    def claim(self, session: Session, slot: int) -> tuple[Running | None, bool, bool, bool]:
+        """Claim for ``slot`` and the other idle slots of its queues; returns (this slot's entry or None,
+        nothing is left for a burst, the claim worked, another slot is claiming for us)."""
+        worker = self.worker
+        group = session.slot_queues[slot]
+        with worker._lock:
+            idle = session.idle.setdefault(group, [])
+            waiting = group in session.claiming
+            if waiting and slot not in idle:
+                idle.append(slot)  # fed, or woken to claim, when that claim returns
+            if not waiting:
+                session.claiming.add(group)
+                others = [other for other in idle if other != slot]  # every idle slot of these queues
+                idle.clear()
+                n = 1 + len(others)
+                session.in_flight += n  # counted before the acks are written, so a burst cannot end meanwhile
+        if waiting:
+            worker._batch.nudge()  # that claim may have taken the batch before this slot's completion
+            return None, False, True, True
+        items = worker._batch.take()
+        types, queues = worker.registry.names(), None if group is None else list(group)
+        done, jobs, ok = worker._acks.complete_and_claim_many(items, n, types, queues)
+        worker._outcomes.completions(items, done)
+        entries = [self.register(session, job, s) for job, s in zip(jobs, [slot, *others], strict=False)]
+        fed = [(other, entry) for other, entry in zip(others, entries[1:], strict=False) if entry is not None]
+        with worker._lock:
+            # Fed before the claim is over: a slot that stops waiting now finds its job, not a claim of its own.
+            session.mail.update(fed)
+            session.claiming.discard(group)
+            session.in_flight -= n - len(jobs)
+            latecomers = [other for other in idle if other not in others]  # fell idle while this claim ran
+            # Still idle: the slots this claim could not feed (and this one, if it got nothing).
+            idle[:] = [*others[max(len(jobs) - 1, 0) :], *([] if jobs else [slot]), *latecomers]
+            nobody_left = not jobs and session.nothing_left(slot)
+        # A claim that got all it asked for may have left more: the latecomers claim at once.
+        for other in [*(other for other, _ in fed), *(latecomers if len(jobs) == n else ())]:
+            session.slot_wakes[other].set()
+        return (entries[0] if entries else None), nobody_left, ok, False
+
+    def register(self, session: Session, job: ClaimedJob, slot: int) -> Running | None:
+        """Track a job just claimed for ``slot`` (``in_flight`` already counts it); one that raced a stop
+        goes back."""
+        worker = self.worker
+        with worker._lock:
+            entry = Running(job=job, started=time.monotonic(), thread=session.threads[slot], slot=slot)
+            session.running[entry.key] = entry
+            # Marked under the lock, so a stop's release of leftovers never takes this one too.
+            entry.released = session.stopping.is_set()
+        if entry.released:
+            # The claim raced a stop: give the job straight back rather than start it.
+            worker._release(session, entry, "claimed while the worker was stopping")
+            worker._done(session, entry)
+            return None
+        return entry
+
+    def execute(self, session: Session, entry: Running) -> None:
+        """Run the job and record its outcome (a completion joins the ack batch)."""
+        worker = self.worker
+        job = entry.job
+        worker._events.emit("claimed", job)  # returns at once when nobody wants it
+        fn = worker.registry.get(job.type)
+        if fn is None:
+            # Unregistered since the claim: leave the job for a worker that has its handler.
+            with worker._lock:
+                entry.released = True
+            worker._release(session, entry, "no handler registered for this type any more")
+            worker._done(session, entry)
+            return
+        result, error, duration = worker._runner.attempt(fn, job)
+        with worker._lock:
+            if entry.released:
+                logger.debug("job %s finished after it was released; its outcome is discarded", job.id)
+                return
+            entry.acking = True
+            cancelled = entry.cancel_requested  # seen while the handler ran: it stopped because of it, or may have
+        try:
+            if cancelled:
+                worker._outcomes.cancel(entry, duration, error)
+            elif error is not None:
+                worker._outcomes.fail(entry, duration, error)
+            else:
+                worker._batch.add((entry, result, duration))
+        finally:
+            worker._done(session, entry)
+
+
+def slot_threads(slots: Slots, session: Session, worker_id: str, count: int) -> list[threading.Thread]:
+    return [
+        threading.Thread(target=slots.run, args=(session, slot), name=f"worker-{worker_id}-{slot}", daemon=True)
+        for slot in range(count)
+    ]

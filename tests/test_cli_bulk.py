@@ -1,0 +1,95 @@
+"""The admin CLI's bulk actions (issue 16), run as a user runs them (a real process), on both backends."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from test_cli import cli  # noqa: F401 (the fixture: a real `python -m queue_core` process)
+
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
+
+
+@pytest.fixture
+def repo_on(db_url):
+    db = open_database(db_url)
+    yield JobRepository(db)
+    db.close()
+
+
+def fail_jobs(repo, type, n, error="card 42 declined"):
+    ids = []
+    for _ in range(n):
+        job, _ = repo.create(type, max_retries=0)
+        claimed = repo.claim("w", types=[type])
+        repo.fail(job.id, error, worker_id="w", attempt=claimed.attempt)
+        ids.append(job.id)
+    return ids
+
+
+def test_retry_query_dry_run_then_retry(cli, repo_on):  # noqa: F811
+    invoices = fail_jobs(repo_on, "send-invoice", 3)
+    other = fail_jobs(repo_on, "other", 1)
+    out = cli("retry", "--query", "status:failed type:send-invoice", "--dry-run")
+    assert out.stdout == "would retry 3 failed jobs matching status:failed type:send-invoice\n"
+    assert repo_on.counts()["failed"] == 4
+    out = cli("retry", "--query", "status:failed type:send-invoice")
+    assert out.stdout == (
+        "retried 3 of 3 failed jobs matching status:failed type:send-invoice (0 skipped: changed meanwhile)\n"
+    )
+    assert [repo_on.find_by_id(i).status for i in invoices] == ["pending"] * 3
+    assert repo_on.find_by_id(other[0]).status == "failed"
+
+
+def test_cancel_query_and_delete_query(cli, repo_on):  # noqa: F811
+    for _ in range(2):
+        repo_on.create("mail", queue="emails")
+    kept, _ = repo_on.create("mail")
+    out = cli("cancel", "--query", "queue:emails", "--dry-run")
+    assert out.stdout == "would cancel 2 pending/running jobs matching queue:emails\n"
+    out = cli("cancel", "--query", "queue:emails")
+    assert out.stdout.startswith("cancelled 2 of 2 pending/running jobs matching queue:emails")
+    assert repo_on.counts()["cancelled"] == 2
+    out = cli("delete", "--query", "status:cancelled")
+    assert out.stdout.startswith("deleted 2 of 2 cancelled jobs")
+    assert [job.id for job in repo_on.list()] == [kept.id]
+
+
+def test_delete_by_id_refuses_running_and_unknown_jobs(cli, repo_on):  # noqa: F811
+    failed = fail_jobs(repo_on, "t", 1)[0]
+    running, _ = repo_on.create("t")
+    repo_on.claim("w")
+    cli("delete", str(failed))
+    assert repo_on.find_by_id(failed) is None and repo_on.errors_for(failed) == []
+    out = cli("delete", str(running.id), expect=2)
+    assert out.stderr == f"error: cannot delete job {running.id}: it is running; cancel it first\n"
+    assert cli("delete", "424242", expect=2).stderr == "error: no job with id 424242\n"
+    assert repo_on.find_by_id(running.id).status == "running"
+
+
+def test_existing_retry_and_cancel_by_id_keep_working(cli, repo_on):  # noqa: F811
+    failed = fail_jobs(repo_on, "t", 1)[0]
+    assert json.loads(cli("retry", str(failed)).stdout)["status"] == "pending"
+    assert json.loads(cli("cancel", str(failed)).stdout)["status"] == "cancelled"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("retry", "--query", "colour:red"), "error: query: unknown qualifier colour:"),
+        (("cancel", "--query", 'error:"unclosed'), "error: query: "),
+        (("delete", "--query", "status:lost", "--dry-run"), "error: query: status: is one of"),
+        (("delete", "--query", "  "), "error: --query is empty: it would delete every job"),
+        (("retry",), "error: retry needs a job ID or --query"),
+        (("cancel", "7", "--query", "type:t"), "error: cancel takes a job ID or --query, not both"),
+        (("retry", "7", "--dry-run"), "error: --dry-run goes with --query"),
+        (("delete", "x"), "error: argument id: 'x' is not a job id"),
+    ],
+)
+def test_bad_bulk_input_is_one_error_line_and_writes_nothing(cli, repo_on, args, message):  # noqa: F811
+    fail_jobs(repo_on, "t", 2)
+    repo_on.create("t")
+    out = cli(*args, expect=2)
+    assert out.stdout == "" and len(out.stderr.splitlines()) == 1 and out.stderr.startswith(message), out.stderr
+    assert repo_on.counts() == {"pending": 1, "running": 0, "completed": 0, "failed": 2, "cancelled": 0}

@@ -1,0 +1,75 @@
+"""SQLite wake-ups: a watcher of other connections' commits (``PRAGMA data_version``) wakes idle workers."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from queue_core.store.notify import listen_for_jobs
+from queue_core.store.watch import ChangeWatcher
+
+pytestmark = pytest.mark.backends("sqlite")
+WAIT = 20
+
+
+def test_on_sqlite_listen_for_jobs_starts_a_watcher_that_hears_another_connections_commit(db, live_repo):
+    heard = threading.Event()
+    watcher = listen_for_jobs(db, heard.set)
+    try:
+        assert isinstance(watcher, ChangeWatcher) and watcher.wait_listening(WAIT)
+        live_repo.create("t")
+        assert heard.wait(WAIT)
+    finally:
+        watcher.stop(WAIT)
+    assert not watcher.is_alive()
+
+
+def test_a_claim_that_finds_nothing_moves_no_one_s_data_version(db, live_repo):
+    # Otherwise idle workers would wake each other with their empty claims, forever.
+    other = sqlite3.connect(db.database, isolation_level=None)
+    before = other.execute("PRAGMA data_version").fetchone()[0]
+    assert live_repo.claim("w") is None
+    assert live_repo.complete_and_claim_many([], 4, worker_id="w") == ([], [])
+    assert other.execute("PRAGMA data_version").fetchone()[0] == before
+    live_repo.create("t")
+    assert other.execute("PRAGMA data_version").fetchone()[0] != before
+    other.close()
+
+
+def test_an_idle_worker_woken_by_the_watcher_runs_a_new_job_without_waiting_its_poll(
+    db, live_repo, handlers, events, make_worker
+):
+    handlers.register("t", lambda payload: None)
+    worker = make_worker(poll_interval=600, max_poll_interval=600)  # polling alone would wait ten minutes
+    worker.start()
+    watcher = listen_for_jobs(db, worker.wakeup)
+    try:
+        assert watcher.wait_listening(WAIT)
+        events.wait_for("started")
+        job, _ = live_repo.create("t")
+        assert events.wait_for("completed")[0].job_id == job.id
+    finally:
+        worker.stop(WAIT)
+        watcher.stop(WAIT)
+
+
+def test_a_broken_callback_does_not_end_the_watch(db, live_repo):
+    calls = []
+    heard_twice = threading.Event()
+
+    def callback():
+        calls.append(1)
+        if len(calls) >= 2:
+            heard_twice.set()
+        raise RuntimeError("broken on purpose")
+
+    watcher = listen_for_jobs(db, callback)
+    try:
+        assert watcher.wait_listening(WAIT)
+        live_repo.create("t")
+        while not heard_twice.wait(0.05):
+            live_repo.create("t")
+    finally:
+        watcher.stop(WAIT)
