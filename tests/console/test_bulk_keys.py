@@ -224,12 +224,6 @@ async def test_escape_during_a_long_run_stops_after_the_current_batch(pilot, sce
     assert len(failed) == 10 - 2  # one batch of two retried, the rest left failed
 
 
-async def test_a_large_selection_planned_by_its_state_still_touches_only_its_jobs(pilot, scene, monkeypatch):
-    """Above PLAN_BY_IDS the dry run reads the whole state and keeps the selected ids: the rest stay put."""
-    monkeypatch.setattr("console.bulk.PLAN_BY_IDS", 2)
-    await bulk_on_three(pilot, scene, "failed", "r", "Retry 3 failed jobs selected by hand?", "pending")
-
-
 async def test_a_job_that_changed_between_the_dry_run_and_yes_is_skipped_and_counted(pilot, scene):
     app = pilot.app
     picked = await pick(pilot, "failed", 3)
