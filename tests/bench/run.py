@@ -46,6 +46,7 @@ def sqlite_plan(ctx: Context) -> list:
         ("console", lambda c: console_refresh.refresh_times([10_000] if c.quick else [10_000, 100_000, 1_000_000])),
         ("console", lambda c: console_refresh.view_refresh_times(10_000 if c.quick else 1_000_000)),
         ("console", lambda c: console_refresh.console_rss(10_000 if c.quick else 1_000_000)),
+        ("console", lambda c: console_refresh.console_rss(10_000 if c.quick else 1_000_000, all_views=True)),
     ]
 
 
