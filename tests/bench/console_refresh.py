@@ -158,10 +158,12 @@ def view_refresh_times(n: int) -> list[Result]:
     return results
 
 
-def console_rss(n: int) -> Result:
-    """Peak RSS of the console app in a child process, showing a database of ``n`` jobs for a few refreshes."""
-    result = Result("sqlite.console.rss", f"console peak RSS, {n:,} jobs", n, "MB")
-    child = spawn(["-m", "tests.bench.console_probe", big_database(n)])
+def console_rss(n: int, *, all_views: bool = False) -> Result:
+    """Peak RSS of the console app in a child process, showing a database of ``n`` jobs for a few refreshes
+    (the Jobs view; with ``all_views``, every view in turn and a searched query)."""
+    key, label = ("rss_all_views", "every view") if all_views else ("rss", "Jobs view")
+    result = Result(f"sqlite.console.{key}", f"console peak RSS, {label}, {n:,} jobs", n, "MB")
+    child = spawn(["-m", "tests.bench.console_probe", big_database(n), *(["--all-views"] if all_views else [])])
     code, rss, stderr = reap(child, timeout=300)
     if code != 0:
         result.error = f"console probe failed: {stderr.strip().splitlines()[-1] if stderr.strip() else code}"

@@ -46,6 +46,7 @@ def sqlite_plan(ctx: Context) -> list:
         ("console", lambda c: console_refresh.refresh_times([10_000] if c.quick else [10_000, 100_000, 1_000_000])),
         ("console", lambda c: console_refresh.view_refresh_times(10_000 if c.quick else 1_000_000)),
         ("console", lambda c: console_refresh.console_rss(10_000 if c.quick else 1_000_000)),
+        ("console", lambda c: console_refresh.console_rss(10_000 if c.quick else 1_000_000, all_views=True)),
     ]
 
 
@@ -73,7 +74,7 @@ def run_backend(name: str, args, workdir: Path, sizes: dict) -> list[Result]:
     results = []
     try:
         for name, scenario in plan:
-            if args.only and args.only not in name:
+            if (args.only and args.only not in name) or name in (args.skip or ()):
                 continue
             started = time.perf_counter()
             try:
@@ -217,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", metavar="NAME", help="run only raw, ours, huey, procrastinate, pgqueuer, workers, latency or console"
     )
+    parser.add_argument("--skip", metavar="NAME", action="append", help="leave out raw, ours, huey, ... (repeatable)")
     parser.add_argument("--json", metavar="FILE", help="also write every round's value to FILE")
     parser.add_argument(
         "-n", type=int, help="jobs per round (default: SQLite 10000, PostgreSQL 5000; 300 with --quick)"

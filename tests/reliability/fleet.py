@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -44,6 +45,13 @@ class Fleet:
         )  # fmt: skip
         return worker_id
 
+    def wait_started(self, worker_id: str, timeout: float = 60.0) -> None:
+        log = self.log_dir / f"{worker_id}.log"
+        deadline = time.monotonic() + timeout
+        while f"started worker={worker_id}" not in log.read_text() and self.procs[worker_id].poll() is None:
+            assert time.monotonic() < deadline, f"{worker_id} never said it started: {log.read_text()[-2000:]}"
+            time.sleep(0.05)
+
     def alive(self) -> list[str]:
         return [w for w, p in self.procs.items() if p.poll() is None]
 
@@ -55,6 +63,7 @@ class Fleet:
 
     def stop_all(self) -> dict[str, int]:
         for worker_id in self.alive():
+            self.wait_started(worker_id)  # a SIGTERM before its handler is installed would kill it outright
             self.procs[worker_id].send_signal(signal.SIGTERM)
         return {w: p.wait(timeout=60) for w, p in self.procs.items() if w not in self.killed}
 

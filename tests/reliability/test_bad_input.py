@@ -1,17 +1,25 @@
-"""Payloads and CLI arguments from Hypothesis: stored faithfully or refused clearly; never a traceback."""
+"""Payloads and CLI arguments from Hypothesis: stored faithfully or refused clearly; never a traceback.
+
+Issue 18 adds every admin command (each with its own options among the words) and schemathesis over every
+HTTP route, against a seeded database: a refused command or request leaves every table as it was."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
 
 import pytest
+import schemathesis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from queue_core.cli import admin as cli
 from queue_core.errors import ValidationError
+from queue_core.server.app import create_app
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -77,3 +85,102 @@ def test_fuzzed_cli_arguments_never_traceback(db_url, argv):
     assert "Traceback" not in err
     if code == 2:
         assert err.strip() and len(err.strip().splitlines()) == 1, err
+
+
+# --- issue 18: every admin command, and every HTTP route; a refusal writes nothing ------------------------------
+
+FUZZ = settings(max_examples=25, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+# Values people mistype: numbers out of range, not numbers, JSON that is not an object, control and
+# non-BMP characters, and the names and ids of what the seeded database holds.
+VALUES = ["1", "2", "3", "0", "-1", "1e309", "nan", "9" * 30, "1.5", "high", "{}", "[]", '{"a": 1}', "{", "\x00",
+          "💥", "", " ", "default", "reports", "echo", "w1", "--", "-", "*/5 * * * * *", "'", '"', "\\",
+          "a" * 300]  # fmt: skip
+
+
+def subcommands() -> dict[str, argparse.ArgumentParser]:
+    parser = cli.build_parser()
+    (commands,) = [action for action in parser._actions if isinstance(action, argparse._SubParsersAction)]
+    return dict(commands.choices)
+
+
+COMMANDS = subcommands()
+
+
+def options_of(command: str) -> list[str]:
+    return sorted({flag for action in COMMANDS[command]._actions for flag in action.option_strings} - {"--db"})
+
+
+def everything(repo: JobRepository) -> list:
+    """Every row of every table, to compare before and after a refused write."""
+    tables = [repo.Job, repo.JobError, repo.QueueRecord, repo.WorkerRecord]
+    return [sorted(map(tuple, table.select().tuples())) for table in tables]
+
+
+def seed(repo: JobRepository) -> None:
+    """One job in each state an admin command acts on (ids 1-4), a paused queue and a registered worker."""
+    repo.create("echo", {"n": 1})
+    repo.create("echo", {"n": 2}, queue="reports")
+    failed, _ = repo.create("echo", {"n": 3}, max_retries=0)
+    repo.create("echo", {"n": 4})
+    claimed = repo.claim("w1")
+    repo.fail(claimed.id, "boom", worker_id="w1", attempt=claimed.attempt)
+    assert repo.find_by_id(failed.id) is not None
+    repo.pause_queue("reports")
+
+
+@pytest.fixture
+def seeded(db_url):
+    repo = JobRepository(open_database(db_url))
+    seed(repo)
+    yield db_url, repo
+    repo.db.close()
+
+
+def test_every_command_is_fuzzed():
+    assert {"enqueue", "list", "show", "retry", "cancel", "pause", "resume", "queues", "workers", "prune"} <= set(
+        COMMANDS
+    ), sorted(COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_any_arguments_to_any_command_answer_clearly_and_a_refusal_writes_nothing(seeded, command):
+    db_url, repo = seeded
+    words = st.sampled_from(options_of(command) + VALUES) | st.text(max_size=6)
+
+    @FUZZ
+    @given(argv=st.lists(words, max_size=5))
+    def fuzz(argv):
+        before = everything(repo)
+        code, out, err = run_cli([command, *argv, "--db", db_url])
+        assert "Traceback" not in err and "Traceback" not in out, (argv, err)
+        assert code in (0, 1, 2), (argv, code, err)
+        if code != 0:
+            assert len(err.strip().splitlines()) >= 1 and err.strip().splitlines()[-1].startswith(
+                ("error:", "usage")
+            ), err
+            assert everything(repo) == before, (command, argv, err)
+
+    fuzz()
+
+
+# --- every HTTP route, from the schema: a refusal writes nothing --------------------------------------------
+
+
+@pytest.fixture
+def api_schema(repo):
+    seed(repo)
+    return schemathesis.openapi.from_asgi("/openapi.json", create_app(repo))
+
+
+schema = schemathesis.pytest.from_fixture("api_schema")
+
+
+@schema.parametrize()
+@FUZZ
+def test_a_refused_request_writes_nothing(case, repo):
+    before = everything(repo)
+    response = case.call()
+    assert response.status_code < 500, response.text
+    if 400 <= response.status_code < 500:
+        assert response.headers["content-type"] == ["application/problem+json"], response.text
+        assert everything(repo) == before, (case.method, case.path, response.status_code, response.text)

@@ -24,7 +24,7 @@ from queue_core.store.repository import JobRepository
 from queue_core.worker import Worker
 from queue_core.worker.handlers import HandlerRegistry
 
-WAIT = 30
+WAIT = 120
 
 
 @pytest.fixture
@@ -72,11 +72,13 @@ class Gate:
 
 
 def start_worker(repo, gate, events):
+    # stale_after: how long the worker retries an ack before leaving the job to the reaper (then it runs
+    # again: at least once). Far longer than the disk stays full here, however loaded the machine.
     handlers = HandlerRegistry(with_builtins=False)
     handlers.register("gated", gate)
     handlers.register("quick", lambda payload: None)
     worker = Worker(repo, worker_id="w", registry=handlers, poll_interval=0.02, max_poll_interval=0.05,
-                    stale_after=60, on_event=events.append)  # fmt: skip
+                    stale_after=600, on_event=events.append)  # fmt: skip
     worker.start()
     return worker
 
