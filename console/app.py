@@ -173,7 +173,7 @@ class QueueConsole(
         yield from (command for command in super().get_system_commands(screen) if command.title not in ours)
         for binding in self.BINDINGS:
             key = binding.key_display or binding.key
-            action = partial(self.run_action, binding.action)
+            action = partial(self.run_binding, binding)
             # The help is markup: no brackets around the key.
             yield SystemCommand(binding.description, f"{binding.tooltip} · key {key}", action)
 

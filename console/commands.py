@@ -34,9 +34,13 @@ def command_line(verb: str, *arguments: object, **options: object) -> str:
     for name, value in options.items():
         if value is None or value is False:
             continue
-        words.append("--" + name.replace("_", "-"))
-        if value is not True:
-            words.append(quote(str(value)))
+        option = "--" + name.replace("_", "-")
+        if value is True:
+            words.append(option)
+        elif str(value).startswith("-"):  # argparse would read "-x" after the option as an option of its own
+            words.append(f"{option}={quote(str(value))}")
+        else:
+            words += [option, quote(str(value))]
     return " ".join(words)
 
 

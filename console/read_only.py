@@ -39,4 +39,14 @@ class ReadOnlyGuard:
         binding = self.write_binding(event.key)
         if binding is not None:
             event.stop()
-            self.notify(f"{binding.description} is disabled: {WHY}.", title="Read-only", severity="warning")
+            self.say_disabled(binding)
+
+    def say_disabled(self, binding) -> None:
+        self.notify(f"{binding.description} is disabled: {WHY}.", title="Read-only", severity="warning")
+
+    async def run_binding(self, binding) -> None:
+        """The command palette's way to a key's action: a write says why it does nothing when read-only."""
+        if self.read_only and action_name(binding.action) in WRITE_ACTIONS:
+            self.say_disabled(binding)
+            return
+        await self.run_action(binding.action)

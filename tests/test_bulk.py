@@ -3,11 +3,13 @@ and a job that changed state between them is skipped and counted."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
 
 from queue_core.errors import ValidationError
+from queue_core.store import bulk
 from queue_core.store.bulk import BULK_ACTIONS, ELIGIBLE, BulkOutcome
 from queue_core.store.query import QueryError
 
@@ -57,6 +59,16 @@ def test_a_job_that_changed_since_the_plan_is_skipped_and_counted(repo):
     assert repo.find_by_id(jobs[3].id).status == "pending"
 
 
+def test_a_job_that_changed_status_within_the_eligible_ones_is_skipped_too(repo):
+    failed = failed_job(repo)
+    plan = repo.plan_bulk("delete", status="failed")
+    assert list(plan.statuses) == [3]  # failed, as an index of STATUSES
+    repo.retry(failed.id)  # pending now, on the same attempt: still a status delete takes
+    outcome = repo.apply_bulk(plan)
+    assert (outcome.changed, outcome.skipped) == (0, 1)
+    assert repo.find_by_id(failed.id).status == "pending"
+
+
 def test_selection_limits_the_plan_to_the_ids_given(repo):
     jobs = [failed_job(repo) for _ in range(5)]
     chosen = [jobs[1].id, jobs[3].id, 10_000]
@@ -64,6 +76,29 @@ def test_selection_limits_the_plan_to_the_ids_given(repo):
     assert list(plan.ids) == [jobs[1].id, jobs[3].id]
     repo.apply_bulk(plan)
     assert sorted(job.id for job in repo.list()) == [jobs[0].id, jobs[2].id, jobs[4].id]
+
+
+def test_a_large_selection_is_planned_by_its_range_and_cut_to_its_ids(repo, monkeypatch):
+    monkeypatch.setattr(bulk, "PLAN_CHUNK", 2)  # what counts as large
+    jobs = [failed_job(repo) for _ in range(6)]
+    chosen = [jobs[1].id, jobs[2].id, jobs[4].id, 10_000]
+    plan = repo.plan_bulk("retry", "", ids=chosen)
+    assert list(plan.ids) == chosen[:3] and list(plan.attempts) == [1, 1, 1] and list(plan.statuses) == [3, 3, 3]
+    assert repo.apply_bulk(plan).changed == 3
+    statuses = [repo.find_by_id(job.id).status for job in jobs]
+    assert statuses == ["failed", "pending", "pending", "failed", "pending", "failed"]
+
+
+def test_a_plan_cut_down_with_replace_keeps_its_fence(repo):
+    jobs = [failed_job(repo) for _ in range(3)]
+    plan = repo.plan_bulk("retry")
+    cut = replace(plan, ids=plan.ids[1:], attempts=plan.attempts[1:])  # statuses left as they were
+    repo.retry(jobs[2].id)
+    outcome = repo.apply_bulk(cut)
+    assert (outcome.planned, outcome.changed, outcome.skipped) == (2, 1, 1)
+    assert repo.find_by_id(jobs[0].id).status == "failed"
+    with pytest.raises(ValidationError):
+        repo.apply_bulk(replace(plan, attempts=plan.attempts[1:]))
 
 
 def test_cancel_cancels_pending_and_requests_running(repo):

@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from queue_core.errors import ValidationError
 from queue_core.store.failures import NO_ERROR, SIGNATURE_CHARS, error_signature
+from queue_core.store.query import QueryError
 
 
 @pytest.mark.parametrize(
@@ -103,3 +105,12 @@ def test_a_group_feeds_a_bulk_retry(repo):
     outcome = repo.bulk("retry", ids=ids)
     assert (outcome.planned, outcome.changed) == (3, 3)
     assert [g.signature for g in repo.failure_groups()] == ["other cause"]
+
+
+def test_bad_input_to_the_grouping_is_refused(repo):
+    with pytest.raises(ValidationError):
+        repo.failure_groups(limit=0)
+    with pytest.raises(QueryError):
+        repo.failure_groups("colour:red")
+    with pytest.raises(QueryError):
+        repo.failure_group_ids("x", "colour:red")

@@ -19,6 +19,7 @@ from datetime import datetime
 import peewee as pw
 
 from ..rules import FAILED
+from ..validation import validate_positive_int
 from .query import JobQuery, parse_query
 
 SIGNATURE_CHARS = 200  # of the first line: what tells causes apart; the rest is detail
@@ -78,6 +79,7 @@ class FailureGroups:
 
     def failure_groups(self, query: str | JobQuery = "", *, limit: int = 200) -> list[FailureGroup]:
         """Failed jobs matching ``query``, grouped by ``error_signature``: the biggest groups first."""
+        validate_positive_int("limit", limit)
         Job = self.Job
         prefix = _error_prefix(Job)
         rows = (

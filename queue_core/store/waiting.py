@@ -46,22 +46,27 @@ class WaitingReasons:
             return [WaitReason("not_waiting", f"it is {job.status}{worker}, not waiting")]
         now = self.now()
         reasons = []
-        if self.queue_state(job.queue).paused:
+        Queue = self.QueueRecord
+        # The flag alone: queue_state would count the whole queue's jobs per status to say it.
+        if Queue.select().where((Queue.name == job.queue) & (Queue.paused == True)).exists():  # noqa: E712
             reasons.append(WaitReason("paused", f"queue {job.queue} is paused"))
         if job.run_at > now:
             why = f"back-off after attempt {job.attempt}" if job.retry_count > 0 else "delayed"
-            reasons.append(WaitReason("scheduled", f"scheduled for {job.run_at:%Y-%m-%d %H:%M:%S} UTC ({why})"))
+            # The time alone today (as an operator reads a clock), with the date when it is another day.
+            when = f"{job.run_at:%H:%M:%S}" if job.run_at.date() == now.date() else f"{job.run_at:%Y-%m-%d %H:%M:%S}"
+            reasons.append(WaitReason("scheduled", f"scheduled for {when} UTC ({why})"))
         else:
             ahead = self._jobs_ahead(job, now)
             if ahead:
                 noun = "due job is" if ahead == 1 else "due jobs are"
-                reasons.append(WaitReason("ahead", f"{ahead:,} {noun} ahead of it by priority in queue {job.queue}"))
+                reasons.append(WaitReason("ahead", f"{ahead:,} {noun} ahead of it by priority"))
         if not self._served(job.queue, now, stale_after):
             reasons.append(WaitReason("no_worker", f"no live worker serves queue {job.queue}"))
         return reasons or [WaitReason("next", "it will be claimed next")]
 
     def _jobs_ahead(self, job, now) -> int:
-        """Due pending jobs of its queue that a claim takes before this one."""
+        """Due pending jobs of its queue that a claim takes before this one (a worker serving its queue
+        takes those first; one serving other queues too may also take theirs)."""
         Job = self.Job
         before = (
             (Job.priority > job.priority)

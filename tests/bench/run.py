@@ -32,6 +32,7 @@ REFERENCE_AND_OURS = [
     ("ours", scenarios.ours_create),
     ("ours", scenarios.ours_create_many),
     ("ours", scenarios.ours_drain_in_process),
+    ("ours", scenarios.ours_bulk_retry),
 ]
 
 
@@ -72,7 +73,7 @@ def run_backend(name: str, args, workdir: Path, sizes: dict) -> list[Result]:
     results = []
     try:
         for name, scenario in plan:
-            if args.only and args.only not in name:
+            if (args.only and args.only not in name) or name in (args.skip or ()):
                 continue
             started = time.perf_counter()
             try:
@@ -216,6 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only", metavar="NAME", help="run only raw, ours, huey, procrastinate, pgqueuer, workers, latency or console"
     )
+    parser.add_argument("--skip", metavar="NAME", action="append", help="leave out raw, ours, huey, ... (repeatable)")
     parser.add_argument("--json", metavar="FILE", help="also write every round's value to FILE")
     parser.add_argument(
         "-n", type=int, help="jobs per round (default: SQLite 10000, PostgreSQL 5000; 300 with --quick)"

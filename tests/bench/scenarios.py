@@ -104,3 +104,22 @@ def ours_drain_in_process(ctx: Context) -> Result:
         return work, db.close
 
     return rate_scenario(ctx, "ours.drain_loop", "ours: claim + complete per job in one process, no worker", prepare)
+
+
+def ours_bulk_retry(ctx: Context) -> Result:
+    """Issue 16's bulk retry: plan (the dry run) + apply in transactions of BULK_BATCH jobs, no workers."""
+
+    def prepare():
+        url = ctx.backend.fresh()
+        ctx.backend.fill(url, ctx.n)
+        db = open_database(url)
+        repo = JobRepository(db)
+        # Setup, untimed: the jobs as a failed first attempt leaves them (one statement, not n fails).
+        repo.Job.update(status="failed", attempt=1, error="card 42 declined").execute()
+
+        def work():
+            assert repo.bulk("retry", "status:failed").changed == ctx.n
+
+        return work, db.close
+
+    return rate_scenario(ctx, "ours.bulk_retry", "ours: bulk retry (plan + apply, 2,000 per transaction)", prepare)

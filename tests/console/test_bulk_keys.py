@@ -44,6 +44,40 @@ def question(app) -> str:
     return app.screen.question
 
 
+async def pick(pilot, status: str, count: int) -> list[int]:
+    """``space`` on ``count`` jobs of the ``status`` table, top down; their ids."""
+    table = await focus_table(pilot, status)
+    picked = []
+    for _ in range(count):
+        picked.append(table.selected_job_id)
+        await pilot.press("space", "down")
+    return picked
+
+
+async def asked(pilot, key: str) -> str:
+    """Press a bulk key; the confirmation's question once the dry run has brought it."""
+    await pilot.press(key)
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen), f"the confirmation of {key}")
+    return question(pilot.app)
+
+
+def assert_only(changed: list[int], before: dict, after: dict, status: str) -> None:
+    """The ``changed`` jobs are ``status`` now, every other job is as it was."""
+    assert [after.get(i) for i in changed] == [status] * len(changed)
+    assert {i: s for i, s in after.items() if i not in changed} == {i: s for i, s in before.items() if i not in changed}
+
+
+async def bulk_on_three(pilot, scene, status: str, key: str, question_asked: str, then: str) -> list[int]:
+    """Pick three jobs of ``status``, press ``key``, check the question, confirm: only they become ``then``."""
+    picked = await pick(pilot, status, 3)
+    before = statuses(scene)
+    assert await asked(pilot, key) == question_asked
+    await pilot.press("enter")
+    await settle(pilot)
+    assert_only(picked, before, statuses(scene), then)
+    return picked
+
+
 def last_commands(app) -> list[str]:
     return list(app.query_one(CommandPanel).lines)
 
@@ -105,22 +139,8 @@ async def test_bulk_retry_of_everything_matching_the_query_after_a_confirmation(
 
 
 async def test_C_cancels_the_selection_and_leaves_the_rest(pilot, scene):
-    app = pilot.app
-    table = await focus_table(pilot, "pending")
-    picked = []
-    for _ in range(3):
-        picked.append(table.selected_job_id)
-        await pilot.press("space", "down")
-    before = statuses(scene)
-    await pilot.press("C")
-    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-    assert question(app) == "Cancel 3 pending jobs selected by hand?"
-    await pilot.press("enter")
-    await settle(pilot)
-    after = statuses(scene)
-    assert [after[i] for i in picked] == ["cancelled"] * 3
-    assert {i: s for i, s in after.items() if i not in picked} == {i: s for i, s in before.items() if i not in picked}
-    assert last_commands(app)[-3:] == [f"python -m queue_core cancel {i}" for i in sorted(picked)]
+    picked = await bulk_on_three(pilot, scene, "pending", "C", "Cancel 3 pending jobs selected by hand?", "cancelled")
+    assert last_commands(pilot.app)[-3:] == [f"python -m queue_core cancel {i}" for i in sorted(picked)]
 
 
 async def test_D_deletes_the_job_under_the_cursor_when_nothing_is_selected(pilot, scene):
@@ -207,33 +227,13 @@ async def test_escape_during_a_long_run_stops_after_the_current_batch(pilot, sce
 async def test_a_large_selection_planned_by_its_state_still_touches_only_its_jobs(pilot, scene, monkeypatch):
     """Above PLAN_BY_IDS the dry run reads the whole state and keeps the selected ids: the rest stay put."""
     monkeypatch.setattr("console.bulk.PLAN_BY_IDS", 2)
-    app = pilot.app
-    table = await focus_table(pilot, "failed")
-    picked = []
-    for _ in range(3):
-        picked.append(table.selected_job_id)
-        await pilot.press("space", "down")
-    before = statuses(scene)
-    await pilot.press("r")
-    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-    assert question(app) == "Retry 3 failed jobs selected by hand?"
-    await pilot.press("y")
-    await settle(pilot)
-    after = statuses(scene)
-    assert [after[i] for i in picked] == ["pending"] * 3
-    assert {i: s for i, s in after.items() if i not in picked} == {i: s for i, s in before.items() if i not in picked}
+    await bulk_on_three(pilot, scene, "failed", "r", "Retry 3 failed jobs selected by hand?", "pending")
 
 
 async def test_a_job_that_changed_between_the_dry_run_and_yes_is_skipped_and_counted(pilot, scene):
     app = pilot.app
-    table = await focus_table(pilot, "failed")
-    picked = []
-    for _ in range(3):
-        picked.append(table.selected_job_id)
-        await pilot.press("space", "down")
-    await pilot.press("r")
-    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-    assert question(app) == "Retry 3 failed jobs selected by hand?"
+    picked = await pick(pilot, "failed", 3)
+    assert await asked(pilot, "r") == "Retry 3 failed jobs selected by hand?"
     raced = picked[1]
     scene.retry(raced)  # meanwhile: someone retried it and a worker ran it to completion
     finished = next(job for job in scene.claim_many("racer", 100) if job.id == raced)

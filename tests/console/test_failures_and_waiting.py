@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from console_helpers import settle, wait_for
-from test_bulk import add_failed, question, statuses
+from test_bulk_keys import add_failed, question, statuses
 
 from console.screens.confirm import ConfirmScreen
 from console.screens.detail import JobDetailScreen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from console_helpers import settle
-from test_bulk import statuses
+from test_bulk_keys import statuses
 
 from console.options import parse_args
 from console.read_only import WRITE_ACTIONS, action_name
@@ -72,3 +72,19 @@ def test_read_only_from_the_environment_and_what_it_refuses(capsys):
         assert info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("error:") == 2 and "read-only" in err
+
+
+@pytest.mark.asyncio
+async def test_a_write_from_the_command_palette_says_why_and_writes_nothing(make_app, scene):
+    app = make_app(read_only=True)
+    before = database_state(scene)
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        commands = {command.title: command for command in app.get_system_commands(app.screen)}
+        for title in ("Enqueue", "Reap", "Delete…", "Worker"):
+            app._notifications.clear()
+            await commands[title].callback()
+            await settle(pilot)
+            assert len(app.screen_stack) == 1 and app.queue_worker is None
+            assert any("is disabled" in n.message for n in app._notifications), title
+    assert database_state(scene) == before

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from queue_core.store.database import open_database
+from queue_core.store.models import is_postgres
 from queue_core.store.repository import JobRepository
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +74,23 @@ def wait_for(predicate, timeout: float, what: str, repo: JobRepository) -> None:
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}: {repo.counts()}"
-        time.sleep(0.2)
+        time.sleep(0.5)
+
+
+def drained(repo: JobRepository, n: int):
+    """``wait_for``'s test that ``n`` jobs completed; on PostgreSQL it vacuums ``jobs`` every few seconds
+    first, as autovacuum does in production (the schema asks for it at 1 % dead rows). The shared test
+    server may run with autovacuum off, and then the claim's partial index fills with the dead entries of
+    every finished job: 100,000 retried jobs drained at 17 jobs/s instead of hundreds."""
+    last = [time.monotonic()]
+
+    def check() -> bool:
+        if is_postgres(repo.db) and time.monotonic() - last[0] > 5:
+            repo.db.execute_sql("VACUUM jobs")
+            last[0] = time.monotonic()
+        return repo.counts()["completed"] == n
+
+    return check
 
 
 def executions(ledger: Path) -> Counter:
@@ -93,11 +110,11 @@ def test_bulk_retry_while_workers_drain_retries_and_runs_each_job_exactly_once(d
         started = time.perf_counter()
         outcome = repo.bulk("retry", "type:record", status="failed")
         took = time.perf_counter() - started
-        wait_for(lambda: repo.counts()["completed"] == n, 1500, "the workers to drain the retried jobs", repo)
+        backend = db_url.split(":")[0]
+        print(f"\nbulk retry of {n:,} failed jobs on {backend} with {WORKERS} workers draining: {took:.2f}s")
+        wait_for(drained(repo, n), 1500, "the workers to drain the retried jobs", repo)
     finally:
         codes = workers.stop()
-    backend = db_url.split(":")[0]
-    print(f"\nbulk retry of {n:,} failed jobs on {backend} with {WORKERS} workers draining: {took:.2f}s")
 
     assert (outcome.planned, outcome.changed, outcome.skipped, outcome.stopped) == (n, n, 0, False)
     assert "locked" not in workers.text(), workers.text()[-3000:]
@@ -148,7 +165,7 @@ def test_bulk_apply_skips_jobs_that_changed_since_the_plan_and_touches_nothing_e
         for job_id in running:
             repo.complete(job_id, worker_id="racer", attempt=2)
         left = len(ids) - len(deleted) - len(failed_again)
-        wait_for(lambda: repo.counts()["completed"] == left, 300, "the drain", repo)
+        wait_for(drained(repo, left), 300, "the drain", repo)
     finally:
         workers.stop()
 
