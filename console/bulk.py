@@ -74,7 +74,9 @@ def plan_selection(repo, action: str, selection: Selection):
     plan = repo.plan_bulk(action, query, status=selection.state)
     kept = [index for index, job_id in enumerate(plan.ids) if job_id in selection.ids]
     ids, attempts = array("q", (plan.ids[i] for i in kept)), array("q", (plan.attempts[i] for i in kept))
-    return replace(plan, ids=ids, attempts=attempts)
+    # The planned statuses too: without them the fence is any status the action takes, and a failed job
+    # retried by hand since (pending, same attempt) would be deleted.
+    return replace(plan, ids=ids, attempts=attempts, statuses=array("b", (plan.statuses[i] for i in kept)))
 
 
 class BulkActions:

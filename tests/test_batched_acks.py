@@ -237,9 +237,8 @@ class GatedClaims:
         return getattr(self.repo, name)
 
 
-@pytest.mark.backends("sqlite", "postgresql")
 def test_a_slot_fed_between_its_mail_check_and_its_claim_runs_that_job_and_claims_no_other(
-    db_url, live_repo, handlers, make_worker
+    live_repo, handlers, make_worker
 ):
     # Slot 1 looked for mail (none yet) just before slot 0's claim for both slots returned and fed it; its
     # own claim must then take the job it was fed, not claim another while that one waits: no prefetch.

@@ -171,3 +171,22 @@ def test_bad_input_is_refused_and_nothing_is_written(repo, args, kwargs, error):
 def test_every_action_has_its_eligible_statuses():
     assert set(ELIGIBLE) == set(BULK_ACTIONS)
     assert "running" not in ELIGIBLE["delete"]
+
+
+def test_a_large_console_selection_keeps_the_planned_status_in_its_fence(repo, monkeypatch):
+    # The console plans a large selection of one state by that state and cuts the plan down to the ids: the
+    # cut must keep each job's planned status, or "delete 2 failed jobs" deletes one retried by hand since
+    # (pending now, on the same attempt).
+    from console import bulk as console_bulk
+    from console.selection import Selection
+
+    monkeypatch.setattr(console_bulk, "PLAN_BY_IDS", 1)
+    jobs = [failed_job(repo) for _ in range(3)]
+    plan = console_bulk.plan_selection(repo, "delete", Selection(frozenset(j.id for j in jobs[:2]), "failed"))
+    assert list(plan.ids) == [jobs[0].id, jobs[1].id]
+    repo.retry(jobs[1].id)
+
+    outcome = repo.apply_bulk(plan)
+
+    assert (outcome.changed, outcome.skipped) == (1, 1)
+    assert repo.find_by_id(jobs[1].id).status == "pending"
