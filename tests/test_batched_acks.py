@@ -216,3 +216,48 @@ def test_a_full_batch_is_written_at_once_and_stop_leaves_the_rest_to_flush():
     flusher.join(WAIT)
     batch.flush()  # what a stopping worker does last
     assert queue.calls == [[(1, 1, None), (2, 1, None)], [(3, 1, None)]]
+
+
+class GatedClaims:
+    """The repository, its first complete_and_claim_many held until ``go`` is set (``inside`` says it began)."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.inside, self.go = threading.Event(), threading.Event()
+        self.calls = 0
+
+    def complete_and_claim_many(self, *args, **kwargs):
+        self.calls += 1
+        if self.calls == 1:
+            self.inside.set()
+            assert self.go.wait(WAIT)
+        return self.repo.complete_and_claim_many(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+
+def test_a_slot_fed_between_its_mail_check_and_its_claim_runs_that_job_and_claims_no_other(
+    live_repo, handlers, make_worker
+):
+    # Slot 1 looked for mail (none yet) just before slot 0's claim for both slots returned and fed it; its
+    # own claim must then take the job it was fed, not claim another while that one waits: no prefetch.
+    from queue_core.worker.session import Session
+
+    handlers.register("t", lambda payload: None)
+    live_repo.create_many([{"type": "t"} for _ in range(3)])
+    queue = GatedClaims(live_repo)
+    worker = make_worker(queue, concurrency=2)
+    session = Session(worker._slot_queues, False, 1.0, worker._lock)
+    session.threads.extend(threading.current_thread() for _ in range(2))
+    claimer = threading.Thread(target=worker._slots.claim, args=(session, 0))
+    claimer.start()
+    assert queue.inside.wait(WAIT)
+    assert session.take_mail(1) is None  # slot 1's look for mail, while slot 0 claims for it
+    queue.go.set()
+    claimer.join(WAIT)
+
+    entry, _, _, _ = worker._slots.claim(session, 1)
+
+    assert entry is not None and queue.calls == 1
+    assert live_repo.counts()["running"] == 2  # never more jobs held than slots

@@ -171,3 +171,21 @@ def test_bad_input_is_refused_and_nothing_is_written(repo, args, kwargs, error):
 def test_every_action_has_its_eligible_statuses():
     assert set(ELIGIBLE) == set(BULK_ACTIONS)
     assert "running" not in ELIGIBLE["delete"]
+
+
+def test_a_large_selection_keeps_the_planned_status_in_its_fence(repo, monkeypatch):
+    # A selection larger than PLAN_CHUNK is planned by its id range and cut down to the selected ids: the cut
+    # must keep each job's planned status, or "delete 2 failed jobs" deletes one retried by hand since
+    # (pending now, on the same attempt).
+    from queue_core.store import bulk as store_bulk
+
+    monkeypatch.setattr(store_bulk, "PLAN_CHUNK", 1)
+    jobs = [failed_job(repo) for _ in range(3)]
+    plan = repo.plan_bulk("delete", status="failed", ids=[jobs[0].id, jobs[1].id])
+    assert list(plan.ids) == [jobs[0].id, jobs[1].id]
+    repo.retry(jobs[1].id)
+
+    outcome = repo.apply_bulk(plan)
+
+    assert (outcome.changed, outcome.skipped) == (1, 1)
+    assert repo.find_by_id(jobs[1].id).status == "pending"

@@ -68,6 +68,10 @@ class Slots:
         worker = self.worker
         group = session.slot_queues[slot]
         with worker._lock:
+            mailed = session.mail.pop(slot, None)
+            if mailed is not None:
+                # Fed by a claim that ended after this slot last looked for mail: run that job, claim none.
+                return mailed, False, True, False
             idle = session.idle.setdefault(group, [])
             waiting = group in session.claiming
             if waiting and slot not in idle:
