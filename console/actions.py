@@ -1,4 +1,4 @@
-"""The keys that change jobs: ``n`` enqueue, ``r`` retry, ``f`` fail, ``x`` reap.
+"""The keys that change jobs: ``n`` enqueue, ``r`` retry (the bulk path, console.bulk), ``f`` fail, ``x`` reap.
 
 A mixin of ``QueueConsole``. Every repository write runs on a thread worker (``run_write``) and reports back
 with a message from ``console.messages``; the UI thread only renders the outcome. So a SQLite write lock held
@@ -17,7 +17,7 @@ from queue_core.rules import has_retries_left
 from queue_core.store.database import DATABASE_ERRORS
 
 from .commands import command_line, enqueue_line
-from .messages import JobFailedByOperator, JobRetried, StaleReaped, WriteFailed
+from .messages import JobFailedByOperator, StaleReaped, WriteFailed
 from .screens.enqueue import EnqueueScreen
 from .screens.prompt import PromptScreen
 
@@ -33,8 +33,7 @@ class JobActions:
     def run_write(self, what: str, operation: Callable[[], object], done: Callable[[object], Message]) -> None:
         """Run ``operation`` (one repository call) on a thread; post ``done(result)``, or ``WriteFailed``.
 
-        Not exclusive: each key press is its own request and gets its own answer (a second ``r`` on the
-        same job is told it is no longer failed).
+        Not exclusive: each key press is its own request and gets its own answer.
         """
         self.run_worker(partial(self._write, what, operation, done), name=what, group="write", thread=True)
 
@@ -98,23 +97,10 @@ class JobActions:
     # --- r: retry ----------------------------------------------------------------------------------
 
     def action_retry(self) -> None:
-        """With a selection, the bulk retry (asks first, console.bulk); else the failed job under the cursor."""
+        """The bulk retry (console.bulk) of the selection, or of the job under the cursor: always a dry run
+        and a confirmation first, so one job and a thousand are retried the same way."""
         self._on_main_screen()
-        if self.selection is not None or self.view == "failures":
-            self.action_bulk("retry")
-            return
-        job_id = self.cursor_job("retry", "failed")
-        if job_id is not None:
-            self.run_write("retry", partial(self.repo.retry, job_id), partial(JobRetried, job_id))
-
-    def on_job_retried(self, message: JobRetried) -> None:
-        job, job_id = message.job, message.job_id
-        if job is None:
-            self.notify(f"Job {job_id} is no longer failed; nothing changed.", severity="warning")
-        else:
-            self.notify(f"Job {job_id} ({job.type}) is pending again, retries reset to 0/{job.max_retries}.")
-            self.record_commands([command_line("retry", job_id)])
-        self.request_refresh()
+        self.action_bulk("retry")
 
     # --- f: fail, with a reason --------------------------------------------------------------------
 

@@ -73,9 +73,7 @@ class QueueConsole(
     BINDINGS: ClassVar[list[Binding]] = [
         *VIEW_BINDINGS,
         Binding("n", "enqueue", "Enqueue", id="enqueue", tooltip="enqueue a job through a form"),
-        Binding(
-            "r", "retry", "Retry", id="retry", tooltip="retry the failed job; with a selection, all of it (asks first)"
-        ),
+        Binding("r", "retry", "Retry", id="retry", tooltip="retry the selection or the cursor job (asks first)"),
         Binding("f", "fail", "Fail", id="fail", tooltip="fail the selected running job (asks why)"),
         *CONTROL_BINDINGS,
         *BULK_BINDINGS,

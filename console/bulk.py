@@ -16,8 +16,10 @@ from functools import partial
 from textual.binding import Binding
 
 from queue_core.errors import QueueError
-from queue_core.store.bulk import BULK_BATCH, ELIGIBLE
+from queue_core.rules import PENDING, RUNNING
+from queue_core.store.bulk import BULK_BATCH, ELIGIBLE, STATUSES
 from queue_core.store.database import DATABASE_ERRORS
+from queue_core.store.pages import SCHEDULED
 
 from .commands import bulk_lines
 from .messages import BulkDone, BulkPlanned, BulkProgressed, WriteFailed
@@ -90,6 +92,15 @@ class BulkActions:
             where = "space selects jobs, a every job of the view matching the query"
             self.notify(f"Nothing to {action}: no selection and no job under the cursor ({where}).", severity="warning")
             return None, None
+        takes = ELIGIBLE[action]
+        if (PENDING if table.status == SCHEDULED else table.status) not in takes:
+            # Said before the dry run: the operator is on the wrong table, not racing a worker.
+            self.notify(
+                f"{VERBS[action]} works on {' or '.join(takes)} jobs; job {job_id} is {table.status} "
+                "(tab moves between tables).",
+                severity="warning",
+            )
+            return None, None
         return [job_id], table.status
 
     def _plan(self, plan, selection: Selection | None) -> None:
@@ -111,6 +122,8 @@ class BulkActions:
         if selection and len(selection) > plan.count:
             left = len(selection) - plan.count
             notes.append(f"{left:,} of the {len(selection):,} selected are left alone: not {' or '.join(takes)}.")
+        if plan.action == "cancel" and STATUSES.index(RUNNING) in plan.statuses:
+            notes.append("A running job is not stopped here: its worker is asked to cancel it.")
         if plan.count > self.bulk_batch_size:
             notes.append(f"In batches of {self.bulk_batch_size:,}; escape stops after the current batch.")
         origin = f" {selection.what}" if selection and selection.what else ""

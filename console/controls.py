@@ -1,5 +1,6 @@
-"""The keys for issue 13's controls: ``p`` pauses or resumes the selected queue, ``c`` cancels the selected
-job (each after a confirmation), enter on the workers view shows the jobs a worker holds.
+"""The keys for issue 13's controls: ``p`` pauses or resumes the selected queue, ``c`` cancels the job under
+the cursor or the selection (console.bulk's dry run, as ``C``), each after a confirmation; enter on the workers
+view shows the jobs a worker holds.
 
 A mixin of ``QueueConsole``. Writes go through ``JobRepository`` on thread workers (``run_write``); the
 worker's jobs are read on a thread too.
@@ -15,7 +16,7 @@ from textual.binding import Binding
 from queue_core.store.overview import held_by
 
 from .commands import command_line
-from .messages import JobCancelRequested, QueuePauseChanged, WorkerJobsLoaded
+from .messages import QueuePauseChanged, WorkerJobsLoaded
 from .screens.confirm import ConfirmScreen
 from .screens.worker_jobs import WorkerJobsScreen
 from .widgets.queues.table import QueuesTable
@@ -23,7 +24,7 @@ from .widgets.workers.table import WorkersTable
 
 CONTROL_BINDINGS = [
     Binding(
-        "c", "cancel_job", "Cancel", id="cancel-job", tooltip="cancel the job; with a selection, all of it (asks first)"
+        "c", "cancel_job", "Cancel", id="cancel-job", tooltip="cancel the selection or the cursor job (asks first)"
     ),
     Binding("p", "toggle_pause", "Pause", id="pause", tooltip="pause / resume the selected queue (asks first)"),
 ]
@@ -67,39 +68,10 @@ class QueueControls:
     # --- c: cancel a job ---------------------------------------------------------------------------
 
     def action_cancel_job(self) -> None:
-        """With a selection, the bulk cancel (console.bulk); else the job under the cursor."""
+        """The bulk cancel (console.bulk) of the selection, or of the job under the cursor: ``C`` by another
+        key, so a single cancel gets the same dry run, confirmation and equivalent command."""
         self._on_main_screen()
-        if self.selection is not None:
-            self.action_bulk("cancel")
-            return
-        table = self.current_table
-        job_id = table.selected_job_id if table.display else None
-        if job_id is None or table.status not in ("pending", "running", "scheduled"):
-            self.notify("Select a pending, scheduled or running job to cancel.", severity="warning")
-            return
-        outcome = (
-            "Its worker is asked to stop it at its next heartbeat."
-            if table.status == "running"
-            else "It is cancelled at once and never runs."
-        )
-        screen = ConfirmScreen(f"Cancel job {job_id}", f"Cancel {table.status} job {job_id}? {outcome}")
-        self.push_screen(screen, partial(self._cancel, job_id))
-
-    def _cancel(self, job_id: int, yes: bool | None) -> None:
-        if yes:
-            self.run_write("cancel", partial(self.repo.cancel, job_id), partial(JobCancelRequested, job_id))
-
-    def on_job_cancel_requested(self, message: JobCancelRequested) -> None:
-        job, job_id = message.job, message.job_id
-        if job is None:
-            self.notify(f"Job {job_id} has already finished; nothing changed.", severity="warning")
-        elif job.status == "cancelled":
-            self.notify(f"Job {job_id} ({job.type}) is cancelled.")
-        else:
-            self.notify(f"Job {job_id} is running: its worker was asked to cancel it.")
-        if job is not None:
-            self.record_commands([command_line("cancel", job_id)])
-        self.request_refresh()
+        self.action_bulk("cancel")
 
     # --- enter on the workers view: the jobs a worker holds ----------------------------------------
 

@@ -44,12 +44,6 @@ class RefreshFailed(Message):
 
 
 @message
-class JobRetried(Message):
-    job_id: int
-    job: Job | None  # None: it was no longer failed, nothing changed
-
-
-@message
 class JobFailedByOperator(Message):
     job_id: int
     job: Job | None  # None: it was no longer running, nothing changed
@@ -135,12 +129,6 @@ class PageRequested(Message):
 @message
 class QueuePauseChanged(Message):
     state: Any  # queue_core.store.reads.QueueState after the write
-
-
-@message
-class JobCancelRequested(Message):
-    job_id: int
-    job: Job | None  # None: unknown or already final, nothing changed; running: a cancel request was set
 
 
 @message

@@ -49,3 +49,15 @@ def pressed_one_by_one(*keys: str):
         await pilot.pause()
 
     return run_before
+
+
+async def asked_then(pilot, key: str, answer: str) -> str:
+    """Press ``key``, wait for the confirmation its dry run brings, answer it (``y``, ``enter`` or ``escape``);
+    the question it asked."""
+    from console.screens.confirm import ConfirmScreen  # here, so the helpers load before the app's modules
+
+    await pilot.press(key)
+    await wait_for(pilot, lambda: isinstance(pilot.app.screen, ConfirmScreen), f"the confirmation of {key}")
+    question = pilot.app.screen.question
+    await pilot.press(answer)
+    return question

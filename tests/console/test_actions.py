@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import peewee as pw
 import pytest
-from console_helpers import settle
+from console_helpers import asked_then, settle
 
 import console.app
 from console.screens.detail import JobDetailScreen
@@ -72,7 +72,7 @@ async def test_retry_a_failed_job(pilot, scene):
     app = pilot.app
     table, job_id = await focus_table(pilot, "failed")
     assert scene.find_by_id(job_id).status == "failed"
-    await pilot.press("r")
+    assert await asked_then(pilot, "r", "y") == "Retry 1 failed job?"
     await settle(pilot)
     job = scene.find_by_id(job_id)
     assert (job.status, job.retry_count) == ("pending", 0)
@@ -88,7 +88,7 @@ async def test_actions_on_the_wrong_kind_of_job_say_why(pilot, scene):
     await pilot.press("f")
     await pilot.pause()
     messages = notifications(app)
-    assert any(f"Retry works on failed jobs; job {pending_id} is pending" in m for m in messages), messages
+    assert any(f"Retry works on failed or cancelled jobs; job {pending_id} is pending" in m for m in messages), messages
     assert any(f"Fail works on running jobs; job {pending_id} is pending" in m for m in messages), messages
     assert not isinstance(app.screen, PromptScreen)
     assert scene.counts() == before
@@ -226,6 +226,8 @@ async def test_palette_runs_an_action_by_name(pilot, scene):
             break
     await pilot.press("enter")
     await settle(pilot)
+    await pilot.press("y")  # the palette's Retry asks first, as the key does
+    await settle(pilot)
     assert scene.find_by_id(job_id).status == "pending"
 
 
@@ -236,9 +238,9 @@ async def test_database_trouble_is_a_notification_not_a_traceback(pilot, scene, 
     def locked(*args, **kwargs):
         raise pw.OperationalError("database is locked")
 
-    monkeypatch.setattr(app.repo, "retry", locked)
+    monkeypatch.setattr(app.repo, "apply_bulk", locked)
     monkeypatch.setattr(console.app, "load_snapshot", locked)
-    await pilot.press("r")
+    await asked_then(pilot, "r", "y")
     await settle(pilot)
     messages = notifications(app)
     assert any("Could not retry: database is locked" in m for m in messages), messages

@@ -157,6 +157,38 @@ async def test_D_deletes_the_job_under_the_cursor_when_nothing_is_selected(pilot
     assert last_commands(app)[-1] == f"python -m queue_core delete {job_id}"
 
 
+async def test_r_on_the_job_under_the_cursor_asks_first_like_a_selection(pilot, scene):
+    app = pilot.app
+    table = await focus_table(pilot, "failed")
+    job_id = table.selected_job_id
+    before = statuses(scene)
+    assert await asked(pilot, "r") == "Retry 1 failed job?"
+    await pilot.press("escape")
+    await settle(pilot)
+    assert not isinstance(app.screen, ConfirmScreen)
+    assert statuses(scene) == before and scene.find_by_id(job_id).status == "failed"
+    assert f"python -m queue_core retry {job_id}" not in last_commands(app)
+    assert await asked(pilot, "r") == "Retry 1 failed job?"
+    await pilot.press("y")
+    await settle(pilot)
+    assert_only([job_id], before, statuses(scene), "pending")
+    assert last_commands(app)[-1] == f"python -m queue_core retry {job_id}"
+
+
+async def test_r_and_c_on_a_job_they_do_not_take_say_why_and_ask_nothing(pilot, scene):
+    app = pilot.app
+    before = statuses(scene)
+    pending = (await focus_table(pilot, "pending")).selected_job_id
+    await pilot.press("r")
+    failed = (await focus_table(pilot, "failed")).selected_job_id
+    await pilot.press("c")
+    await settle(pilot)
+    messages = [n.message for n in app._notifications]
+    assert any(f"Retry works on failed or cancelled jobs; job {pending} is pending" in m for m in messages), messages
+    assert any(f"Cancel works on pending or running jobs; job {failed} is failed" in m for m in messages), messages
+    assert len(app.screen_stack) == 1 and statuses(scene) == before
+
+
 async def test_escape_on_the_confirmation_changes_nothing(pilot, scene):
     app = pilot.app
     before = statuses(scene)

@@ -70,6 +70,8 @@ async def test_every_line_the_console_showed_is_a_real_command(pilot, scene):
     while app.focused.id != "failed":
         await pilot.press("tab")
     await pilot.press("r")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation of one job")
+    await pilot.press("y")
     await settle(pilot)
     await pilot.press("a")
     await settle(pilot)

@@ -7,7 +7,7 @@ Every string that comes from the database, the command line or the operator is s
 from __future__ import annotations
 
 import pytest
-from console_helpers import settle, wait_for
+from console_helpers import asked_then, settle, wait_for
 from textual import events
 
 from console.app import QueueConsole
@@ -106,12 +106,12 @@ async def test_retry_of_a_job_whose_type_looks_like_markup(make_app, scene):
     async with app.run_test(size=SIZE, notifications=True) as pilot:
         await settle(pilot)
         await focus_job(pilot, "failed", job.id)
-        await pilot.press("r")
+        await asked_then(pilot, "r", "y")
         await settle(pilot)
         await pilot.pause(0.1)  # the notification renders
         assert app.is_running
         assert scene.find_by_id(job.id).status == "pending"
-        assert any(f"Job {job.id} ([/]oops) is pending again" in m for m in notifications(app))
+        assert any("Retried 1 of 1 failed job" in m for m in notifications(app))
 
 
 async def test_detail_of_a_job_whose_error_looks_like_markup(make_app, scene):
@@ -172,7 +172,8 @@ async def test_any_markup_lookalike_everywhere_data_is_shown(make_app, scene, te
         await pilot.press("enter")
         await settle(pilot)
         assert text in app.screen.shown_text()
-        await pilot.press("escape", "r")
+        await pilot.press("escape")
+        await asked_then(pilot, "r", "y")
         await settle(pilot)
         await focus_job(pilot, "running", running.id)
         await pilot.press("f")

@@ -12,12 +12,12 @@ import sqlite3
 from contextlib import contextmanager
 
 import pytest
-from console_helpers import settle, wait_for
+from console_helpers import asked_then, settle, wait_for
 from textual.worker import WorkerState
 
 from console.app import QueueConsole
+from console.screens.bulk_progress import BulkProgressScreen
 from console.screens.enqueue import EnqueueScreen
-from console.screens.help import HelpScreen
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
 
@@ -56,16 +56,15 @@ async def test_retry_waits_for_the_lock_while_other_keys_are_answered(pilot, sce
     app = pilot.app
     job_id = await focus_table(pilot, "failed")
     with write_lock_held(scene):
-        await pilot.press("r")
+        await asked_then(pilot, "r", "y")  # the dry run only reads: the lock does not hold up the question
         await wait_for(pilot, lambda: waiting(app, "write"), "the retry starts and waits for the lock")
-        await pilot.press("question_mark")
-        assert isinstance(app.screen, HelpScreen)  # answered while the retry still waits
-        await pilot.press("escape")
-        assert len(app.screen_stack) == 1
+        assert isinstance(app.screen, BulkProgressScreen)
+        await pilot.press("escape")  # answered while the retry still waits: "stopping after this batch"
+        assert "stopping" in str(app.screen.query_one("#bulk-hint").render())
         assert waiting(app, "write") and scene.find_by_id(job_id).status == "failed"
     await settle(pilot)
-    assert scene.find_by_id(job_id).status == "pending"
-    assert any(f"Job {job_id} " in m and "is pending again" in m for m in notifications(app)), notifications(app)
+    assert scene.find_by_id(job_id).status == "pending"  # its one batch was under way: escape stops after it
+    assert any("Retried 1 of 1 failed job" in m for m in notifications(app)), notifications(app)
     assert str(job_id) in [row.key.value for row in app.query_one("#pending").ordered_rows]
 
 
@@ -98,7 +97,7 @@ async def test_a_write_that_outwaits_the_busy_timeout_is_a_notification(db_url, 
         await settle(pilot)
         job_id = await focus_table(pilot, "failed")
         with write_lock_held(scene):
-            await pilot.press("r")
+            await asked_then(pilot, "r", "y")
             await settle(pilot)
         messages = notifications(app)
         assert any("Could not retry: database is locked" in m for m in messages), messages

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from console_helpers import settle
+from console_helpers import asked_then, settle
 
 from console.screens.confirm import ConfirmScreen
 from console.screens.worker_jobs import WorkerJobsScreen
@@ -171,12 +171,11 @@ async def test_c_cancels_the_selected_pending_job_after_asking(make_app, scene, 
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
         job_id = app.focused.selected_job_id
-        await pilot.press("c")
-        assert isinstance(app.screen, ConfirmScreen)
-        await pilot.press("escape")
+        assert await asked_then(pilot, "c", "escape") == "Cancel 1 pending job?"
         await settle(pilot)
+        assert not isinstance(app.screen, ConfirmScreen)
         assert scene.find_by_id(job_id).status == "pending"
-        await pilot.press("c", "y")
+        await asked_then(pilot, "c", "y")
         await settle(pilot)
         assert scene.find_by_id(job_id).status == "cancelled"
         await pilot.press("k")
@@ -190,7 +189,8 @@ async def test_c_on_a_running_job_asks_its_worker(make_app, scene):
         await settle(pilot)
         await pilot.press("tab")
         job_id = app.focused.selected_job_id
-        await pilot.press("c", "y")
+        question = await asked_then(pilot, "c", "y")
+        assert question.startswith("Cancel 1 running job?") and "its worker is asked to cancel it" in question
         await settle(pilot)
         job = scene.find_by_id(job_id)
         assert job.status == "running" and job.cancel_requested
