@@ -351,7 +351,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     if args.serve:
-        serve(argv, args.host, args.port)
+        serve(argv, args.host, args.port, read_only=args.read_only)
         sys.exit(0)
     url = args.db or default_url()
     problem = import_handler_modules(args.handlers)

@@ -94,7 +94,7 @@ def add_access_options(add) -> None:
     add(
         "--insecure",
         action="store_true",
-        help="with --serve: allow a non-loopback --host without --read-only (anyone who reaches it may write)",
+        help="with --serve: a non-loopback --host may write too (without it, it is served read-only)",
     )
 
 
@@ -124,9 +124,13 @@ def parse_args(argv: list[str] | None = None, environ=None):
         parser.error("--host, --port and --insecure only go with --serve")
     args.host = DEFAULT_HOST if args.host is None else args.host
     args.port = DEFAULT_PORT if args.port is None else args.port
-    if args.serve and not is_loopback(args.host) and not (args.read_only or args.insecure):
-        parser.error(
-            f"--host {args.host} is not loopback: anyone who reaches it could change jobs; add --read-only, "
-            "or --insecure if that is meant (or keep 127.0.0.1 and use an SSH tunnel)"
-        )
+    if args.serve and not is_loopback(args.host) and not args.insecure:
+        # Anyone who reaches a non-loopback address could change jobs: it serves read-only unless --insecure.
+        if args.demo or args.worker:
+            parser.error(
+                f"--host {args.host} is not loopback, so the console is served read-only, and "
+                f"{'--demo' if args.demo else '--worker'} writes jobs; add --insecure if writes are meant "
+                "(or keep 127.0.0.1 and use an SSH tunnel)"
+            )
+        args.read_only = True
     return args

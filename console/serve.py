@@ -2,7 +2,7 @@
 
 textual-serve starts one console process per browser tab, running the command built here: this program with
 the options it was given, less the server's own (``--serve``, ``--host``, ``--port``, ``--insecure``). Loopback
-by default; ``console.options`` refuses another address unless it is read-only or ``--insecure``.
+by default; on another address the console is served read-only unless ``--insecure`` (``console.options``).
 """
 
 from __future__ import annotations
@@ -32,9 +32,13 @@ def app_argv(argv: list[str]) -> list[str]:
     return kept
 
 
-def serve(argv: list[str], host: str, port: int) -> None:
+def serve(argv: list[str], host: str, port: int, *, read_only: bool = False) -> None:
     from textual_serve.server import Server  # only the browser mode needs the web server
 
-    command = shlex.join([sys.executable, "-m", "console", *app_argv(argv)])
-    print(f"queue-console in a browser: http://{host}:{port}/ (ctrl+c stops)", file=sys.stderr)
+    served = app_argv(argv)
+    if read_only and "--read-only" not in served:
+        served.append("--read-only")  # a non-loopback address without --insecure, or the environment's setting
+    command = shlex.join([sys.executable, "-m", "console", *served])
+    mode = ", read-only" if read_only else ""
+    print(f"queue-console in a browser: http://{host}:{port}/{mode} (ctrl+c stops)", file=sys.stderr)
     Server(command, host=host, port=port, title="queue-console").serve()

@@ -1,5 +1,5 @@
 """``queue-console --serve`` (issue 16, item 7): the console in a browser through textual-serve, loopback by
-default; any other address only read-only or with ``--insecure``."""
+default; on any other address read-only unless ``--insecure`` (issue 18)."""
 
 from __future__ import annotations
 
@@ -51,17 +51,45 @@ def test_the_served_app_gets_the_options_without_the_servers_own():
     assert app_argv(["--ser", "--po", "9000", "--refresh", "2"]) == ["--refresh", "2"]
 
 
-def test_serve_is_loopback_by_default_and_refuses_another_address_unless_read_only_or_insecure(capsys):
+def test_serve_is_loopback_by_default_and_read_only_on_another_address_unless_insecure(capsys):
     args = parse_args(["--serve"], environ={})
-    assert (args.host, args.port) == ("127.0.0.1", 8000)
-    assert parse_args(["--serve", "--host", "::1"], environ={}).host == "::1"
+    assert (args.host, args.port, args.read_only) == ("127.0.0.1", 8000, False)
+    assert not parse_args(["--serve", "--host", "::1"], environ={}).read_only
+    # Issue 18: a non-loopback address serves read-only unless --insecure.
+    assert parse_args(["--serve", "--host", "0.0.0.0"], environ={}).read_only
+    assert parse_args(["--serve", "--host", "example.com"], environ={}).read_only
     assert parse_args(["--serve", "--host", "0.0.0.0", "--read-only"], environ={}).read_only
-    assert parse_args(["--serve", "--host", "0.0.0.0", "--insecure"], environ={}).insecure
+    insecure = parse_args(["--serve", "--host", "0.0.0.0", "--insecure"], environ={})
+    assert insecure.insecure and not insecure.read_only
     assert parse_args(["--serve", "--host", "0.0.0.0"], environ={"QUEUE_CONSOLE_READ_ONLY": "1"}).read_only
-    for argv in (["--serve", "--host", "0.0.0.0"], ["--serve", "--host", "example.com"], ["--port", "9000"]):
+    for argv in (["--serve", "--host", "0.0.0.0", "--demo"], ["--port", "9000"]):
         with pytest.raises(SystemExit) as info:
             parse_args(argv, environ={})
         assert info.value.code == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 3 and all(line.startswith("error: ") for line in err)
-    assert "not loopback" in err[0] and "--read-only" in err[0]
+    assert len(err) == 2 and all(line.startswith("error: ") for line in err)
+    assert "not loopback" in err[0] and "read-only" in err[0] and "--insecure" in err[0]
+
+
+def test_a_non_loopback_address_serves_the_console_read_only(monkeypatch, capsys):
+    import textual_serve.server
+
+    from console import app as console_app
+
+    started = []
+
+    class FakeServer:
+        def __init__(self, command, host, port, title):
+            started.append((command, host, port))
+
+        def serve(self):
+            pass
+
+    monkeypatch.setattr(textual_serve.server, "Server", FakeServer)
+    with pytest.raises(SystemExit) as info:
+        console_app.main(["--db", "sqlite:///q.db", "--serve", "--host", "0.0.0.0", "--port", "9001"])
+    assert info.value.code == 0
+    ((command, host, port),) = started
+    assert (host, port) == ("0.0.0.0", 9001)
+    assert command.endswith("-m console --db sqlite:///q.db --read-only")
+    assert "read-only" in capsys.readouterr().err
