@@ -57,6 +57,7 @@ BULK_BINDINGS = [
         show=False,
     ),
 ]
+CAUSE_ACTIONS = ("retry", "delete")  # the admin CLI's --cause: a cause's jobs are failed ones
 VERBS = {"retry": "Retry", "cancel": "Cancel", "delete": "Delete"}
 PAST = {"retry": "Retried", "cancel": "Cancelled", "delete": "Deleted"}
 
@@ -138,7 +139,11 @@ class BulkActions:
         self._bulk_stop = threading.Event()
         self.push_screen(BulkProgressScreen(plan, self._bulk_stop))
         query = selection.command_query if selection else None
-        lines = bulk_lines(plan.action, query=query, ids=plan.ids if query is None else ())
+        cause = selection.group if selection and plan.action in CAUSE_ACTIONS else None
+        cause_query = selection.group_query if selection else ""
+        lines = bulk_lines(
+            plan.action, query=query, ids=plan.ids if query is None else (), cause=cause, cause_query=cause_query
+        )
         self.run_worker(partial(self._apply, plan, lines), name=plan.action, group="write", thread=True)
 
     def _apply(self, plan, lines: list[str]) -> None:

@@ -44,9 +44,14 @@ def command_line(verb: str, *arguments: object, **options: object) -> str:
     return " ".join(words)
 
 
-def bulk_lines(action: str, *, query: str | None, ids: Sequence[int]) -> list[str]:
+def bulk_lines(
+    action: str, *, query: str | None, ids: Sequence[int], cause: str | None = None, cause_query: str = ""
+) -> list[str]:
     """What a bulk action on a selection was: one ``--query`` line when the selection was "everything
-    matching" that query, else one line per job (the first few, then a note of how many more)."""
+    matching" that query, one ``--cause`` line when it was a failure group's jobs, else one line per job (the
+    first few, then a note of how many more)."""
+    if cause is not None:
+        return [command_line(action, cause=cause, query=cause_query or None)]
     if query is not None:
         return [command_line(action, query=query)]
     ids = sorted(ids)

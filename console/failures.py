@@ -42,4 +42,6 @@ class FailureGroupControls:
             self.post_message(WriteFailed("select the cause's jobs", str(exc)))
             return
         what = f"of cause “{signature}”"
-        self.post_message(SelectionLoaded(Selection(frozenset(ids), "failed", None, what, group=signature)))
+        self.post_message(
+            SelectionLoaded(Selection(frozenset(ids), "failed", None, what, group=signature, group_query=text))
+        )

@@ -29,6 +29,7 @@ class Selection:
     scope: str | None = None  # ``a``: the query (type filter folded in) every id matched; None: picked by hand
     what: str = ""  # said after the count when no query names the selection: "selected by hand", "of cause …"
     group: str | None = None  # the failure group (error signature) these are the jobs of, if any
+    group_query: str = ""  # the query (type filter folded in) the group was read under
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -37,7 +38,7 @@ class Selection:
     def command_query(self) -> str | None:
         """The admin CLI's ``--query`` for this selection, or None when no query names it (picked by hand,
         a failure group, or "scheduled", which no query term names)."""
-        if self.scope is None or self.state in (None, "scheduled"):
+        if self.scope is None or self.group is not None or self.state in (None, "scheduled"):
             return None
         return f"status:{self.state} {self.scope}".strip()
 

@@ -93,3 +93,37 @@ def test_bad_bulk_input_is_one_error_line_and_writes_nothing(cli, repo_on, args,
     out = cli(*args, expect=2)
     assert out.stdout == "" and len(out.stderr.splitlines()) == 1 and out.stderr.startswith(message), out.stderr
     assert repo_on.counts() == {"pending": 1, "running": 0, "completed": 0, "failed": 2, "cancelled": 0}
+
+
+def test_retry_and_delete_by_cause_take_that_causes_failed_jobs_only(cli, repo_on):  # noqa: F811
+    declined = fail_jobs(repo_on, "charge", 2, error="card 42 declined") + fail_jobs(
+        repo_on, "refund", 1, error="card 977 declined"
+    )
+    timeouts = fail_jobs(repo_on, "charge", 1, error="gateway timeout after 30s")
+    cause = "card <n> declined"
+    out = cli("retry", "--cause", cause, "--query", "type:charge", "--dry-run")
+    assert out.stdout == f'would retry 2 failed jobs matching type:charge of cause "{cause}"\n'
+    assert repo_on.counts()["failed"] == 4
+    out = cli("retry", "--cause", cause)
+    assert out.stdout == f'retried 3 of 3 failed jobs of cause "{cause}" (0 skipped: changed meanwhile)\n'
+    assert [repo_on.find_by_id(i).status for i in declined] == ["pending"] * 3
+    assert repo_on.find_by_id(timeouts[0]).status == "failed"
+    out = cli("delete", "--cause", "gateway timeout after <n>s")
+    assert out.stdout.startswith("deleted 1 of 1 failed job")
+    assert repo_on.find_by_id(timeouts[0]) is None
+
+
+def test_the_consoles_line_for_a_cause_does_what_the_console_did(cli, repo_on):  # noqa: F811
+    import shlex
+
+    from console.commands import bulk_lines
+
+    ids = fail_jobs(repo_on, "charge", 2, error='no such customer "cus_81"')
+    kept = fail_jobs(repo_on, "refund", 1, error='no such customer "cus_82"')
+    (line,) = bulk_lines("retry", query=None, ids=ids, cause='no such customer "…"', cause_query="type:charge")
+    words = shlex.split(line)
+    assert words[:4] == ["python", "-m", "queue_core", "retry"]
+    out = cli(*words[3:])
+    assert out.stdout.startswith("retried 2 of 2 failed jobs matching type:charge of cause")
+    assert [repo_on.find_by_id(i).status for i in ids] == ["pending", "pending"]
+    assert repo_on.find_by_id(kept[0]).status == "failed"

@@ -84,7 +84,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     retry_help = "put a failed or cancelled job (or every one --query matches) back to pending"
     retry = commands.add_parser("retry", parents=[db_option], help=retry_help)
-    bulk.add_bulk_options(retry, job_id, "retry")
+    bulk.add_bulk_options(retry, job_id, "retry", cause=True)
 
     reap = commands.add_parser("reap", parents=[db_option], help="take back stale claims")
     reap.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")

@@ -16,30 +16,42 @@ from .args import fail
 QUERY_HELP = 'act on every job this query matches, e.g. "status:failed type:send-invoice" (see README)'
 
 
-def add_bulk_options(command, job_id, what: str) -> None:
-    """``ID`` or ``--query``, and ``--dry-run``, on a retry, cancel or delete sub-command."""
+CAUSE_HELP = (
+    "act on the failed jobs of this cause: an error signature as the console's causes view (6) shows it, "
+    'e.g. "card declined (order #<n>)"; with --query, those of its jobs that match'
+)
+
+
+def add_bulk_options(command, job_id, what: str, *, cause: bool = False) -> None:
+    """``ID`` or ``--query`` (and, for the actions failed jobs take, ``--cause``), and ``--dry-run``."""
     command.add_argument("id", type=job_id, nargs="?", help=f"the job to {what} (or --query)")
     command.add_argument("--query", default=None, metavar="QUERY", help=QUERY_HELP)
-    command.add_argument("--dry-run", action="store_true", help="say how many jobs --query would touch; change none")
+    if cause:
+        command.add_argument("--cause", default=None, metavar="SIGNATURE", help=CAUSE_HELP)
+    command.add_argument("--dry-run", action="store_true", help="say how many jobs would be touched; change none")
 
 
 def add_delete_command(commands, db_option, job_id) -> None:
     delete = commands.add_parser(
         "delete", parents=[db_option], help="delete a job (or every job --query matches) and its errors"
     )
-    add_bulk_options(delete, job_id, "delete")
+    add_bulk_options(delete, job_id, "delete", cause=True)
 
 
 def bulk_request(args, action: str) -> str | None:
     """Why these arguments are not one job or one query (None when they are fine)."""
-    if args.id is not None and args.query is not None:
-        return f"{action} takes a job ID or --query, not both"
-    if args.id is None and args.query is None:
+    cause = getattr(args, "cause", None)
+    either = "--query / --cause" if hasattr(args, "cause") else "--query"
+    if args.id is not None and (args.query is not None or cause is not None):
+        return f"{action} takes a job ID or {either}, not both"
+    if args.id is None and args.query is None and cause is None:
         return f'{action} needs a job ID or --query "..." (e.g. --query "status:failed type:send-invoice")'
-    if args.query is not None and not args.query.strip():
+    if cause is not None and not cause.strip():
+        return "--cause is empty: give an error signature as the causes view (6) shows it"
+    if args.query is not None and not args.query.strip() and cause is None:
         return f'--query is empty: it would {action} every job; name them, e.g. --query "status:failed"'
-    if args.dry_run and args.query is None:
-        return "--dry-run goes with --query"
+    if args.dry_run and args.query is None and cause is None:
+        return "--dry-run goes with --query or --cause"
     return None
 
 
@@ -49,17 +61,24 @@ def by_query(args, repo: JobRepository, action: str) -> int | None:
     problem = bulk_request(args, action)
     if problem:
         return fail(problem)
-    return run_bulk(args, repo, action) if args.query is not None else None
+    if args.query is None and getattr(args, "cause", None) is None:
+        return None
+    return run_bulk(args, repo, action)
 
 
 def run_bulk(args, repo: JobRepository, action: str) -> int:
     """Plan (the dry run), then apply unless ``--dry-run``; one line saying what happened."""
-    plan = repo.plan_bulk(action, args.query)
+    query, cause = args.query or "", getattr(args, "cause", None)
+    if cause is None:
+        plan = repo.plan_bulk(action, query)
+    else:  # the failed jobs whose error has this signature, planned (and fenced) like any selection
+        plan = repo.plan_bulk(action, query, status="failed", ids=repo.failure_group_ids(cause, query))
+    described = plan.describe() + (f' of cause "{cause}"' if cause is not None else "")
     if args.dry_run:
-        print(f"would {action} {plan.describe()}")
+        print(f"would {action} {described}")
         return 0
     outcome = repo.apply_bulk(plan)
-    print(f"{PAST[action]} {outcome.changed:,} of {plan.describe()} ({outcome.skipped:,} skipped: changed meanwhile)")
+    print(f"{PAST[action]} {outcome.changed:,} of {described} ({outcome.skipped:,} skipped: changed meanwhile)")
     return 0
 
 

@@ -9,6 +9,7 @@ from test_bulk_keys import add_failed, question, statuses
 
 from console.screens.confirm import ConfirmScreen
 from console.screens.detail import JobDetailScreen
+from console.widgets.command_panel import CommandPanel
 from console.widgets.failures.table import FailuresTable
 
 pytestmark = pytest.mark.asyncio
@@ -52,6 +53,8 @@ async def test_space_on_a_group_selects_its_jobs_and_r_retries_exactly_them(make
         assert {i: s for i, s in after.items() if i not in declined} == {
             i: s for i, s in before.items() if i not in declined
         }
+        # The equivalent command names the cause, so a script can do the same next time (test_cli_bulk runs it).
+        assert list(app.query_one(CommandPanel).lines)[-1] == f'python -m queue_core retry --cause "{cause}"'
 
 
 async def test_enter_selects_a_group_and_space_again_clears_it(make_app, scene):
