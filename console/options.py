@@ -5,10 +5,9 @@ Argument types and handler-module loading are the headless worker's, so both acc
 
 from __future__ import annotations
 
-import ipaddress
 import os
 
-from queue_core.cli.args import CLIArgumentParser, bounded_number, non_negative_seconds, positive_seconds
+from queue_core.cli.args import CLIArgumentParser, bounded_number, is_loopback, non_negative_seconds, positive_seconds
 from queue_core.worker.cli import concurrency, queue_slots, worker_id
 from queue_core.worker.defaults import DEFAULTS
 
@@ -100,15 +99,6 @@ def add_access_options(add) -> None:
 
 def port(text: str) -> int:
     return bounded_number(text, int, 1, 65535, "a port number")
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name other than localhost may resolve anywhere
 
 
 def parse_args(argv: list[str] | None = None, environ=None):

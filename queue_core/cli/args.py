@@ -7,6 +7,7 @@ refuses and reports the same way: one ``error: ...`` line, exit 2 for usage, 1 f
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import sys
 
 import peewee as pw
@@ -81,3 +82,13 @@ def open_for_command(url: str | None) -> pw.Database:
     except (*DATABASE_ERRORS, ValueError) as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DatabaseURLError(f"cannot open {without_password(url or default_url())}: {reason}") from exc
+
+
+def is_loopback(host: str) -> bool:
+    """``host`` is this machine only (``localhost`` or a loopback address); any other name may resolve anywhere."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

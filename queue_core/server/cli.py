@@ -3,24 +3,22 @@
 from __future__ import annotations
 
 import argparse
-import ipaddress
 import os
 import sys
 
-from ..cli.args import EXIT_USAGE, CLIArgumentParser, api_token, bounded_number, fail, open_for_command
+from ..cli.args import (
+    EXIT_USAGE,
+    CLIArgumentParser,
+    api_token,
+    bounded_number,
+    fail,
+    is_loopback,
+    open_for_command,
+)
 from ..errors import QueueError
 from ..store.database import default_url
 from ..validation import validate_token
 from .app import DEFAULT_MAX_BODY_BYTES, create_app
-
-
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def positive_int(text: str) -> int:

@@ -7,11 +7,11 @@ interval, never a job. SQLite has no such channel: ``listen_for_jobs`` gives it 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 
 import peewee as pw
 
+from .wakeup import WakeupThread
 from .watch import ChangeWatcher, watch_for_changes
 
 # One channel per database; each notification's payload is the schema of the queue that has new work.
@@ -22,7 +22,7 @@ CHECK_STOP_EVERY = 0.5  # seconds: how soon stop() takes effect
 log = logging.getLogger(__name__)
 
 
-class JobListener:
+class JobListener(WakeupThread):
     """A daemon thread that LISTENs on its own connection and calls ``on_job()`` for every notification.
 
     ``on_job`` runs on the listener thread: keep it quick (``Worker.wakeup`` only sets an event).
@@ -31,35 +31,10 @@ class JobListener:
     def __init__(self, db: pw.PostgresqlDatabase, on_job: Callable[[], None]):
         if not isinstance(db, pw.PostgresqlDatabase):
             raise TypeError("JobListener needs a PostgreSQL database; SQLite workers poll")
+        super().__init__(on_job, name="queue-listener")
         # The same connection settings as the queue's own connections (conninfo URL, options).
         self._conninfo = db.database
         self._connect_params = dict(db.connect_params)
-        self._on_job = on_job
-        self._stopping = threading.Event()
-        self._listening = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="queue-listener", daemon=True)
-
-    def start(self) -> JobListener:
-        self._thread.start()
-        return self
-
-    def wait_listening(self, timeout: float | None = None) -> bool:
-        """True once LISTEN is in place (notifications sent from now on are seen)."""
-        return self._listening.wait(timeout)
-
-    def is_alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def stop(self, timeout: float | None = None) -> None:
-        self._stopping.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
-
-    def _wake(self) -> None:
-        try:
-            self._on_job()
-        except Exception:  # a broken callback must not end the wake-ups; polling would hide it
-            log.exception("job listener callback failed")
 
     def _run(self) -> None:
         import psycopg

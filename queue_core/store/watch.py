@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-import threading
 from collections.abc import Callable
 
 import peewee as pw
+
+from .wakeup import WakeupThread
 
 WATCH_INTERVAL = 0.02  # seconds between data_version checks
 REOPEN_DELAY = 1.0  # seconds before re-opening a connection that failed
@@ -23,32 +24,13 @@ REOPEN_DELAY = 1.0  # seconds before re-opening a connection that failed
 log = logging.getLogger(__name__)
 
 
-class ChangeWatcher:
+class ChangeWatcher(WakeupThread):
     """A daemon thread that calls ``on_change()`` whenever another connection commits to the database file."""
 
     def __init__(self, path: str, on_change: Callable[[], None], *, interval: float = WATCH_INTERVAL):
+        super().__init__(on_change, name="queue-watcher")
         self._path = path
-        self._on_change = on_change
         self._interval = interval
-        self._stopping = threading.Event()
-        self._listening = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="queue-watcher", daemon=True)
-
-    def start(self) -> ChangeWatcher:
-        self._thread.start()
-        return self
-
-    def wait_listening(self, timeout: float | None = None) -> bool:
-        """True once the first version is read (commits from now on are seen)."""
-        return self._listening.wait(timeout)
-
-    def is_alive(self) -> bool:
-        return self._thread.is_alive()
-
-    def stop(self, timeout: float | None = None) -> None:
-        self._stopping.set()
-        if self._thread.is_alive():
-            self._thread.join(timeout)
 
     def _run(self) -> None:
         while not self._stopping.is_set():
@@ -72,12 +54,6 @@ class ChangeWatcher:
                     self._wake()
         finally:
             connection.close()
-
-    def _wake(self) -> None:
-        try:
-            self._on_change()
-        except Exception:  # a broken callback must not end the wake-ups; polling would hide it
-            log.exception("change watcher callback failed")
 
 
 def watch_for_changes(db: pw.Database, on_change: Callable[[], None]) -> ChangeWatcher | None:
