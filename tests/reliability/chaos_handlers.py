@@ -14,13 +14,24 @@ LEDGER = os.environ.get("CHAOS_LEDGER", "")
 
 
 def ledger() -> sqlite3.Connection:
-    con = sqlite3.connect(LEDGER, timeout=60, isolation_level=None)
-    con.execute("PRAGMA journal_mode=wal")
-    con.execute(
-        "CREATE TABLE IF NOT EXISTS executions (job_id INTEGER, attempt INTEGER, worker_id TEXT, pid INTEGER, "
-        "started REAL)"  # started: time.time() when the run began, to compare with when a cancel was acknowledged
-    )
-    return con
+    """The ledger, in WAL mode with its table. Four workers open it at once when they start: switching the
+    journal mode takes a lock SQLite's busy timeout does not wait for ("database is locked" at once), which
+    once failed a job in CI, so setting up is retried rather than left to the handler's error."""
+    deadline = time.monotonic() + 60
+    while True:
+        con = sqlite3.connect(LEDGER, timeout=60, isolation_level=None)
+        try:
+            con.execute("PRAGMA journal_mode=wal")
+            con.execute(
+                "CREATE TABLE IF NOT EXISTS executions (job_id INTEGER, attempt INTEGER, worker_id TEXT, "
+                "pid INTEGER, started REAL)"  # started: time.time() when the run began, vs a cancel's ack
+            )
+            return con
+        except sqlite3.OperationalError as exc:
+            con.close()
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.02)
 
 
 def write_down() -> None:
