@@ -124,8 +124,15 @@ def test_a_flooded_queue_does_not_hold_up_another(live_repo, handlers, make_work
     worker = make_worker(queues={"slow": 1, "fast": 1})
     worker.start()
     try:
-        wait_until(lambda: len(started) == len(fast), "the fast jobs to run while the slow queue is busy")
-        assert live_repo.counts()["running"] == 1  # the one slow slot
+        # The fast jobs must finish (their acks land in the database, batched) while the slow slot still
+        # holds its one job: started alone would race the last fast job's ack.
+        wait_until(
+            lambda: live_repo.queue_state("fast").counts["completed"] == len(fast),
+            "the fast jobs to complete while the slow queue is busy",
+        )
+        assert len(started) == len(fast)
+        assert live_repo.queue_state("slow").counts["running"] == 1  # the one slow slot
+        assert live_repo.queue_state("fast").counts["running"] == 0
     finally:
         release.set()
         worker.stop()
