@@ -119,7 +119,8 @@ class JobActions:
 
     def fail_outcome(self, job_id: int) -> str:
         """What failing this job will do, from the rows on screen (the repository decides at the time)."""
-        job = next((job for job in self.snapshot.rows["running"] if job.id == job_id), None) if self.snapshot else None
+        running = self.snapshot.rows.get("running", ()) if self.snapshot else ()
+        job = next((job for job in running if job.id == job_id), None)
         if job is None:
             return "A failed attempt, as if its worker had failed it."
         head = f"{job.type}, retries {job.retry_count}/{job.max_retries}: a failed attempt, as if its worker failed it"

@@ -20,6 +20,7 @@ from queue_core.store.repository import JobRepository
 from queue_core.store.search import FoundJobs, found_page, found_rows, in_window_order
 
 SHOWN_STATUSES = ("pending", "running", "failed")
+LIVE_VIEW = "tables"  # the Jobs view: the live tables of SHOWN_STATUSES
 WINDOW = 200
 # Counting stops here: "10,000+" is what an operator needs to know, and counting further costs a full scan.
 # Each count walks up to this many index entries per status (and per queue on the queues view): at 50,000
@@ -32,7 +33,9 @@ THROUGHPUT_PERIOD = timedelta(minutes=5)
 class Snapshot:
     now: datetime
     counts: dict[str, int]  # per status; a value above COUNT_CAP means "more than COUNT_CAP"
-    rows: dict[str, list]  # status -> the first ``window`` jobs (payload-less rows) in operator order
+    # status -> the first ``window`` jobs (payload-less rows) in operator order: the live tables' statuses on
+    # the Jobs view (and with a searched query), a paged state's page on its view; no other status
+    rows: dict[str, list]
     stale_ids: frozenset[int]  # stale running jobs among the rows shown
     stale_count: int  # stale running jobs in the whole database
     throughput: dict[str, float]  # completed / failed attempts per minute over THROUGHPUT_PERIOD
@@ -52,9 +55,9 @@ class Snapshot:
         return format_count(self.counts[status])
 
     def shown_text(self, status: str) -> str:
+        """What a table's title says: "200 of 12,345", or just "3" when every job is shown."""
         if status in self.pages:
             return self.pages[status].shown_text()
-        """What a table's title says: "200 of 12,345", or just "3" when every job is shown."""
         shown, total = len(self.rows[status]), self.counts[status]
         return f"{shown:,}" if shown == total else f"{shown:,} of {format_count(total)}"
 
@@ -94,7 +97,7 @@ def load_snapshot(
         now=now,
         counts=counts,
         rows=rows,
-        stale_ids=frozenset(job.id for job in rows["running"] if is_stale(job, now, stale_after)),
+        stale_ids=frozenset(job.id for job in rows.get("running", ()) if is_stale(job, now, stale_after)),
         stale_count=repo.count_stale(stale_after, type=type_filter, now=now),
         throughput=repo.throughput(THROUGHPUT_PERIOD),
         type_filter=type_filter,
@@ -113,13 +116,12 @@ def load_snapshot(
 def _narrowed(repo, query, type_filter, window, view, after, page_number, now) -> tuple[dict, dict, dict]:
     """The tables, counts and page, narrowed by the type filter and a query an index serves (if any)."""
     where = query.condition(repo) if query else None
+    live = SHOWN_STATUSES if view == LIVE_VIEW else ()  # the live tables are read when they are on screen
     if where is None:
-        rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in SHOWN_STATUSES}
+        rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in live}
         counts = repo.counts(type=type_filter, cap=COUNT_CAP)
     else:
-        rows = {
-            status: filtered_window(repo, status, where, type=type_filter, limit=window) for status in SHOWN_STATUSES
-        }
+        rows = {status: filtered_window(repo, status, where, type=type_filter, limit=window) for status in live}
         counts = filtered_counts(repo, where, type=type_filter, cap=COUNT_CAP)
     pages = {}
     if view in PAGED_STATES:

@@ -192,3 +192,40 @@ def test_every_hot_path_statement_is_keyed_by_its_shape(repo):
     assert any(key[0].endswith("._complete_and_claim") and key[1:] == (None, None) for key in keys)
     # SQLite reads back only the id (its clock is this host's); PostgreSQL the row its server clock stamped.
     assert any(key[0].endswith(("._insert", "._insert_id")) for key in keys)
+
+
+def test_kept_rows_are_reused_only_while_the_raw_row_is_unchanged(repo, clock):
+    for i in range(2):
+        repo.create("t", {"i": i})
+    Job = repo.Job
+    reader = RowReader(Job)
+    query = Job.select(Job.id, Job.status, Job.updated_at).order_by(Job.id)
+
+    def read(keep="pending"):
+        return reader.named(repo.db.execute_sql(*query.sql()), keep=keep)
+
+    before = read()
+    clock.advance(5)
+    repo.claim("w")  # the first job changes: status and updated_at
+    after = read()
+    assert after[1] is before[1]  # unchanged: the row built last time
+    assert after[0] is not before[0] and (after[0].status, after[0].updated_at) == ("running", clock.now)
+    assert after == reader.named(repo.db.execute_sql(*query.sql()))  # equal to a read that keeps nothing
+    assert read(keep="other")[1] is not before[1]  # each name keeps its own rows
+    # Other columns that happen to hold the same values: the rows kept for the old columns are not reused.
+    third = repo.create("pending")[0]  # its type reads as its status does
+    by_status = Job.select(Job.id, Job.status).where(Job.id == third.id)
+    by_type = Job.select(Job.id, Job.type).where(Job.id == third.id)
+    assert reader.named(repo.db.execute_sql(*by_status.sql()), keep="x")[0].status == "pending"
+    [row] = reader.named(repo.db.execute_sql(*by_type.sql()), keep="x")
+    assert row._fields == ("id", "type") and row.type == "pending"
+
+
+def test_ids_bound_as_one_parameter_select_exactly_those_rows(repo):
+    ids = [repo.create("t", {"i": i})[0].id for i in range(1_200)]
+    Job = repo.Job
+    wanted = [*ids[::3], max(ids) + 10]  # and one that does not exist
+    query = Job.select(Job.id).where(repo.statements.id_in(Job.id, wanted))
+    assert len(query.sql()[1]) == 1  # not one placeholder per id
+    assert sorted(row[0] for row in query.tuples()) == ids[::3]
+    assert list(Job.select(Job.id).where(repo.statements.id_in(Job.id, [])).tuples()) == []

@@ -72,7 +72,7 @@ def page(
         narrowing = _narrowing(Job, type, where)
         if narrowing is not None:
             query = query.where(narrowing)
-        rows = repo._window_reader.named(repo.db.execute_sql(*query.limit(limit + 1).sql()))
+        rows = repo._window_reader.named(repo.db.execute_sql(*query.limit(limit + 1).sql()), keep=f"page:{state}")
         sort_time = "updated_at"
     more = len(rows) > limit
     rows = rows[:limit]
@@ -108,7 +108,7 @@ def _scheduled_rows(repo, after: Cursor | None, limit: int, now: datetime, narro
             break
         query = Job.select(*page_columns(Job)).where(pending & (Job.priority == level) & due_later)
         query = query.order_by(Job.run_at, Job.id).limit(limit)
-        rows += repo._window_reader.named(repo.db.execute_sql(*query.sql()))
+        rows += repo._window_reader.named(repo.db.execute_sql(*query.sql()), keep=f"scheduled:{level}")
     rows.sort(key=lambda row: (row.run_at, row.id))
     return rows[:limit]
 
@@ -116,7 +116,7 @@ def _scheduled_rows(repo, after: Cursor | None, limit: int, now: datetime, narro
 def filtered_window(repo, status: str, where, *, type=None, limit: int = 200) -> list:
     """``JobReads.window_rows`` (the live tables' order) narrowed by ``where``, an operator's query."""
     query = repo._window_query(status, type, validate_limit(limit), *page_columns(repo.Job)).where(where)
-    return repo._window_reader.named(repo.db.execute_sql(*query.sql()))
+    return repo._window_reader.named(repo.db.execute_sql(*query.sql()), keep=f"filtered:{status}")
 
 
 def filtered_counts(repo, where, *, type=None, cap: int) -> dict[str, int]:

@@ -179,7 +179,7 @@ class JobReads:
         columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
         error = pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")
         cursor = self.db.execute_sql(*self._window_query(status, type, limit, *columns, error).sql())
-        return self._window_reader.named(cursor)
+        return self._window_reader.named(cursor, keep=f"window:{status}")
 
     def _window_query(self, status: str, type: str | None, limit: int, *columns):
         Job = self.Job

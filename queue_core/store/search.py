@@ -119,8 +119,8 @@ def found_rows(repo, found: FoundJobs, *, type: str | None = None) -> list:
     if not ids:
         return []
     Job = repo.Job
-    query = Job.select(*page_columns(Job)).where(Job.id.in_(ids))
-    rows = repo._window_reader.named(repo.db.execute_sql(*query.sql()))
+    query = Job.select(*page_columns(Job)).where(repo.statements.id_in(Job.id, ids))
+    rows = repo._window_reader.named(repo.db.execute_sql(*query.sql()), keep="found")
     return [row for row in rows if type is None or row.type == type]
 
 

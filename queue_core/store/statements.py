@@ -282,6 +282,11 @@ class Statements:
             return POSTGRES_NOW.sql, []
         return self.db.param, [self.Job.updated_at.db_value(self.time.now())]
 
+    def id_in(self, column: pw.Field, ids) -> pw.Node:
+        """``column IN ids`` with the ids bound as one parameter: a thousand ids compile as fast as one, where
+        peewee builds a node and a placeholder per id (5 ms of SQL for 1,000)."""
+        return column.in_(pw.SQL("(SELECT value FROM json_each(?))", [json.dumps([int(i) for i in ids])]))
+
     def insert_rows(self, rows: list[dict]) -> list[Job]:
         """One multi-row INSERT of validated rows; the new jobs, in the rows' order.
 
@@ -397,6 +402,9 @@ class PostgresStatements(Statements):
         done = [(row[-2], row[-1]) for row in rows if row[-2] is not None]
         claimed = _Rows(cursor.description[:-2], [row[:-2] for row in rows if row[-2] is None])
         return done, self.rows.models(claimed)
+
+    def id_in(self, column: pw.Field, ids) -> pw.Node:
+        return column == pw.fn.ANY(pw.SQL("%s::bigint[]", [[int(i) for i in ids]]))
 
     def _acks_source(self, acks):
         ids, attempts, results = (list(column) for column in zip(*acks, strict=True))

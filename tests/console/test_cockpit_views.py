@@ -93,3 +93,19 @@ async def test_detail_pages_through_the_whole_attempt_history(make_app, scene, s
         await pilot.press("i", "i")
         await settle(pilot)
         assert attempts_shown() == history[-50:] and "later attempts" not in screen.shown_text()
+
+
+async def test_the_live_tables_are_read_on_the_jobs_view_only_and_keep_their_rows_meanwhile(make_app, scene, db_url):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        pending = app.query_one("#pending")
+        shown = [row.key.value for row in pending.ordered_rows]
+        assert len(shown) == scene.counts()["pending"] > 0
+        await open_view(pilot, "2")
+        assert app.snapshot.view == "queues" and "pending" not in app.snapshot.rows  # not read for this view
+        assert [row.key.value for row in pending.ordered_rows] == shown  # nor cleared
+        app.request_refresh = lambda: None  # back on the Jobs view before any refresh lands
+        await pilot.press("1")
+        await pilot.pause()
+        assert [row.key.value for row in pending.ordered_rows] == shown
