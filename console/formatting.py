@@ -41,3 +41,8 @@ def time_of_day(moment: datetime) -> str:
 
 def timestamp(moment: datetime | None) -> str:
     return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def plural(count: int, word: str) -> str:
+    """``word`` as a count of it reads: "1 cause", "2 causes" (the count itself is the caller's)."""
+    return word if count == 1 else f"{word}s"

@@ -270,3 +270,24 @@ async def test_a_job_that_changed_between_the_dry_run_and_yes_is_skipped_and_cou
     assert scene.find_by_id(raced).status == "completed"
     assert [scene.find_by_id(i).status for i in picked if i != raced] == ["pending", "pending"]
     assert any("Retried 2 of 3 failed jobs" in n.message and "1 skipped" in n.message for n in app._notifications)
+
+
+@pytest.mark.parametrize(("key", "state"), [("d", "completed"), ("k", "cancelled")])
+async def test_a_on_a_paged_view_selects_its_state_while_the_live_tables_wait_for_their_view(
+    make_app, scene, key, state
+):
+    """The live tables are not read on the other views; marking the selection must not ask them for rows
+    (it did: a KeyError that ended the console)."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        assert "pending" not in app.snapshot.rows
+        await pilot.press("a")
+        await settle(pilot)
+        wanted = {job.id for job in scene.list(state, limit=1000)}
+        assert wanted and app.selection.ids == wanted and app.is_running
+        await pilot.press("1")
+        await settle(pilot)
+        assert app.is_running and app.query_one("#pending", JobTable).row_count == scene.counts()["pending"]

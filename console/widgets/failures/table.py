@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from ...formatting import one_line, since
+from ...formatting import one_line, plural, since
 from ...snapshot import Snapshot
 from ..keyed_table import KeyedTable
 
@@ -40,7 +40,8 @@ class FailuresTable(KeyedTable):
         self.groups = {group.signature: group for group in groups}
         self.replace_rows([(group.signature, self.cells(group, snapshot)) for group in groups])
         jobs = sum(group.count for group in groups)
-        self.border_title = f"Failures by cause [b]{len(groups):,}[/b] causes · {jobs:,} failed jobs"
+        causes = f"[b]{len(groups):,}[/b] {plural(len(groups), 'cause')}"
+        self.border_title = f"Failures by cause {causes} · {jobs:,} failed {plural(jobs, 'job')}"
         self.border_subtitle = "space or enter selects a cause's jobs · then r retry, D delete"
 
     def mark(self, signature: str | None, snapshot: Snapshot | None) -> None:

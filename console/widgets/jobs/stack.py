@@ -30,7 +30,7 @@ class TableStack(Vertical):
 
     def show(self, snapshot: Snapshot) -> None:
         if not all(status in snapshot.rows for status, _ in TABLES):
-            return  # this refresh was read for another view: the tables keep their rows until they are shown
+            return  # read for another view: the tables keep their rows (and heights) until they are shown
         for table in self.tables:
             table.show(snapshot)
         self.fit()

@@ -80,7 +80,9 @@ class JobTable(DataTable):
 
     def show(self, snapshot: Snapshot) -> None:
         """Bring the rows up to date: remove the jobs that left, update changed cells, add new jobs, re-order."""
-        jobs = snapshot.rows[self.status]
+        jobs = snapshot.rows.get(self.status)
+        if jobs is None:
+            return  # this refresh was read for another view: keep the rows until one is read for this table
         wanted = {str(job.id): self.cells(job, snapshot) for job in jobs}
         selected = self.selected_job_id
         selected_index = self.cursor_row
