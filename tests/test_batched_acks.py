@@ -6,9 +6,11 @@ from __future__ import annotations
 import threading
 from datetime import timedelta
 
+import peewee as pw
 import pytest
 
 from queue_core.errors import ValidationError
+from queue_core.worker import Worker
 from queue_core.worker.acks import AckBatch, Acks
 from queue_core.worker.handlers import current_job
 
@@ -249,6 +251,7 @@ def test_a_slot_fed_between_its_mail_check_and_its_claim_runs_that_job_and_claim
     queue = GatedClaims(live_repo)
     worker = make_worker(queue, concurrency=2)
     session = Session(worker._slot_queues, False, 1.0, worker._lock)
+    session.batch = AckBatch(worker._acks, worker._outcomes.completions, delay=1.0, size=256)
     session.threads.extend(threading.current_thread() for _ in range(2))
     claimer = threading.Thread(target=worker._slots.claim, args=(session, 0))
     claimer.start()
@@ -261,3 +264,208 @@ def test_a_slot_fed_between_its_mail_check_and_its_claim_runs_that_job_and_claim
 
     assert entry is not None and queue.calls == 1
     assert live_repo.counts()["running"] == 2  # never more jobs held than slots
+
+
+# --- the ack delay against stale_after, a stop with outcomes not written, a restart, a lost reply -----------
+
+
+@pytest.mark.parametrize("ack_delay", [5.01, 10.0, 60.0])
+def test_an_ack_delay_above_half_of_stale_after_is_refused_saying_what_to_fix(ack_delay):
+    # A completion waiting in the batch is no longer heartbeated: with a delay near stale_after the reaper
+    # could take a finished job back and run it again.
+    with pytest.raises(ValidationError) as refused:
+        Worker(FakeQueue(), worker_id="w", stale_after=10, ack_delay=ack_delay)
+    assert refused.value.field == "ack_delay"
+    assert f"{ack_delay:g}s is more than half of stale_after (10s)" in str(refused.value)
+    assert "give ack_delay at most 5s, or a longer stale_after" in str(refused.value)
+
+
+def test_an_ack_delay_of_half_of_stale_after_or_less_is_taken():
+    assert Worker(FakeQueue(), worker_id="w", stale_after=10, ack_delay=5).ack_delay == 5.0
+    assert Worker(FakeQueue(), worker_id="w", stale_after=0.3, ack_delay=0).ack_delay == 0.0
+
+
+class HeldWrites:
+    """The repository, its batch writes (``complete_many``) held until ``go`` is set (``inside``: one began)."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.inside, self.go = threading.Event(), threading.Event()
+
+    def complete_many(self, completions, **held):
+        self.inside.set()
+        assert self.go.wait(WAIT)
+        return self.repo.complete_many(completions, **held)
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+
+def test_a_stop_with_a_write_still_under_way_says_so_and_a_restart_ends_the_old_flusher(
+    live_repo, handlers, events, make_worker, monkeypatch
+):
+    # The stop reported "stopped" while the flusher was still in its write, and a start after it cleared the
+    # batch's stop flag: that flusher, once its write returned, ran on beside the new one.
+    monkeypatch.setattr("queue_core.worker.loop.ACK_GRACE", 0.2)
+    go = threading.Event()
+    handlers.register("t", lambda payload: go.wait(WAIT))
+    job, _ = live_repo.create("t")
+    queue = HeldWrites(live_repo)
+    worker = make_worker(queue)
+    worker.start()
+    events.wait_for("claimed")
+    worker.request_stop()  # no claim takes the completion along: the flusher writes it
+    go.set()
+    assert queue.inside.wait(WAIT)  # the flusher is in its write, held
+    old_flusher = worker._session.flusher_thread
+
+    worker.stop()
+
+    (unwritten,) = events.of("unwritten")
+    assert (
+        "count=1: 1 job outcome(s) of this run not written when the worker stopped (1 still being written as the "
+        in (unwritten.message)
+    )
+    assert f"job/attempt {job.id}/1)" in unwritten.message and "run again (at least once)" in unwritten.message
+    assert events.of("stopped")[0].message.endswith(" unwritten=1")
+    assert events.kinds().index("unwritten") < events.kinds().index("stopped")
+
+    worker.start()
+    queue.go.set()  # the old write lands; its flusher must end, not serve the new run beside its own
+    old_flusher.join(WAIT)
+    assert not old_flusher.is_alive()
+    assert events.wait_for("completed")[0].job_id == job.id
+    assert live_repo.find_by_id(job.id).status == "completed"
+    worker.stop(timeout=WAIT)
+    assert len(events.of("unwritten")) == 1  # the second stop was clean
+
+
+class FailingWrites:
+    """The repository, every outcome write of which fails (the database is away)."""
+
+    def __init__(self, repo):
+        self.repo = repo
+
+    def complete_many(self, completions, **held):
+        raise pw.OperationalError("server closed the connection unexpectedly")
+
+    def complete_and_claim_many(self, completions, n, types=None, **held):
+        if completions:
+            raise pw.OperationalError("server closed the connection unexpectedly")
+        return self.repo.complete_and_claim_many(completions, n, types, **held)
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+
+def test_a_stop_ends_an_ack_retry_at_the_grace_and_reports_the_outcome_unwritten(
+    live_repo, handlers, events, make_worker, monkeypatch
+):
+    # The slot retried its completion for stale_after (300 s) while the stop, after its grace, said "stopped"
+    # as if clean; the job then ran again with nothing said.
+    monkeypatch.setattr("queue_core.worker.loop.ACK_GRACE", 0.2)
+    monkeypatch.setattr("queue_core.worker.acks.ACK_FIRST_WAIT", 0.01)
+    monkeypatch.setattr("queue_core.worker.acks.ACK_MAX_WAIT", 0.02)
+    handlers.register("t", lambda payload: None)
+    job, _ = live_repo.create("t")
+    worker = make_worker(FailingWrites(live_repo), stale_after=300)
+    worker.start()
+    events.wait_for("error")  # the completion went with the next claim, which failed: it is being retried
+    slots = list(worker._session.threads)
+
+    worker.stop(timeout=0)  # no job runs: the retrying slot is not made to wait for the shutdown timeout
+
+    (unwritten,) = events.of("unwritten")
+    assert "count=1: " in unwritten.message and f"job/attempt {job.id}/1)" in unwritten.message
+    assert "1 given up after database errors" in unwritten.message or "1 still being written" in unwritten.message
+    assert events.of("stopped")[0].message.endswith(" unwritten=1")
+    for thread in slots:  # no retry goes on after the stop
+        thread.join(WAIT)
+        assert not thread.is_alive()
+    assert live_repo.find_by_id(job.id).status == "running"  # left to the reaper: it runs again
+    assert "completed" not in events.kinds()
+
+
+class RepliesLost:
+    """The repository; the first outcome write is applied, then raises as a connection dropped after COMMIT."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.dropped = False
+
+    def _applied_then_dropped(self, answer):
+        if not self.dropped:
+            self.dropped = True
+            raise pw.OperationalError("server closed the connection unexpectedly")
+        return answer
+
+    def complete_and_claim_many(self, completions, n, types=None, **held):
+        answer = self.repo.complete_and_claim_many(completions, n, types, **held)
+        return self._applied_then_dropped(answer) if completions else answer
+
+    def complete_many(self, completions, **held):
+        return self._applied_then_dropped(self.repo.complete_many(completions, **held))
+
+    def fail(self, job_id, error, **held):
+        return self._applied_then_dropped(self.repo.fail(job_id, error, **held))
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+
+@pytest.mark.parametrize("outcome", ["completed", "failed"])
+def test_an_outcome_written_but_its_reply_lost_is_unconfirmed_not_lost(
+    live_repo, handlers, events, make_worker, monkeypatch, outcome
+):
+    # The re-sent ack finds the job no longer held (its first try was applied): that was reported "lost ...
+    # the claim was taken back; outcome discarded", though nothing was lost.
+    monkeypatch.setattr("queue_core.worker.acks.ACK_FIRST_WAIT", 0.01)
+
+    def handler(payload):
+        if outcome == "failed":
+            raise RuntimeError("boom")
+
+    handlers.register("t", handler)
+    job, _ = live_repo.create("t", max_retries=0)
+    worker = make_worker(RepliesLost(live_repo))
+
+    worker.run(burst=True)
+
+    assert live_repo.find_by_id(job.id).status == outcome  # written once, by the try whose reply was lost
+    assert "lost" not in events.kinds()
+    (unconfirmed,) = events.of("unconfirmed")
+    assert unconfirmed.job_id == job.id
+    assert "either that try was written before its reply was lost" in unconfirmed.message
+    assert (worker.stats.unconfirmed, worker.stats.completed, worker.stats.failed) == (1, 0, 0)
+
+
+class AppliedThenDropped:
+    """A queue whose first batch write is applied but raises (its reply lost): the re-send finds none held."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def complete_many(self, acks, *, worker_id):
+        self.calls += 1
+        if self.calls == 1:
+            raise pw.OperationalError("server closed the connection unexpectedly")
+        return []
+
+
+def test_a_batch_resent_after_an_error_is_unsure_of_what_it_left_out(monkeypatch):
+    monkeypatch.setattr("queue_core.worker.acks.ACK_FIRST_WAIT", 0.01)
+    acks = Acks(AppliedThenDropped(), "w", patience=5, on_error=lambda *args, **kwargs: None)
+    done = acks.complete_many([(FakeEntry(1), None, 0.0)])
+    assert done == set() and done.unsure
+    clean = Acks(FakeQueue(), "w", patience=5, on_error=None).complete_many([(FakeEntry(1), None, 0.0)])
+    assert clean == {(1, 1)} and not clean.unsure
+
+
+class JSONQueue(FakeQueue):
+    def complete_many(self, acks, *, worker_id):
+        return [[job_id, attempt] for job_id, attempt, _ in acks]  # pairs as the HTTP API answers them
+
+
+def test_a_batch_answered_in_json_lists_is_read_as_pairs():
+    done = Acks(JSONQueue(), "w", patience=1, on_error=None).complete_many([(FakeEntry(1), None, 0.0)])
+    assert (1, 1) in done

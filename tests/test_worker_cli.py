@@ -288,6 +288,12 @@ def test_an_always_failing_job_fails_after_max_retries_plus_one_attempts_with_ba
         (["--queues", "mail,mail=2"], "named twice"),
         (["--queues", "=3"], "--queues"),
         (["--queues", "mail=2", "--concurrency", "4"], "give --queues or --concurrency, not both"),
+        (
+            ["--stale-after", "1", "--ack-delay", "0.6"],
+            "--ack-delay: 0.6s is more than half of --stale-after (1s): a finished job whose completion waits "
+            "that long to be written could be reaped as stale and run again; give --ack-delay at most 0.5s, or a "
+            "longer --stale-after",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_line_exit_2_and_no_job_touched(live_repo, worker_env, tmp_path, args, message):

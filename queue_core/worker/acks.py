@@ -2,12 +2,19 @@
 
 A database error while writing an outcome is not the job's fault: the write is tried again, waiting
 ``ACK_FIRST_WAIT`` doubling up to ``ACK_MAX_WAIT``, for as long as the claim can still be the worker's
-(``stale_after``: after that the reaper takes it back, and a late ack would be refused anyway). Then the job
-is left to the reaper and may run again: delivery is at least once.
+(``stale_after``: after that the reaper takes it back, and a late ack would be refused anyway), or until a
+stopping worker's grace is over (``Ledger.cutoff``). Then the job is left to the reaper and may run
+again: delivery is at least once.
+
+An error does not say the write failed: a connection dropped after COMMIT raises though the outcome is
+stored. The fencing makes the re-sent ack harmless (the job is no longer held, so nothing is applied
+twice), but it answers "not held" for it, just as for a claim the reaper took back. Such an answer after
+an error is therefore reported as *unconfirmed*, never as lost (``UNCONFIRMED``, ``Held.unsure``).
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable
@@ -15,10 +22,15 @@ from collections.abc import Callable
 from .protocol import ClaimedJob, JobQueue
 
 ACK_FIRST_WAIT, ACK_MAX_WAIT = 0.1, 2.0
+# Outcomes not written that a report names one by one (it counts them all).
+SHOWN = 20
 
 # The answer of an acknowledgement that never got through: unlike None (the claim was taken back), it says
-# nothing about the job, so nothing is reported or counted for it.
+# nothing about the job, so nothing is reported or counted for it (the stop reports it as unwritten).
 GAVE_UP = object()
+# The answer "not held" to an ack re-sent after an error: the first try may have been written (its reply
+# lost), or the claim was taken back meanwhile; which, the queue cannot tell any more.
+UNCONFIRMED = object()
 
 # A completion waiting in the batch: (the running entry, the handler's result, seconds the handler ran).
 Completion = tuple  # (session.Running, object, float)
@@ -27,18 +39,76 @@ Completion = tuple  # (session.Running, object, float)
 ErrorReporter = Callable[..., None]
 
 
-def retrying(action: str, call: Callable[[], object], *, patience: float, on_error: ErrorReporter):
-    """``call()``, tried again after errors for up to ``patience`` seconds; ``GAVE_UP`` when it never worked."""
+class Held(frozenset):
+    """The (id, attempt) pairs a batch write found held. ``unsure``: a try of this write raised first, so a
+    pair left out may have been completed by that try (its reply lost) rather than taken back."""
+
+    unsure = False
+
+    @classmethod
+    def of(cls, pairs, *, unsure: bool = False) -> Held:
+        """From the queue's answer (tuples, or lists over the HTTP API)."""
+        held = cls((job_id, attempt) for job_id, attempt in pairs)
+        held.unsure = unsure
+        return held
+
+
+class Ledger:
+    """The outcome writes of one run of a worker (``start()`` .. ``stop()``): when they stop trying again,
+    and which have not been written (under way, or given up). Writes keep the ledger of the run they began
+    in, so a restart never lets an old run's retries go on (or be counted) as the new one's."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.cutoff: float | None = None  # monotonic time after which no write is tried again
+        self._writing: dict[int, list[tuple[int, int]]] = {}  # per write under way: its (id, attempt) pairs
+        self._ids = itertools.count()
+        self.gave_up = 0  # outcomes whose write was given up
+        self._gave_up_keys: list[tuple[int, int]] = []  # the first SHOWN of them, (id, attempt)
+
+    def cut_off(self, at: float) -> None:
+        """No write of this run is tried again after ``at`` (a stopping worker's grace)."""
+        self.cutoff = at
+
+    def begin(self, keys: list[tuple[int, int]]) -> int:
+        with self.lock:
+            token = next(self._ids)
+            self._writing[token] = keys
+        return token
+
+    def end(self, token: int, *, gave_up: bool) -> None:
+        with self.lock:
+            keys = self._writing.pop(token)
+            if gave_up:
+                self.gave_up += len(keys)
+                self._gave_up_keys += keys[: SHOWN - len(self._gave_up_keys)]
+
+    def unwritten(self) -> tuple[int, list[tuple[int, int]], list[tuple[int, int]]]:
+        """(outcomes given up, the first ``SHOWN`` of them, the outcomes whose write is under way), each
+        outcome as its job's (id, attempt)."""
+        with self.lock:
+            return self.gave_up, list(self._gave_up_keys), [key for keys in self._writing.values() for key in keys]
+
+
+def retrying(
+    action: str, call: Callable[[], object], *, patience: float, on_error: ErrorReporter, ledger: Ledger | None = None
+) -> tuple[object, bool]:
+    """``call()``, tried again after errors for up to ``patience`` seconds (and not after ``ledger.cutoff``):
+    (its answer or ``GAVE_UP`` when it never worked, whether a try raised first)."""
     give_up_at = time.monotonic() + patience
     wait = ACK_FIRST_WAIT
+    raised = False
     while True:
         try:
-            return call()
+            return call(), raised
         except Exception as exc:
-            again = time.monotonic() + wait < give_up_at
+            raised = True
+            cutoff = None if ledger is None else ledger.cutoff  # read each time: a stop may set it meanwhile
+            last = give_up_at if cutoff is None else min(give_up_at, cutoff)
+            again = time.monotonic() + wait < last
             on_error(action, exc, retrying=again)
             if not again:
-                return GAVE_UP
+                return GAVE_UP, raised
             time.sleep(wait)
             wait = min(wait * 2, ACK_MAX_WAIT)
 
@@ -51,24 +121,43 @@ class Acks:
         self.worker_id = worker_id
         self.patience = patience  # stale_after: how long the claim can still be ours
         self.on_error = on_error
+        self.ledger = Ledger()
+
+    def begin(self) -> Ledger:
+        """A new run's ledger: the writes of the run before keep theirs (and its cutoff)."""
+        self.ledger = Ledger()
+        return self.ledger
 
     def fail(self, job: ClaimedJob, error: str):
-        """The job after a failed attempt (pending for a retry, or failed), None, or ``GAVE_UP``."""
-        return self._held("fail", lambda: self.queue.fail(job.id, error, **self._claim(job)))
+        """The job after a failed attempt (pending for a retry, or failed), None, ``UNCONFIRMED`` or
+        ``GAVE_UP``."""
+        return self._outcome("fail", job, lambda: self.queue.fail(job.id, error, **self._claim(job)))
 
     def release(self, job: ClaimedJob, *, once: bool = False):
-        """The job back to pending, None, or ``GAVE_UP``; ``once``: a single try (a stopping worker)."""
-        return self._held("release", lambda: self.queue.release(job.id, **self._claim(job)), once=once)
+        """The job back to pending, None, ``UNCONFIRMED`` or ``GAVE_UP``; ``once``: a single try (a stopping
+        worker)."""
+        call = lambda: self.queue.release(job.id, **self._claim(job))  # noqa: E731
+        answer, raised = retrying(
+            "release", call, patience=0.0 if once else self.patience, on_error=self.on_error, ledger=self.ledger
+        )
+        return UNCONFIRMED if answer is None and raised else answer
 
     def mark_cancelled(self, job: ClaimedJob):
-        """The job ended ``cancelled`` on an operator's request, None if the claim was taken back, or ``GAVE_UP``."""
-        return self._held("mark_cancelled", lambda: self.queue.mark_cancelled(job.id, **self._claim(job)))
+        """The job ended ``cancelled`` on an operator's request, None if the claim was taken back,
+        ``UNCONFIRMED`` or ``GAVE_UP``."""
+        return self._outcome("mark_cancelled", job, lambda: self.queue.mark_cancelled(job.id, **self._claim(job)))
 
     def complete_many(self, items: list[Completion]):
-        """Write a batch of completions in one statement: the (id, attempt) of those whose claim was still
-        held, or ``GAVE_UP``. Safe to try again: a completed job is no longer held."""
-        acks = [(entry.job.id, entry.job.attempt, result) for entry, result, _ in items]
-        return self._held("complete", lambda: _held_pairs(self.queue.complete_many(acks, worker_id=self.worker_id)))
+        """Write a batch of completions in one statement: the ``Held`` (id, attempt) of those whose claim was
+        still held, or ``GAVE_UP``. Safe to try again: a completed job is no longer held."""
+        ledger = self.ledger
+        token = ledger.begin(_keys(items))
+        done = GAVE_UP
+        try:
+            done = self._complete_many(items, ledger, unsure=False)
+        finally:
+            ledger.end(token, gave_up=done is GAVE_UP)
+        return done
 
     def complete_and_claim_many(
         self, items: list[Completion], n: int, types: list[str], queues: list[str] | None
@@ -76,24 +165,50 @@ class Acks:
         """Write ``items`` and claim up to ``n`` jobs in one transaction: (as ``complete_many``, the jobs
         claimed, the claim worked)."""
         acks = [(entry.job.id, entry.job.attempt, result) for entry, result, _ in items]
+        ledger = self.ledger
+        token = ledger.begin(_keys(items)) if items else None
+        done = GAVE_UP
         try:
-            done, jobs = self.queue.complete_and_claim_many(acks, n, types, worker_id=self.worker_id, queues=queues)
-        except Exception as exc:
-            # Not again: had that try committed unseen, another would claim more jobs and orphan these.
-            # The completions alone are safe to repeat.
-            self.on_error("complete_and_claim" if items else "claim", exc, retrying=bool(items))
-            return (self.complete_many(items) if items else set()), [], False
-        return _held_pairs(done), jobs, True
+            try:
+                pairs, jobs = self.queue.complete_and_claim_many(
+                    acks, n, types, worker_id=self.worker_id, queues=queues
+                )
+            except Exception as exc:
+                # Not again: had that try committed unseen, another would claim more jobs and orphan these.
+                # The completions alone are safe to repeat (and unsure: that try may have written them).
+                self.on_error("complete_and_claim" if items else "claim", exc, retrying=bool(items))
+                done = self._complete_many(items, ledger, unsure=True) if items else Held()
+                return done, [], False
+            done = Held.of(pairs)
+            return done, jobs, True
+        finally:
+            if token is not None:
+                ledger.end(token, gave_up=done is GAVE_UP)
+
+    def _complete_many(self, items: list[Completion], ledger: Ledger, *, unsure: bool):
+        acks = [(entry.job.id, entry.job.attempt, result) for entry, result, _ in items]
+        call = lambda: self.queue.complete_many(acks, worker_id=self.worker_id)  # noqa: E731
+        answer, raised = retrying("complete", call, patience=self.patience, on_error=self.on_error, ledger=ledger)
+        if answer is GAVE_UP:
+            return GAVE_UP
+        return Held.of(answer, unsure=unsure or raised)
 
     def _claim(self, job: ClaimedJob) -> dict:
         return {"worker_id": self.worker_id, "attempt": job.attempt}
 
-    def _held(self, action: str, call: Callable[[], object], *, once: bool = False):
-        return retrying(action, call, patience=0.0 if once else self.patience, on_error=self.on_error)
+    def _outcome(self, action: str, job: ClaimedJob, call: Callable[[], object]):
+        ledger = self.ledger
+        token = ledger.begin([(job.id, job.attempt)])
+        answer = GAVE_UP
+        try:
+            answer, raised = retrying(action, call, patience=self.patience, on_error=self.on_error, ledger=ledger)
+        finally:
+            ledger.end(token, gave_up=answer is GAVE_UP)
+        return UNCONFIRMED if answer is None and raised else answer
 
 
-def _held_pairs(done) -> set[tuple[int, int]]:
-    return {(job_id, attempt) for job_id, attempt in done}
+def _keys(items: list[Completion]) -> list[tuple[int, int]]:
+    return [(entry.job.id, entry.job.attempt) for entry, _, _ in items]
 
 
 class AckBatch:
@@ -102,7 +217,8 @@ class AckBatch:
 
     A crash loses only what waits here (at most ``delay`` seconds of completions); their claims are
     reaped and the jobs run again: at least once, as before. ``flush`` writes what waits (a stopping
-    worker's last step before it reports stopped).
+    worker's last step before it reports stopped). One batch per run of a worker: once stopped, its
+    flusher ends as soon as the write it may be stuck in returns, whatever run comes next.
     """
 
     def __init__(self, acks: Acks, report: Callable[[list, object], None], *, delay: float, size: int):
@@ -138,6 +254,11 @@ class AckBatch:
             items, self._items = self._items, []
         return items
 
+    def waiting(self) -> list[tuple[int, int]]:
+        """The (id, attempt) of the completions waiting to be written."""
+        with self._ready:
+            return _keys(self._items)
+
     def flush(self) -> None:
         items = self.take()
         if items:
@@ -166,11 +287,7 @@ class AckBatch:
             self.flush()
 
     def stop(self) -> None:
-        """End the flusher thread (the caller flushes what is left, once no slot adds more)."""
+        """End the flusher thread for good (the caller flushes what is left, once no slot adds more)."""
         with self._ready:
             self._stopping = True
             self._ready.notify_all()
-
-    def restart(self) -> None:
-        with self._ready:
-            self._stopping = False

@@ -34,7 +34,7 @@ from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
 from ..tasks import registered_schedules
 from ..validation import validate_api_url, validate_token, validate_worker_id
-from .defaults import DEFAULTS, MAX_CONCURRENCY, valid_queue_slots
+from .defaults import DEFAULTS, MAX_CONCURRENCY, check_ack_delay, valid_queue_slots
 from .events import EVENT_KINDS, WorkerEvent
 from .handlers import registry
 from .loop import Worker, default_worker_id
@@ -48,6 +48,8 @@ EVENT_LEVELS = {
     "failed": logging.WARNING,
     "released": logging.WARNING,
     "lost": logging.WARNING,
+    "unconfirmed": logging.WARNING,
+    "unwritten": logging.WARNING,
     "overrun": logging.WARNING,
     "error": logging.ERROR,
 }
@@ -123,7 +125,8 @@ def build_parser() -> argparse.ArgumentParser:
     seconds("--max-poll-interval", positive_seconds, d.max_poll_interval, "longest wait when idle")
     seconds("--stale-after", positive_seconds, d.stale_after, "reap claims with no heartbeat for this long")
     seconds("--shutdown-timeout", non_negative_seconds, d.shutdown_timeout, "on stop, how long running jobs may finish")
-    ack_help = "how long a completion may wait to be written with others, one statement per batch"
+    ack_help = "how long a completion may wait to be written with others, one statement per batch; at most half "
+    ack_help += "of --stale-after"
     seconds("--ack-delay", non_negative_seconds, d.ack_delay, ack_help)
     prune_help = "delete finished jobs older than S seconds, checked hourly (default: keep them)"
     add("--prune-after", type=positive_seconds, default=d.prune_after, metavar="S", help=prune_help)
@@ -218,20 +221,29 @@ def install_signal_handlers(worker: Worker) -> dict:
     return {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
 
 
+def conflicting_arguments(args) -> str | None:
+    """The error line for arguments that are each valid but not together, else None."""
+    if args.api and args.db:
+        return "give --db or --api, not both: --api runs over the HTTP API, which has its own database"
+    if args.prune_after is not None and args.api:
+        return "--prune-after needs --db: prune where the database is, not over the HTTP API"
+    if args.token and not args.api:
+        return "--token is for --api; a --db worker talks to the database directly"
+    if args.queues is not None and args.concurrency != DEFAULTS.concurrency:
+        return "give --queues or --concurrency, not both: with --queues each queue has its own slots"
+    try:
+        check_ack_delay(args.ack_delay, args.stale_after, names=("--ack-delay", "--stale-after"))
+    except QueueError as exc:
+        return str(exc)
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
-    problem = import_handler_modules(args.handlers)
+    problem = import_handler_modules(args.handlers) or conflicting_arguments(args)
     if problem:
         return fail(problem)
-    if args.api and args.db:
-        return fail("give --db or --api, not both: --api runs over the HTTP API, which has its own database")
-    if args.prune_after is not None and args.api:
-        return fail("--prune-after needs --db: prune where the database is, not over the HTTP API")
-    if args.token and not args.api:
-        return fail("--token is for --api; a --db worker talks to the database directly")
-    if args.queues is not None and args.concurrency != DEFAULTS.concurrency:
-        return fail("give --queues or --concurrency, not both: with --queues each queue has its own slots")
     try:
         schedules = [] if args.no_scheduler else registered_schedules(registry)
         queue, database, close = open_queue(args)

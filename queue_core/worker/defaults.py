@@ -27,11 +27,31 @@ class WorkerDefaults:
     # Slots per named queue ({"mail": 2, "default": 4}); None: every queue shares ``concurrency`` slots.
     queues: dict[str, int] | None = None
     # Seconds a completion may wait to be written with others (one statement per batch); a crash loses at
-    # most these, and their jobs run again. 0: each is written as soon as its slot is done.
+    # most these, and their jobs run again. 0: each is written as soon as its slot is done. At most
+    # ``stale_after * ACK_DELAY_SHARE`` (``check_ack_delay``).
     ack_delay: float = 0.005
 
 
 DEFAULTS = WorkerDefaults()
+
+# The largest ack delay, as a share of stale_after. A completion waiting in the batch is no longer
+# heartbeated, and the job's last beat may be a heartbeat interval (up to stale_after / 3) old: a delay at or
+# above stale_after would let the reaper take a finished job back and run it again. Half leaves at least
+# stale_after / 6 for the write itself.
+ACK_DELAY_SHARE = 0.5
+
+
+def check_ack_delay(ack_delay: float, stale_after: float, *, names: tuple[str, str] = ("ack_delay", "stale_after")):
+    """A ``ValidationError`` naming ``names[0]`` unless ``ack_delay <= stale_after * ACK_DELAY_SHARE``."""
+    if ack_delay > stale_after * ACK_DELAY_SHARE:
+        delay, stale = names
+        limit = stale_after * ACK_DELAY_SHARE
+        raise ValidationError(
+            delay,
+            f"{ack_delay:g}s is more than half of {stale} ({stale_after:g}s): a finished job whose completion "
+            f"waits that long to be written could be reaped as stale and run again; give {delay} at most "
+            f"{limit:g}s, or a longer {stale}",
+        )
 
 
 def positive_seconds(field: str, value, *, allow_zero: bool = False) -> float:

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 logger = logging.getLogger(__name__)
 
 # "overrun": a plain handler's thread still running past its job's timeout (Python cannot stop it); the
-# attempt was failed and the slot moved on.
+# attempt was failed and the slot moved on. "unconfirmed": an outcome re-sent after an error found the claim
+# no longer held, so whether the first try was written (its reply lost) or the claim was taken back is not
+# known. "unwritten": a stop ended with outcomes not written (given up, or a write still under way).
 EVENT_KINDS = (
     "started",
     "claimed",
@@ -29,6 +31,8 @@ EVENT_KINDS = (
     "stopped",
     "cancel-requested",
     "cancelled",
+    "unconfirmed",
+    "unwritten",
 )
 
 

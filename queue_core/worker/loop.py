@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from ..errors import QueueError
 from ..validation import validate_worker_id
-from .acks import GAVE_UP, AckBatch, Acks
-from .defaults import DEFAULTS, MAX_CONCURRENCY, positive_seconds, valid_slots
+from .acks import GAVE_UP, SHOWN, UNCONFIRMED, AckBatch, Acks
+from .defaults import DEFAULTS, MAX_CONCURRENCY, check_ack_delay, positive_seconds, valid_slots
 from .events import EVENT_KINDS, EventHub, WorkerEvent
 from .handlers import HandlerRegistry, default_registry
 from .housekeeping import Housekeeping
@@ -57,6 +57,8 @@ class WorkerStats:
     failed: int  # failed attempts (retried or final) since the worker was created
     running: int  # jobs running now
     cancelled: int = 0  # jobs ended "cancelled" on an operator's request since the worker was created
+    # Outcomes re-sent after an error that found the claim no longer held: maybe written, maybe not.
+    unconfirmed: int = 0
 
 
 def default_worker_id() -> str:
@@ -114,7 +116,7 @@ class Worker:
         self._acks = Acks(queue, self.worker_id, patience=self.stale_after, on_error=self._error)
         self._outcomes = Outcomes(self._acks, self._events, self._lock)
         self.ack_delay = positive_seconds("ack_delay", ack_delay, allow_zero=True)
-        self._batch = AckBatch(self._acks, self._outcomes.completions, delay=self.ack_delay, size=ACK_BATCH)
+        check_ack_delay(self.ack_delay, self.stale_after)
         self._slots = Slots(self)
         self._presence = Presence(
             queue,
@@ -157,7 +159,7 @@ class Worker:
             session = self._session
             running = 0 if session is None else sum(not r.released for r in session.running.values())
             done = self._outcomes
-            return WorkerStats(done.completed, done.failed, running, done.cancelled)
+            return WorkerStats(done.completed, done.failed, running, done.cancelled, done.unconfirmed)
 
     def start(self) -> None:
         """Start the claim threads and the heartbeat thread; returns at once."""
@@ -230,8 +232,11 @@ class Worker:
         session.scheduler_thread = start_periodic(self.scheduler, session.burst, session.stopping, self.wakeup)
         session.threads.extend(slot_threads(self._slots, session, self.worker_id, self.concurrency))
         session.heartbeat_thread = threading.Thread(target=self._housekeeping.run, args=(session,), name="heartbeat")
-        self._batch.restart()
-        session.flusher_thread = threading.Thread(target=self._batch.run, name="ack-flusher")
+        # A ledger and a batch of this run's own: a flusher (or an ack retry) of an earlier run, stuck in a
+        # write past its stop, ends when that write returns instead of serving this run beside its flusher.
+        session.ledger = self._acks.begin()
+        session.batch = AckBatch(self._acks, self._outcomes.completions, delay=self.ack_delay, size=ACK_BATCH)
+        session.flusher_thread = threading.Thread(target=session.batch.run, name="ack-flusher")
         # Daemons: a handler stuck past a released stop must not keep the process alive.
         for thread in [*session.threads, session.heartbeat_thread, session.flusher_thread]:
             thread.daemon = True
@@ -246,24 +251,49 @@ class Worker:
         reason = session.release_reason()
         for entry in leftovers:
             self._release(session, entry, reason)
-        # 3. Threads that were writing an outcome finish it; those stuck in a released handler are abandoned.
+        # 3. Threads that were writing an outcome finish it within the grace (no write of this run is tried
+        #    again after it); those stuck in a released handler are abandoned.
         grace_deadline = time.monotonic() + ACK_GRACE
+        session.ledger.cut_off(grace_deadline)
         session.join_slots(lambda: grace_deadline)
-        # 4. The completions still waiting in the batch are written before the worker says it stopped.
-        self._batch.stop()
-        session.flusher_thread.join(ACK_GRACE)
-        self._batch.flush()
+        # 4. The completions still waiting in the batch are written (one try once the grace is over) before
+        #    the worker says it stopped; what could not be is said, never passed off as a clean stop.
+        session.batch.stop()
+        session.flusher_thread.join(max(0.0, grace_deadline - time.monotonic()))
+        session.batch.flush()
+        unwritten = self._report_unwritten(session)
         session.heartbeat_stop.set()
         session.join_helpers(ACK_GRACE)
         self._runner.close()  # reports the handler threads it leaves running past their timeout
         self._presence.stopped()
         stats = self.stats
-        self._events.emit(
-            "stopped",
-            message=f"stopped worker={self.worker_id} completed={stats.completed} failed={stats.failed}",
-        )
+        message = f"stopped worker={self.worker_id} completed={stats.completed} failed={stats.failed}"
+        if unwritten:
+            message += f" unwritten={unwritten}"
+        self._events.emit("stopped", message=message)
         session.stopped.set()
         session.wake_main.set()
+
+    def _report_unwritten(self, session: Session) -> int:
+        """Report this run's outcomes never written (given up, or a write still under way); how many."""
+        gave_up, gave_up_keys, writing = session.ledger.unwritten()
+        waiting = session.batch.waiting()  # added after the last flush by a slot past the grace
+        count = gave_up + len(writing) + len(waiting)
+        if not count:
+            return 0
+        keys = [*gave_up_keys, *writing, *waiting][:SHOWN]
+        shown = ", ".join(f"{job_id}/{attempt}" for job_id, attempt in keys) + (" ..." if count > len(keys) else "")
+        parts = [f"{gave_up} given up after database errors"] if gave_up else []
+        parts += [f"{len(writing)} still being written as the {ACK_GRACE:g}s grace ran out"] if writing else []
+        parts += [f"{len(waiting)} never sent"] if waiting else []
+        self._events.emit(
+            "unwritten",
+            message=f"unwritten worker={self.worker_id} count={count}: {count} job outcome(s) of this run not "
+            f"written when the worker stopped ({'; '.join(parts)}; job/attempt {shown}): unless a write under "
+            f"way lands, those jobs stay running until the reaper takes them back after stale_after "
+            f"({self.stale_after:g}s), then run again (at least once)",
+        )
+        return count
 
     # --- slots' helpers ---------------------------------------------------------------------------
 
@@ -274,7 +304,10 @@ class Worker:
         result = self._acks.release(entry.job, once=session.stopping.is_set())
         if result is GAVE_UP:
             return
-        if result is None:
+        if result is UNCONFIRMED:
+            note = f"released after an error, maybe by the try that raised, or its claim was taken back ({reason})"
+            self._events.emit("unconfirmed", job, note=note)
+        elif result is None:
             self._events.emit("lost", job, note=f"could not release: the claim was already taken back ({reason})")
         else:
             self._events.emit("released", job, note=f"back to pending, no retry counted: {reason}")

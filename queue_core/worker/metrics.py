@@ -11,7 +11,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from .events import WorkerEvent
 
-OUTCOMES = ("completed", "failed", "cancelled", "lost", "released", "overrun")
+OUTCOMES = ("completed", "failed", "cancelled", "lost", "unconfirmed", "released", "overrun")
 # Handlers run from milliseconds to many minutes: buckets up to an hour.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 
 from ..rules import FAILED
-from .acks import GAVE_UP, Acks
+from .acks import GAVE_UP, UNCONFIRMED, Acks
 from .events import EventHub
 from .protocol import ClaimedJob
 from .session import Running
@@ -35,6 +35,7 @@ class Outcomes:
         self.completed = 0
         self.failed = 0  # failed attempts, retried or final
         self.cancelled = 0
+        self.unconfirmed = 0  # outcomes whose write may or may not have been applied (a reply lost)
 
     def fail(self, entry: Running, duration: float, error: str) -> None:
         self.report(entry, self.acks.fail(entry.job, error), duration, error)
@@ -44,8 +45,8 @@ class Outcomes:
         result = self.acks.mark_cancelled(entry.job)
         if result is GAVE_UP:
             return
-        if result is None:
-            self._lost(entry, "cancelled", duration)
+        if result is None or result is UNCONFIRMED:
+            self._lost(entry, "cancelled", duration, unsure=result is UNCONFIRMED)
             return
         with self.lock:
             self.cancelled += 1
@@ -57,8 +58,9 @@ class Outcomes:
         if result is GAVE_UP:
             return  # the write never got through: nothing is known of the job, the reaper will see to it
         job = entry.job
-        if result is None:
-            self._lost(entry, "completed" if error is None else f"failed ({error})", duration)
+        if result is None or result is UNCONFIRMED:
+            outcome = "completed" if error is None else f"failed ({error})"
+            self._lost(entry, outcome, duration, unsure=result is UNCONFIRMED)
             return
         with self.lock:
             if error is None:
@@ -72,7 +74,7 @@ class Outcomes:
 
     def completions(self, items: list, done) -> None:
         """Count and report a batch of completions; ``done``: the (id, attempt) the write found held, or
-        ``GAVE_UP``."""
+        ``GAVE_UP``; one left out of an unsure answer (``acks.Held.unsure``) is unconfirmed, not lost."""
         if done is GAVE_UP or not items:
             return
         listening = self.events.wants("completed")
@@ -88,10 +90,24 @@ class Outcomes:
                 lost.append(item)
         with self.lock:
             self.completed += completed
+        unsure = getattr(done, "unsure", False)
         for entry, _result, duration in lost:
-            self._lost(entry, "completed", duration)
+            self._lost(entry, "completed", duration, unsure=unsure)
 
-    def _lost(self, entry: Running, outcome: str, duration: float) -> None:
-        if not entry.lost:  # the heartbeat has not said so already
+    def _lost(self, entry: Running, outcome: str, duration: float, *, unsure: bool = False) -> None:
+        """The write answered "not held". ``unsure``: it was a re-send after an error, and the first try may
+        have been written (a connection dropped after COMMIT), so nothing is known to be lost."""
+        if entry.lost:
+            return  # the heartbeat found the claim taken back before the write: lost, and said so already
+        if not unsure:
             note = f"{outcome} but the claim was taken back (reaped, maybe claimed again); outcome discarded"
             self.events.emit("lost", entry.job, duration=duration, note=note)
+            return
+        with self.lock:
+            self.unconfirmed += 1
+        note = (
+            f"{outcome}: a try of the write raised and the re-sent ack found the claim no longer held, so "
+            "either that try was written before its reply was lost (the re-send is refused, never applied "
+            "twice), or the claim was taken back meanwhile and the job runs again"
+        )
+        self.events.emit("unconfirmed", entry.job, duration=duration, note=note)

@@ -62,6 +62,8 @@ class Session:
         self.heartbeat_thread: threading.Thread | None = None
         self.scheduler_thread: threading.Thread | None = None  # enqueues periodic jobs until ``stopping``
         self.flusher_thread: threading.Thread | None = None  # writes the completions no claim took along
+        self.batch = None  # acks.AckBatch: this run's completions waiting to be written
+        self.ledger = None  # acks.Ledger: this run's outcome writes, and those not written
         self.running: dict[tuple[int, int], Running] = {}  # by Running.key: (job id, attempt)
         self.abandoned: set[threading.Thread] = set()  # slots stuck in a handler whose job a stop released
         self.in_flight = 0  # slots claiming or running a job (burst ends when none is)

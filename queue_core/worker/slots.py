@@ -46,7 +46,7 @@ class Slots:
                     delay = worker.poll_interval
                     continue
                 if session.stopping.is_set():
-                    worker._batch.nudge()  # no claim will take this slot's last completion along
+                    session.batch.nudge()  # no claim will take this slot's last completion along
                     break
                 wake.clear()
                 entry, nobody_busy, claim_ok, others_claiming = self.claim(session, slot)
@@ -83,9 +83,9 @@ class Slots:
                 n = 1 + len(others)
                 session.in_flight += n  # counted before the acks are written, so a burst cannot end meanwhile
         if waiting:
-            worker._batch.nudge()  # that claim may have taken the batch before this slot's completion
+            session.batch.nudge()  # that claim may have taken the batch before this slot's completion
             return None, False, True, True
-        items = worker._batch.take()
+        items = session.batch.take()
         types, queues = worker.registry.names(), None if group is None else list(group)
         done, jobs, ok = worker._acks.complete_and_claim_many(items, n, types, queues)
         worker._outcomes.completions(items, done)
@@ -147,7 +147,7 @@ class Slots:
             elif error is not None:
                 worker._outcomes.fail(entry, duration, error)
             else:
-                worker._batch.add((entry, result, duration))
+                session.batch.add((entry, result, duration))
         finally:
             worker._done(session, entry)
 
