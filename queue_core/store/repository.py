@@ -151,8 +151,11 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
 
     def _insert_many(self, batch: NewJobs) -> list[Job]:
         Job = self.Job
+        given = batch.columns["idempotency_key"]
+        if given.count(None) == len(batch) <= self.statements.insert_chunk and not self.db.in_transaction():
+            # No key to look up and one INSERT, atomic by itself: no BEGIN and COMMIT round trips around it.
+            return self.statements.insert_rows(batch)
         with self.db.atomic():
-            given = batch.columns["idempotency_key"]
             keys = [key for key in given if key is not None]
             existing = {}
             for start in range(0, len(keys), CREATE_MANY_CHUNK):

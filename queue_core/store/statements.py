@@ -452,21 +452,24 @@ class PostgresStatements(Statements):
         batch's size, and neither side handles a value the rows share once per row: 5,000 jobs of one
         type with empty payloads send no array at all (``generate_series`` counts them), where the
         ``json_populate_recordset`` of every column this replaces parsed 70,000 JSON fields.
-        The server's clock is read once in the batch's transaction: ``now()`` is the transaction's
-        start, the value the statement itself would have used.
+        On the server's clock (no injected one) the times are ``now()`` in the statement, a run_at given
+        as "now" a JSON null it COALESCEs, and the statement returns the time it used with the ids (as one
+        array): the whole batch is one round trip.
         """
         Job = self.Job
         n = len(batch)
         shared = batch.shared()
         columns = dict(batch.columns)
-        if isinstance(batch.now, pw.Node):
-            clock, now = batch.now, self.time.now()
-            shared.update(created_at=now, updated_at=now)
-            # By identity: a Node's == builds SQL, it does not compare.
-            if sum(map(operator.is_, columns["run_at"], repeat(clock))) == n:
-                columns["run_at"] = [now] * n
-            else:
-                columns["run_at"] = [now if value is clock else value for value in columns["run_at"]]
+        clock = batch.now if isinstance(batch.now, pw.Node) else None
+        run_at_on_clock = 0  # how many run_at are the server's clock (null in their JSON array)
+        if clock is not None:
+            # By identity: a Node's == builds SQL, it does not compare (list.count would count it equal).
+            run_at_on_clock = sum(map(operator.is_, columns["run_at"], repeat(clock)))
+            if run_at_on_clock == n:
+                shared["run_at"] = clock
+                del columns["run_at"]
+            elif run_at_on_clock:
+                columns["run_at"] = [None if value is clock else value for value in columns["run_at"]]
         varying = {}
         for name, values in columns.items():
             # Validated, a column holds one kind of value: equal values are one stored value.
@@ -477,11 +480,17 @@ class PostgresStatements(Statements):
         fields = Job._meta.fields
         selected, params = [], []
         for name in INSERT_COLUMNS:
-            if name in shared:
-                selected.append(f"%s::{_pg_type(fields[name])}")
-                params.append(fields[name].db_value(shared[name]))
+            field, cast = fields[name], _pg_type(fields[name])
+            if name not in shared:
+                value = f'"v"."{field.column_name}"::{cast}'
+                selected.append(
+                    f"COALESCE({value}, {POSTGRES_NOW.sql})" if name == "run_at" and run_at_on_clock else value
+                )
+            elif clock is not None and shared[name] is clock:
+                selected.append(POSTGRES_NOW.sql)
             else:
-                selected.append(f'"v"."{fields[name].column_name}"::{_pg_type(fields[name])}')
+                selected.append(f"%s::{cast}")
+                params.append(field.db_value(shared[name]))
         if varying:
             unpacked = ", ".join(["json_array_elements_text(%s::json)"] * len(varying))
             aliases = ", ".join(f'"{fields[name].column_name}"' for name in varying)
@@ -494,11 +503,18 @@ class PostgresStatements(Statements):
         names = ", ".join(f'"{fields[name].column_name}"' for name in INSERT_COLUMNS)
         sql = (
             f'WITH "new" AS (INSERT INTO {table} ({names}) SELECT {", ".join(selected)} FROM {source}'
-            f' RETURNING "id") SELECT "new"."id" FROM "new", pg_notify(%s, current_schema()) AS "notified"'
+            f' RETURNING "id") SELECT array_agg("new"."id" ORDER BY "new"."id"), {POSTGRES_NOW.sql}'
+            ' FROM "new", pg_notify(%s, current_schema()) AS "notified"'
         )
-        ids = sorted(job_id for (job_id,) in self.db.execute_sql(sql, [*params, JOBS_CHANNEL]).fetchall())
         # One statement draws its ids from the sequence row by row, in the order its rows come: ascending
-        # ids follow the batch's order. Each job holds the values written, its payload decoded as a read's.
+        # ids follow the batch's order.
+        ids, now = self.db.execute_sql(sql, [*params, JOBS_CHANNEL]).fetchone()
+        if clock is not None:
+            now = now.replace(tzinfo=UTC)
+            shared = {name: now if value is clock else value for name, value in shared.items()}
+            if "run_at" in varying:
+                varying["run_at"] = [now if value is None else value for value in varying["run_at"]]
+        # Each job holds the values written, its payload decoded as a read's.
         payloads = columns["payload"]
         payloads = [{} for _ in payloads] if shared.get("payload") == "{}" else map(_decoded, payloads)
         varying.pop("payload", None)
