@@ -209,6 +209,26 @@ def test_whatever_makes_a_job_claimable_now_wakes_listeners(repo, clock, wakeups
 
 
 @postgres_only
+@pytest.mark.parametrize(
+    "specs",
+    [
+        [{"type": "t"}] * 3,  # every column shared: no array, the rows counted by generate_series
+        [{"type": "t", "payload": {"n": n}} for n in range(3)],  # a column that varies: unpacked from JSON
+    ],
+    ids=["alike", "varying"],
+)
+def test_create_many_wakes_listeners_at_commit(db, repo, wakeups, specs):
+    with db.atomic():
+        repo.create_many(specs)
+        assert not wakeups.wait(0.3)  # the NOTIFY rides in the INSERT: delivered with its commit
+    assert wakeups.wait()
+    repo.create_many([{"type": "t", "idempotency_key": "k"}])
+    assert wakeups.wait()
+    repo.create_many([{"type": "t", "idempotency_key": "k"}])  # nothing new: nothing to wake for
+    assert not wakeups.wait(0.3)
+
+
+@postgres_only
 def test_a_queue_in_another_schema_does_not_wake_this_one(db, repo, wakeups):
     db.execute_sql("SELECT pg_notify(%s, 'some_other_queue')", (JOBS_CHANNEL,))
     assert not wakeups.wait(0.3)

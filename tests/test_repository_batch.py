@@ -33,6 +33,20 @@ def test_jobs_come_back_in_order_and_match_what_is_stored(repo, clock):
     assert all(job.status == "pending" and job.retry_count == 0 and job.created_at == clock.now for job in jobs)
 
 
+@pytest.mark.parametrize("clocked", [True, False], ids=["injected-clock", "database-clock"])
+def test_a_batch_of_alike_specs_comes_back_as_stored(db, clock, clocked):
+    # Every column the same in every row: PostgreSQL binds each value once and counts the rows. Each job
+    # still gets its own id and its own payload dict, and the times written.
+    repo = JobRepository(db, clock if clocked else None)
+    spec = {"type": "t", "payload": {"a": [1]}, "priority": "high", "queue": "mail", "timeout": 2}
+    jobs = repo.create_many([spec] * 4)
+    assert len({job.id for job in jobs}) == 4 and [job.id for job in jobs] == sorted(job.id for job in jobs)
+    for job in jobs:
+        assert job.to_dict() == stored(repo, job)
+    jobs[0].payload["a"].append(2)
+    assert jobs[1].payload == {"a": [1]} and spec["payload"] == {"a": [1]}
+
+
 def test_a_batch_job_is_the_same_as_one_made_by_create(repo):
     single, _ = repo.create("t", {"a": [1, 2]}, priority=15, max_retries=2, retry_backoff=0)
     [batch] = repo.create_many(

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, namedtuple
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import UTC, datetime, timedelta
 
 import peewee as pw
@@ -300,3 +300,25 @@ class RowReader:
             job = model(__no_default__=1, **data)
             job._dirty.clear()
         return job
+
+    def build_all(self, shared: dict, names: list[str], rows: Iterable[tuple]) -> list[pw.Model]:
+        """``build`` of each row: ``shared`` and, for each of ``rows``, its values of ``names``.
+
+        A batch's jobs share most of their fields (create_many's type, status, times...): each starts as a
+        copy of one dict instead of a dict built field by field, about a third of ``build``'s time a job.
+        """
+        if not self.direct:
+            return [self.build({**shared, **dict(zip(names, row, strict=True))}) for row in rows]
+        model = self.model
+        new = model.__new__
+        base = {**self.nulls, **shared}
+        built = []
+        for row in rows:
+            data = base.copy()
+            data.update(zip(names, row, strict=True))
+            job = new(model)
+            job.__data__ = data
+            job._dirty = set()
+            job.__rel__ = {}
+            built.append(job)
+        return built

@@ -45,7 +45,7 @@ from .failures import FailureGroups
 from .models import Job, bind_models, is_postgres
 from .reads import JobReads
 from .registry import WorkerRegistry
-from .specs import reject_repeated_keys, same_job_or_conflict, validated_fields, validated_spec
+from .specs import NewJobs, reject_repeated_keys, same_job_or_conflict, validated_fields, validated_specs
 from .statements import HostTime, PostgresStatements, ServerTime, SqliteStatements
 from .waiting import WaitingReasons
 
@@ -138,41 +138,45 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         ``create`` (``IdempotencyConflict`` if its type or payload differ, and then nothing is written);
         a key given twice in one batch is an error.
         """
-        now = self.time.sql()
-        rows = [validated_spec(index, spec, now) for index, spec in enumerate(specs)]
-        if not rows:
+        batch = validated_specs(specs, self.time.sql())
+        if not len(batch):
             return []
-        reject_repeated_keys(rows)
+        reject_repeated_keys(batch.columns["idempotency_key"])
         try:
-            return self._insert_many(rows)
+            return self._insert_many(batch)
         except pw.IntegrityError:
             # A concurrent create took one of our keys between our look-up and our insert (PostgreSQL;
             # SQLite holds the write lock throughout). Nothing was written; once more sees that job.
-            return self._insert_many(rows)
+            return self._insert_many(batch)
 
-    def _insert_many(self, rows: list[dict]) -> list[Job]:
+    def _insert_many(self, batch: NewJobs) -> list[Job]:
         Job = self.Job
+        given = batch.columns["idempotency_key"]
+        if given.count(None) == len(batch) <= self.statements.insert_chunk and not self.db.in_transaction():
+            # No key to look up and one INSERT, atomic by itself: no BEGIN and COMMIT round trips around it.
+            return self.statements.insert_rows(batch)
         with self.db.atomic():
-            keys = [row["idempotency_key"] for row in rows if row["idempotency_key"] is not None]
+            keys = [key for key in given if key is not None]
             existing = {}
             for start in range(0, len(keys), CREATE_MANY_CHUNK):
                 chunk = keys[start : start + CREATE_MANY_CHUNK]
                 existing.update(
                     (job.idempotency_key, job) for job in Job.select().where(Job.idempotency_key.in_(chunk))
                 )
-            jobs = [
-                same_job_or_conflict(existing[row["idempotency_key"]], row)
-                if row["idempotency_key"] in existing
-                else None
-                for row in rows
-            ]
+            jobs = [None] * len(batch)
+            if existing:
+                for index, key in enumerate(given):
+                    if key in existing:
+                        jobs[index] = same_job_or_conflict(existing[key], batch.row(index))
             new = [index for index, job in enumerate(jobs) if job is None]
-            for start in range(0, len(new), self.statements.insert_chunk):
-                chunk = new[start : start + self.statements.insert_chunk]
-                for index, job in zip(chunk, self.statements.insert_rows([rows[i] for i in chunk]), strict=True):
+            if len(new) < len(batch):
+                batch = batch.part(new)
+            # insert_rows wakes listening workers itself (PostgreSQL: the NOTIFY rides in its statement).
+            size = self.statements.insert_chunk
+            for start in range(0, len(new), size):
+                part = batch.part(slice(start, start + size)) if len(new) > size else batch
+                for index, job in zip(new[start : start + size], self.statements.insert_rows(part), strict=True):
                     jobs[index] = job
-            if new:
-                self.statements.announce_pending()
         return jobs
 
     # --- claim and run --------------------------------------------------------------------------
