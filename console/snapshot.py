@@ -20,7 +20,7 @@ from queue_core.store.repository import JobRepository
 from queue_core.store.search import FoundJobs, found_page, found_rows, in_window_order
 
 SHOWN_STATUSES = ("pending", "running", "failed")
-LIVE_VIEW = "tables"  # the Jobs view: the live tables of SHOWN_STATUSES
+LIVE = "tables"  # the home (Jobs) view: the live tables of SHOWN_STATUSES
 WINDOW = 200
 # Counting stops here: "10,000+" is what an operator needs to know, and counting further costs a full scan.
 # Each count walks up to this many index entries per status (and per queue on the queues view): at 50,000
@@ -116,7 +116,7 @@ def load_snapshot(
 def _narrowed(repo, query, type_filter, window, view, after, page_number, now) -> tuple[dict, dict, dict]:
     """The tables, counts and page, narrowed by the type filter and a query an index serves (if any)."""
     where = query.condition(repo) if query else None
-    live = SHOWN_STATUSES if view == LIVE_VIEW else ()  # the live tables are read when they are on screen
+    live = SHOWN_STATUSES if view == LIVE else ()  # the live tables are read when they are on screen
     if where is None:
         rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in live}
         counts = repo.counts(type=type_filter, cap=COUNT_CAP)

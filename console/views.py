@@ -16,7 +16,7 @@ from textual.widgets import ContentSwitcher
 from queue_core.store.pages import Cursor
 
 from .messages import PageRequested
-from .snapshot import read_queues, read_workers
+from .snapshot import LIVE, read_queues, read_workers
 from .widgets.activity.view import ActivityView
 from .widgets.failures.table import FailuresTable
 from .widgets.jobs.paged import PagedJobTable
@@ -26,7 +26,6 @@ from .widgets.schedules.view import SchedulesView
 from .widgets.view_bar import ViewBar
 from .widgets.workers.table import WorkersTable
 
-LIVE = "tables"  # the home view: the pending / running / failed tables
 PAGED = (("scheduled", "Scheduled"), ("completed", "Completed"), ("cancelled", "Cancelled"))
 VIEW_TITLES = {
     LIVE: "Jobs",

@@ -29,8 +29,6 @@ class TableStack(Vertical):
         return list(self.query_children(JobTable))
 
     def show(self, snapshot: Snapshot) -> None:
-        if not all(status in snapshot.rows for status, _ in TABLES):
-            return  # read for another view: the tables keep their rows (and heights) until they are shown
         for table in self.tables:
             table.show(snapshot)
         self.fit()
