@@ -3,6 +3,10 @@
 The public API, re-exported here so application code needs one import (``from queue_core import Queue``).
 """
 
+# First, before anything imports peewee: importing store.driver imports peewee without psycopg, which is
+# wired in when PostgreSQL is first used (~11 MB and ~0.1 s less for a program on SQLite).
+from .store import driver  # noqa: F401  # isort: skip
+
 from .errors import DatabaseURLError, IdempotencyConflict, NoCurrentJobError, QueueError, ValidationError
 from .store.database import open_database
 from .store.models import Job, JobStatus, Priority, parse_priority, priority_label
