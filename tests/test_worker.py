@@ -592,3 +592,53 @@ def test_a_release_at_stop_says_truly_why(live_repo, handlers, events, make_work
     else:
         assert note == "back to pending, no retry counted: still running after the shutdown timeout (0.25s)"
     assert live_repo.find_by_id(job.id).status == "pending"
+
+
+class ClaimSeenBeforeAFailure:
+    """The repository, but a claim made while a job runs answers what it saw before that job's failed attempt
+    went back to pending: as a claim does whose statement (or HTTP request) was under way during that write."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.worker = None
+        self.running = threading.Event()  # the failing job's handler is running
+        self.claim_under_way = threading.Event()
+        self.held = 0
+
+    def __getattr__(self, name):
+        return getattr(self.repo, name)
+
+    def complete_and_claim_many(self, acks, n, types, **options):
+        if not self.running.is_set() or self.held:
+            return self.repo.complete_and_claim_many(acks, n, types, **options)
+        self.held += 1
+        answer = self.repo.complete_and_claim_many(acks, n, types, **options)  # the failing job still runs
+        self.claim_under_way.set()
+        # Answer only once the failure is written and its slot is done with the job.
+        deadline = time.monotonic() + WAIT
+        while self.worker.stats.running and time.monotonic() < deadline:
+            time.sleep(0.005)
+        return answer
+
+
+def test_a_burst_does_not_end_on_a_claim_that_began_before_a_failed_attempt_went_back_to_pending(
+    live_repo, handlers, make_worker
+):
+    # Regression: the burst ended when a slot's claim came back empty after the other slot's job had failed
+    # and gone back to pending (retry_backoff=0) while that claim was under way; the retry was left pending.
+    queue = ClaimSeenBeforeAFailure(live_repo)
+
+    def decline(payload):
+        queue.running.set()
+        assert queue.claim_under_way.wait(WAIT), "the other slot never claimed while this job ran"
+        raise ValueError("card declined")
+
+    handlers.register("charge", decline)
+    job, _ = live_repo.create("charge", max_retries=1, retry_backoff=0)
+    worker = queue.worker = make_worker(queue, concurrency=2)
+
+    worker.run(burst=True)
+
+    assert queue.held == 1
+    assert live_repo.find_by_id(job.id).status == "failed"  # both attempts ran
+    assert [e.attempt for e in live_repo.errors_for(job.id)] == [1, 2]

@@ -89,15 +89,17 @@ class Session:
         with self.lock:
             return self.mail.pop(slot, None)
 
-    def nothing_left(self, slot: int) -> bool:
-        """``slot`` just claimed nothing: is the burst over? (caller holds the lock)
+    def nothing_left(self, slot: int, finished_before: int) -> bool:
+        """``slot`` just claimed nothing, in a claim that began when ``finished`` was ``finished_before``: is
+        the burst over? (caller holds the lock)
 
         Only if no slot is claiming or running, and every set of queues the slots claim from came up empty
-        since the last job finished (a job may enqueue another): with per-queue slots, one empty queue says
-        nothing of the others.
+        in a claim that began after the last job finished (a job may enqueue another, and a failed attempt
+        goes back to pending: a claim that was under way while that was written may not have seen it): with
+        per-queue slots, one empty queue says nothing of the others.
         """
         key = self.slot_queues[slot]
-        self.found_nothing[key] = self.finished
+        self.found_nothing[key] = finished_before
         return self.in_flight == 0 and all(self.found_nothing.get(q) == self.finished for q in set(self.slot_queues))
 
     def live_entries(self) -> list[Running]:

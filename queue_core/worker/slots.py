@@ -82,6 +82,7 @@ class Slots:
                 idle.clear()
                 n = 1 + len(others)
                 session.in_flight += n  # counted before the acks are written, so a burst cannot end meanwhile
+                finished_before = session.finished  # a job that finishes during the claim may not be seen by it
         if waiting:
             session.batch.nudge()  # that claim may have taken the batch before this slot's completion
             return None, False, True, True
@@ -99,7 +100,7 @@ class Slots:
             latecomers = [other for other in idle if other not in others]  # fell idle while this claim ran
             # Still idle: the slots this claim could not feed (and this one, if it got nothing).
             idle[:] = [*others[max(len(jobs) - 1, 0) :], *([] if jobs else [slot]), *latecomers]
-            nobody_left = not jobs and session.nothing_left(slot)
+            nobody_left = not jobs and session.nothing_left(slot, finished_before)
         # A claim that got all it asked for may have left more: the latecomers claim at once.
         for other in [*(other for other, _ in fed), *(latecomers if len(jobs) == n else ())]:
             session.slot_wakes[other].set()
