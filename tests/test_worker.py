@@ -642,3 +642,21 @@ def test_a_burst_does_not_end_on_a_claim_that_began_before_a_failed_attempt_went
     assert queue.held == 1
     assert live_repo.find_by_id(job.id).status == "failed"  # both attempts ran
     assert [e.attempt for e in live_repo.errors_for(job.id)] == [1, 2]
+
+
+def test_a_completion_is_counted_before_it_is_reported(live_repo, handlers):
+    # Regression: a batch's completions were reported before they were counted, so a listener that read the
+    # counters on the event (the console's worker pane) showed one job fewer, and kept showing it.
+    handlers.register("t", lambda payload: None)
+    live_repo.create_many([{"type": "t"} for _ in range(3)])
+    seen = []
+    worker = None
+
+    def on_event(event):
+        if event.kind == "completed":
+            seen.append(worker.stats.completed)
+
+    worker = Worker(live_repo, registry=handlers, on_event=on_event, worker_id="w1", poll_interval=0.01)
+    worker.run(burst=True)
+
+    assert seen == [1, 2, 3]

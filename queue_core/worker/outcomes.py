@@ -77,19 +77,15 @@ class Outcomes:
         ``GAVE_UP``; one left out of an unsure answer (``acks.Held.unsure``) is unconfirmed, not lost."""
         if done is GAVE_UP or not items:
             return
-        listening = self.events.wants("completed")
-        lost = []
-        completed = 0
+        completed, lost = [], []
         for item in items:
-            entry, _result, duration = item
-            if (entry.job.id, entry.job.attempt) in done:
-                completed += 1
-                if listening:
-                    self.events.emit("completed", entry.job, duration=duration)
-            else:
-                lost.append(item)
-        with self.lock:
-            self.completed += completed
+            entry = item[0]
+            (completed if (entry.job.id, entry.job.attempt) in done else lost).append(item)
+        with self.lock:  # counted before any is reported: a listener that reads ``stats`` on the event sees it
+            self.completed += len(completed)
+        if self.events.wants("completed"):
+            for entry, _result, duration in completed:
+                self.events.emit("completed", entry.job, duration=duration)
         unsure = getattr(done, "unsure", False)
         for entry, _result, duration in lost:
             self._lost(entry, "completed", duration, unsure=unsure)
