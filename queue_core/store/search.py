@@ -74,11 +74,12 @@ def search(
     Job = repo.Job
     where = query.condition(repo)
     started = clock()
+    table = repo.statements.by_primary_key()  # each step a primary-key range read, whatever the query says
     top = (Job.select(pw.fn.MAX(Job.id)).scalar() or 0) + 1
     below, ids = top, []
     while True:
         low = max(1, below - chunk)
-        step = Job.select(Job.id).where((Job.id >= low) & (Job.id < below) & where)
+        step = Job.select(Job.id).from_(table).where((Job.id >= low) & (Job.id < below) & where)
         ids += [job_id for (job_id,) in step.order_by(Job.id.desc()).limit(limit - len(ids)).tuples()]
         below = low
         seconds = clock() - started

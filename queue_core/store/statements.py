@@ -284,6 +284,13 @@ class Statements:
             return POSTGRES_NOW.sql, []
         return self.db.param, [self.Job.updated_at.db_value(self.time.now())]
 
+    def by_primary_key(self) -> pw.Node:
+        """The jobs table, for a read that must go by its id range whatever else its WHERE says (search):
+        with no statistics (SQLite keeps none unless ANALYZE ran), SQLite took an equality on an indexed
+        column (``type = ?``) as the more selective and read every job of that type to find 20,000 ids:
+        8 s instead of 14 ms at a million jobs."""
+        return pw.NodeList((self.Job, pw.SQL("NOT INDEXED")))
+
     def id_in(self, column: pw.Field, ids) -> pw.Node:
         """``column IN ids`` with the ids bound as one parameter: a thousand ids compile as fast as one, where
         peewee builds a node and a placeholder per id (5 ms of SQL for 1,000)."""
@@ -406,6 +413,11 @@ class PostgresStatements(Statements):
         done = [(row[-2], row[-1]) for row in rows if row[-2] is not None]
         claimed = _Rows(cursor.description[:-2], [row[:-2] for row in rows if row[-2] is None])
         return done, self.rows.models(claimed)
+
+    def by_primary_key(self) -> pw.Node:
+        # PostgreSQL has no index hints; autovacuum's ANALYZE gives its planner the statistics that show an
+        # id range of 20,000 narrower than one type's jobs.
+        return self.Job
 
     def id_in(self, column: pw.Field, ids) -> pw.Node:
         return column == pw.fn.ANY(pw.SQL("%s::bigint[]", [[int(i) for i in ids]]))
