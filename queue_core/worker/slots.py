@@ -101,8 +101,15 @@ class Slots:
             # Still idle: the slots this claim could not feed (and this one, if it got nothing).
             idle[:] = [*others[max(len(jobs) - 1, 0) :], *([] if jobs else [slot]), *latecomers]
             nobody_left = not jobs and session.nothing_left(slot, finished_before)
+            # A burst's empty claim that a job finished during proves nothing (that job may have gone back
+            # to pending unseen): this slot claims again at once rather than after a poll interval.
+            again = session.burst and not jobs and session.finished != finished_before
         # A claim that got all it asked for may have left more: the latecomers claim at once.
-        for other in [*(other for other, _ in fed), *(latecomers if len(jobs) == n else ())]:
+        for other in [
+            *(other for other, _ in fed),
+            *(latecomers if len(jobs) == n else ()),
+            *([slot] if again else ()),
+        ]:
             session.slot_wakes[other].set()
         return (entries[0] if entries else None), nobody_left, ok, False
 
