@@ -77,3 +77,17 @@ def test_nothing_is_deferred_when_the_application_imported_peewee_first():
         print(json.dumps({"loaded": "psycopg" in sys.modules, "wrapped": wrapped}))
     """)
     assert seen == {"loaded": True, "wrapped": False}
+
+
+def test_a_peewee_whose_layout_is_unknown_is_imported_again_with_psycopg():
+    # As after a peewee upgrade that renames what the wiring restores: nothing may be left without psycopg.
+    seen = run("""
+        import json, sys
+        import queue_core.store.driver as driver  # the real import: peewee deferred
+        sys.modules.pop("peewee")
+        driver._deferred = lambda peewee: False
+        peewee = driver.import_peewee()
+        print(json.dumps({"loaded": "psycopg" in sys.modules, "peewee_has_it": peewee.psycopg is not None,
+                          "same": sys.modules["peewee"] is peewee}))
+    """)
+    assert seen == {"loaded": True, "peewee_has_it": True, "same": True}

@@ -13,6 +13,7 @@ deferred.
 
 from __future__ import annotations
 
+import importlib
 import sys
 import threading
 
@@ -46,8 +47,10 @@ def import_peewee():
 
         init.__wrapped__ = initialise
         peewee.PostgresqlDatabase.init = init
-    else:  # a peewee this module does not know: give it psycopg now, as if nothing had been deferred
-        _wire(peewee)
+    else:
+        # A peewee this module does not know: import it again, psycopg and all, as if nothing had been
+        # deferred. Nothing holds its classes yet: this runs inside the first import of peewee.
+        peewee = importlib.reload(peewee)
     return peewee
 
 
