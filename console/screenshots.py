@@ -20,12 +20,12 @@ from queue_core.store.repository import JobRepository
 from .app import QueueConsole
 from .demo import (
     SCENE_END,
-    SCENE_SCHEDULES,
     WORKER_ID,
     ManualClock,
     add_failure_causes,
     build_scene,
     replay_worker_run,
+    scene_schedules,
 )
 
 SIZE = (120, 40)
@@ -44,7 +44,7 @@ def scene_app(directory: Path, *, incident: bool = False, read_only: bool = Fals
         refresh_interval=None,
         db_label="demo.db",
         worker_id=WORKER_ID,
-        schedules=SCENE_SCHEDULES,
+        schedules=scene_schedules(),
         read_only=read_only,
     )
     app.search_clock = itertools.count(0, 0.2).__next__  # a query's search "takes" 0.2 s a step, every run

@@ -14,7 +14,6 @@ and a stopping worker never waits for them.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import contextvars
 import functools
@@ -22,10 +21,14 @@ import inspect
 import logging
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from ..results import encode_result
 from .events import EventHub, exception_message
 from .handlers import Handler, _current_job, call_handler
+
+if TYPE_CHECKING:
+    import asyncio  # imported where a coroutine first runs: ~30 ms of every worker's start-up otherwise
 
 logger = logging.getLogger(__name__)
 
@@ -166,6 +169,8 @@ class HandlerRunner:
     # --- coroutines ---------------------------------------------------------------------------------
 
     def _run_async(self, fn: Handler, job, timeout: float | None) -> object:
+        import asyncio
+
         loop = self._event_loop()
         future = asyncio.run_coroutine_threadsafe(_attempt(fn, job, timeout), loop)
         # wait(), not result(timeout): a handler's own TimeoutError must not read as "still running".
@@ -178,6 +183,8 @@ class HandlerRunner:
         return future.result()
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
+        import asyncio
+
         with self._lock:
             if self._loop is None:
                 loop = asyncio.new_event_loop()
@@ -191,6 +198,8 @@ class HandlerRunner:
 
 async def _attempt(fn: Handler, job, timeout: float | None) -> object:
     """The handler's coroutine with ``current_job()`` set for it (each task has its own context)."""
+    import asyncio
+
     _current_job.set(job)
     if timeout is None:
         return await fn(job.payload)
@@ -204,6 +213,8 @@ async def _attempt(fn: Handler, job, timeout: float | None) -> object:
 
 
 def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
+    import asyncio
+
     asyncio.set_event_loop(loop)
     loop.call_soon(ready.set)
     try:
@@ -213,6 +224,8 @@ def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
 
 
 def _cancel_all_then_stop(loop: asyncio.AbstractEventLoop) -> None:
+    import asyncio
+
     tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
     for task in tasks:
         task.cancel()

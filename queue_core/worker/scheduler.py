@@ -19,9 +19,9 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import peewee as pw
-from croniter import CroniterBadDateError, CroniterError, croniter
 
 from ..clock import utc_now
 from ..errors import IdempotencyConflict, ValidationError
@@ -29,6 +29,11 @@ from ..job_options import validate_job_options
 from ..store.models import Job
 from ..validation import MAX_TEXT_CHARS, encode_payload, validate_aware, validate_type
 from .protocol import close_thread_connection
+
+if TYPE_CHECKING:
+    # Imported where a cron expression is first read: croniter (and the dateutil.tz it loads) is ~25 ms of
+    # start-up that a worker, console or CLI with no schedules would spend for nothing.
+    from croniter import croniter
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +63,8 @@ def parse_cron(expression) -> str:
             "cron",
             f"{expression!r} has {count} fields; use 5 (minute hour day month weekday) or 6 with seconds first",
         )
+    from croniter import CroniterBadDateError, CroniterError
+
     try:
         _cron(text, _VALIDATION_START).get_next()
     except CroniterBadDateError:
@@ -68,6 +75,8 @@ def parse_cron(expression) -> str:
 
 
 def _cron(expression: str, start: datetime) -> croniter:
+    from croniter import croniter
+
     # A fresh iterator every time: croniter's get_next/get_prev move a cursor, so a shared one would drift.
     return croniter(expression, start, ret_type=datetime, second_at_beginning=True)
 
