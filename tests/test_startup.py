@@ -7,6 +7,7 @@ Each case runs in a fresh interpreter, as a worker process does.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -98,3 +99,39 @@ def test_the_admin_cli_and_the_console_do_not_load_croniter_at_import():
         print(json.dumps({"croniter": "croniter" in sys.modules}))
     """)
     assert seen == {"croniter": False}
+
+
+def test_the_worker_program_freezes_its_start_up_and_main_called_from_a_program_does_not(tmp_path):
+    # python -m queue_core.worker (and queue-worker) moves what start-up made out of the cyclic GC's way
+    # (gc.freeze: no full collection, nor the interpreter's exit, walks it again); main() called by someone
+    # else's program must not, or that program's garbage at the time would never be collected.
+    (tmp_path / "freeze_handlers.py").write_text(
+        textwrap.dedent("""
+            import gc
+            from queue_core.handlers import handler
+
+            @handler("frozen")
+            def frozen(payload):
+                return {"frozen": gc.get_freeze_count()}
+        """)
+    )
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    repo = JobRepository(open_database(url))
+    args = ["--db", url, "--burst", "--log-level", "warning", "--handlers", "freeze_handlers"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    program, _ = repo.create("frozen", {})
+    out = subprocess.run(
+        [sys.executable, "-m", "queue_core.worker", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    called, _ = repo.create("frozen", {})
+    code = f"import sys; from queue_core.worker.cli import main; sys.exit(main({args!r}))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert repo.find_by_id(program.id).result["frozen"] > 0
+    assert repo.find_by_id(called.id).result == {"frozen": 0}
