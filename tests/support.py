@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+import textwrap
 from datetime import UTC, datetime
+from pathlib import Path
 
 from queue_core.clock import ManualClock
 from queue_core.store.database import open_database
@@ -10,6 +15,19 @@ from queue_core.store.models import bind_models
 from queue_core.store.repository import JobRepository
 
 START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_fresh(code: str, *, path: str | None = None) -> dict:
+    """Run ``code`` (dedented) in a fresh interpreter, with ``path`` first on sys.path if given; it prints
+    one JSON object, returned here."""
+    if path is not None:
+        code = f"import sys; sys.path.insert(0, {path!r})\n" + textwrap.dedent(code)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 class FakeClock(ManualClock):

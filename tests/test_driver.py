@@ -2,26 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-import textwrap
-from pathlib import Path
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def run(code: str) -> dict:
-    """Run ``code`` in a fresh interpreter; it prints one JSON object, returned here."""
-    out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True, timeout=60
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
+from support import run_fresh
 
 
 def test_a_program_on_sqlite_never_loads_psycopg(tmp_path):
-    seen = run(f"""
+    seen = run_fresh(f"""
         import json, sys
         import queue_core, console.app, queue_core.worker.cli, queue_core.cli.admin
         from queue_core import JobRepository, open_database
@@ -37,7 +22,7 @@ def test_a_program_on_sqlite_never_loads_psycopg(tmp_path):
 def test_the_installed_peewee_is_one_whose_psycopg_can_be_deferred():
     # Fails when a peewee upgrade changes the globals the wiring restores: then nothing is deferred (safe)
     # and this module needs a look.
-    seen = run("""
+    seen = run_fresh("""
         import json, queue_core, peewee
         from queue_core.store import driver
         wrapped = hasattr(peewee.PostgresqlDatabase.init, "__wrapped__")
@@ -47,7 +32,7 @@ def test_the_installed_peewee_is_one_whose_psycopg_can_be_deferred():
 
 
 def test_postgresql_gets_psycopg_when_first_used_by_us_or_by_the_application(postgres_url):
-    seen = run(f"""
+    seen = run_fresh(f"""
         import json, sys
         import queue_core, peewee
         before = "psycopg" in sys.modules
@@ -71,7 +56,7 @@ def test_postgresql_gets_psycopg_when_first_used_by_us_or_by_the_application(pos
 
 
 def test_nothing_is_deferred_when_the_application_imported_peewee_first():
-    seen = run("""
+    seen = run_fresh("""
         import json, sys, peewee, queue_core
         wrapped = hasattr(peewee.PostgresqlDatabase.init, "__wrapped__")
         print(json.dumps({"loaded": "psycopg" in sys.modules, "wrapped": wrapped}))
@@ -81,7 +66,7 @@ def test_nothing_is_deferred_when_the_application_imported_peewee_first():
 
 def test_a_peewee_whose_layout_is_unknown_is_imported_again_with_psycopg():
     # As after a peewee upgrade that renames what the wiring restores: nothing may be left without psycopg.
-    seen = run("""
+    seen = run_fresh("""
         import json, sys
         import queue_core.store.driver as driver  # the real import: peewee deferred
         sys.modules.pop("peewee")

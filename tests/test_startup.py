@@ -6,34 +6,25 @@ Each case runs in a fresh interpreter, as a worker process does.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import textwrap
-from pathlib import Path
+
+from support import ROOT, run_fresh
 
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
 
-ROOT = Path(__file__).resolve().parents[1]
 
-
-def run(code: str) -> dict:
-    """Run ``code`` in a fresh interpreter; it prints one JSON object, returned here."""
-    out = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, capture_output=True, text=True, timeout=120
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout.strip().splitlines()[-1])
-
-
-def run_worker(url: str, *handler_modules: str) -> dict:
-    """``python -m queue_core.worker --burst`` in a fresh interpreter: its exit code and what it had loaded."""
+def run_worker(url: str, *handler_modules: str, path: str | None = None) -> dict:
+    """``python -m queue_core.worker --burst`` in a fresh interpreter (``path`` first on its sys.path): its
+    exit code and what it had loaded."""
     args = ["--db", url, "--burst", "--log-level", "warning"]
     for module in handler_modules:
         args += ["--handlers", module]
-    return run(f"""
+    return run_fresh(
+        f"""
         import json, runpy, sys
         sys.argv = ["queue_core.worker", *{args!r}]
         try:
@@ -42,7 +33,9 @@ def run_worker(url: str, *handler_modules: str) -> dict:
         except SystemExit as exit:
             code = exit.code
         print(json.dumps({{"code": code, "croniter": "croniter" in sys.modules, "asyncio": "asyncio" in sys.modules}}))
-    """)
+        """,
+        path=path,
+    )
 
 
 def test_a_worker_with_plain_handlers_and_no_schedules_loads_neither_croniter_nor_asyncio(tmp_path):
@@ -72,28 +65,14 @@ def test_an_async_handler_and_a_schedule_load_what_they_need_when_declared(tmp_p
     url = f"sqlite:///{tmp_path / 'q.db'}"
     repo = JobRepository(open_database(url))
     job, _ = repo.create("nap", {"n": 2})
-    sys_path = f"import sys; sys.path.insert(0, {str(tmp_path)!r})\n"
-    seen = run(
-        sys_path
-        + textwrap.dedent(f"""
-        import json, runpy
-        sys.argv = ["queue_core.worker", "--db", {url!r}, "--burst", "--log-level", "warning",
-                    "--handlers", "lazy_handlers"]
-        try:
-            runpy.run_module("queue_core.worker", run_name="__main__")
-            code = 0
-        except SystemExit as exit:
-            code = exit.code
-        print(json.dumps({{"code": code, "croniter": "croniter" in sys.modules, "asyncio": "asyncio" in sys.modules}}))
-    """)
-    )
+    seen = run_worker(url, "lazy_handlers", path=str(tmp_path))
     assert seen == {"code": 0, "croniter": True, "asyncio": True}
     done = repo.find_by_id(job.id)
     assert (done.status, done.result) == ("completed", {"napped": 2})
 
 
 def test_the_admin_cli_and_the_console_do_not_load_croniter_at_import():
-    seen = run("""
+    seen = run_fresh("""
         import json, sys
         import queue_core, queue_core.cli.admin, queue_core.worker.cli, console.app
         print(json.dumps({"croniter": "croniter" in sys.modules}))
