@@ -262,6 +262,10 @@ class HttpQueue:
         body = {"older_than_seconds": older_than.total_seconds(), "batch": batch, "max_batches": max_batches}
         return self._post("/jobs/prune", body).json()["pruned"]
 
+    def refresh_statistics(self) -> bool:
+        """Nothing to do from here: the server's database is the server's (and its autovacuum's) to keep."""
+        return False
+
     def find_by_id(self, job_id: int) -> RemoteJob | None:
         response = self._request("GET", f"/jobs/{int(job_id)}", None, allow=(404,))
         return None if response.status_code == 404 else RemoteJob.from_dict(response.json())

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import re
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -12,12 +14,47 @@ import pytest
 
 from queue_core.errors import DatabaseURLError
 from queue_core.store import repository as repository_module
+from queue_core.store.compiled import numbered
 from queue_core.store.database import open_database
 from queue_core.store.notify import JOBS_CHANNEL, listen_for_jobs
 from queue_core.store.repository import JobRepository
 from queue_core.store.schema import SCHEMA_VERSION, schema_version
+from queue_core.store.statements import _count, _padded
 
 postgres_only = pytest.mark.backends("postgresql")
+
+CLAIM_TYPES = ["t", "u"]
+# PREPARE needs the types an IN list of parameters leaves open; the claim's one NULL is heartbeat_at,
+# its times are timestamps (bound from a test clock, else the server's now()).
+PARAMETER_TYPES = {bool: "boolean", str: "text", int: "bigint", type(None): "timestamp", datetime: "timestamp"}
+
+
+def claim_statement(repo: JobRepository) -> tuple[str, list]:
+    """The SQL and parameters of a worker's claim of 4 jobs of CLAIM_TYPES."""
+    statements = repo.statements
+    types = _padded(CLAIM_TYPES)
+    claim = statements.compiled.statement(statements._claim, 4, _count(types), None)
+    return claim.sql, claim.params(statements.time.bind({"worker_id": "w", **numbered("type", types)}))
+
+
+def claim_plan(repo: JobRepository, *, generic: bool) -> str:
+    """EXPLAIN ANALYZE of the statement a worker's claim of 4 jobs runs, as a prepared statement (psycopg prepares
+    what a connection runs five times), planned generically or with these values."""
+    sql, params = claim_statement(repo)
+    counter = itertools.count(1)
+    numbered_sql = re.sub("%s", lambda _: f"${next(counter)}", sql)
+    db = repo.db
+    mode = "force_generic_plan" if generic else "force_custom_plan"
+    kinds = ", ".join(PARAMETER_TYPES[type(value)] for value in params)
+    with db.atomic() as transaction:  # EXPLAIN ANALYZE claims: rolled back
+        db.execute_sql(f"SET LOCAL plan_cache_mode = {mode}")
+        db.execute_sql(f"PREPARE planned({kinds}) AS {numbered_sql}")
+        # EXECUTE's arguments as literals: parameters there would need the types again.
+        arguments = ", ".join(psycopg.sql.Literal(value).as_string(db.connection()) for value in params)
+        rows = db.execute_sql(f"EXPLAIN (ANALYZE, COSTS OFF) EXECUTE planned({arguments})").fetchall()
+        db.execute_sql("DEALLOCATE planned")
+        transaction.rollback()
+    return "\n".join(row[0] for row in rows)
 
 
 def host_clock_must_not_be_used():
@@ -94,18 +131,62 @@ def test_claim_plan_reads_the_partial_pending_index_even_as_a_generic_plan(db, r
     )
     repo.create("t")
     db.execute_sql("ANALYZE jobs")
-    now = repo.time.sql()
-    sql, params = repo.statements.claim_query("w", repo.statements.due(1, None, None, now), now).sql()
-    assert "SKIP LOCKED" in sql
     # psycopg prepares a statement run often; PostgreSQL may then plan it once for any parameters
     # (a generic plan), which can use a partial index only if the predicate is in the SQL text.
-    for number in range(1, len(params) + 1):
-        sql = sql.replace("%s", f"${number}", 1)
-    db.execute_sql("SET plan_cache_mode = force_generic_plan")
-    db.execute_sql(f"PREPARE claim_plan AS {sql}")
-    arguments = psycopg.sql.SQL(", ").join(map(psycopg.sql.Literal, params)).as_string(db.connection())
-    plan = "\n".join(row[0] for row in db.execute_sql(f"EXPLAIN EXECUTE claim_plan({arguments})").fetchall())
+    plan = claim_plan(repo, generic=True)
+    assert "SKIP LOCKED" in claim_statement(repo)[0]
     assert "jobs_pending_claim" in plan and "LockRows" in plan, plan
+    assert not re.search(r"Seq Scan on jobs\b", plan), plan  # the claimed rows found by id, not by a scan
+
+
+@postgres_only
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+def test_with_statistics_a_claim_reads_the_pending_index_in_order_and_touches_only_its_jobs(db, generic):
+    repo = JobRepository(db)
+    repo.create_many([{"type": "t", "payload": {}} for _ in range(3000)])  # a backlog, all pending
+    db.execute_sql("ANALYZE jobs")
+    plan = claim_plan(repo, generic=generic)
+    assert "jobs_pending_claim" in plan, plan
+    assert "Sort" not in plan, plan  # not every pending job sorted to find four
+    assert not re.search(r"Seq Scan on jobs\b", plan), plan  # the claimed rows found by id, not by a scan
+
+
+@postgres_only
+def test_completions_are_written_before_the_claim_locks_a_job(db_url, live_repo):
+    """A batch's completions and the next claim are one statement. Were the claim first, it could hold a job
+    while its completions wait for a lock; with another slot doing the same the other way round, the two
+    deadlock (seen under load: PostgreSQL broke it after its 1 s deadlock_timeout). Completing first, a
+    statement waits only before it claims."""
+    repo = live_repo
+    for _ in range(2):
+        repo.create("t")
+    held = repo.claim_many("w", 2)
+    waiting, _ = repo.create("t")
+    result = []
+    with psycopg.connect(db_url) as other:
+        # Another claim caught holding one of the jobs this worker completes (see Statements'
+        # complete_and_claim_many: a claim can lock a row its snapshot showed pending).
+        other.execute("SELECT id FROM jobs WHERE id = %s FOR UPDATE", (held[0].id,))
+        acks = [(job.id, job.attempt, None) for job in held]
+        thread = threading.Thread(target=lambda: result.append(repo.complete_and_claim_many(acks, 2, worker_id="w")))
+        thread.start()
+        try:
+            me = other.execute("SHOW application_name").fetchone()[0]
+            blocked = (
+                "SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid)"
+                " WHERE NOT granted AND application_name = %s"
+            )
+            deadline = time.monotonic() + 10
+            while other.execute(blocked, (me,)).fetchone()[0] == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            # Blocked on its completions, the statement has not locked the job it will claim.
+            other.execute("SELECT id FROM jobs WHERE id = %s FOR UPDATE NOWAIT", (waiting.id,))
+        finally:
+            other.rollback()
+            thread.join(10)
+    done, claimed = result[0]
+    assert sorted(done) == sorted((job.id, job.attempt) for job in held)
+    assert [job.id for job in claimed] == [waiting.id]
 
 
 @postgres_only

@@ -50,6 +50,7 @@ def test_the_protocol_names_what_the_worker_calls():
         "mark_cancelled",
         "prune",
         "reap_stale",
+        "refresh_statistics",
         "register_worker",
         "release",
         "worker_seen",

@@ -365,6 +365,12 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
     def _record_error(self, job: Job, error: str, now: datetime) -> None:
         self.JobError.create(job_id=job.id, attempt=job.attempt, worker_id=job.worker_id, error=error, created_at=now)
 
+    def refresh_statistics(self) -> bool:
+        """PostgreSQL: ANALYZE the jobs table if its planner statistics are stale (never analyzed, or changed
+        by more than autovacuum's analyze rule since), so claims read the pending jobs in index order; True
+        if it analyzed. Workers call it at start and every minute or so (``store/statistics.py``)."""
+        return self.statements.refresh_statistics()
+
     # --- operator actions -------------------------------------------------------------------------
 
     def reap_stale(self, older_than: timedelta) -> int:

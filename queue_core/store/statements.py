@@ -33,6 +33,7 @@ from .compiled import CompiledStatements, Markers, RowReader, numbered
 from .models import Job, bind_models
 from .notify import JOBS_CHANNEL
 from .specs import NewJobs
+from .statistics import refresh_statistics
 
 # PostgreSQL's clock as a naive UTC timestamp (the columns' type), evaluated by the server.
 POSTGRES_NOW = pw.SQL("(now() AT TIME ZONE 'UTC')")
@@ -123,6 +124,11 @@ class Statements:
     def announce_pending(self) -> None:
         """Wake idle workers; delivered when the transaction commits. Nothing to do where workers poll."""
 
+    def refresh_statistics(self) -> bool:
+        """Bring the planner's statistics of the jobs table up to date if they are stale; True if it did.
+        Nothing to do on SQLite, whose claim names its index (no statistics involved)."""
+        return False
+
     # --- conditions -------------------------------------------------------------------------------
 
     def held(self, job_id, worker_id, attempt):
@@ -149,7 +155,8 @@ class Statements:
             due = due.where(Job.type.in_(types))
         if queues is not None:
             due = due.where(Job.queue.in_(queues))
-        return due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(n)
+        # The count written into the SQL (peewee binds a LIMIT): see _claim.
+        return due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(pw.SQL(str(int(n))))
 
     def claim_changes(self, worker_id, now) -> dict:
         Job = self.Job
@@ -179,14 +186,16 @@ class Statements:
 
     def claim(self, worker_id: str, n: int, types: list[str] | None, queues: list[str] | None) -> list[Job]:
         types, queues = _padded(types), _padded(queues)
-        values = {"worker_id": worker_id, "n": n, **numbered("type", types), **numbered("queue", queues)}
-        statement = self.compiled.statement(self._claim, _count(types), _count(queues))
+        values = {"worker_id": worker_id, **numbered("type", types), **numbered("queue", queues)}
+        statement = self.compiled.statement(self._claim, n, _count(types), _count(queues))
         return statement.execute(self.time.bind(values))
 
-    def _claim(self, m: Markers, type_count: int | None, queue_count: int | None):
+    def _claim(self, m: Markers, n: int, type_count: int | None, queue_count: int | None):
         Job = self.Job
         now = self.time.marker(m, Job.run_at)
-        due = self.due(m.integer("n"), *self._filters(m, type_count, queue_count), now)
+        # n written into the statement (one statement per slot count, a handful): a bound LIMIT is 10 % of
+        # the table to PostgreSQL's generic plan, which then joined the claimed ids to a scan of every job.
+        due = self.due(n, *self._filters(m, type_count, queue_count), now)
         return self.claim_query(m.text("worker_id", Job.worker_id), due, now)
 
     def _filters(self, m: Markers, type_count: int | None, queue_count: int | None):
@@ -383,6 +392,9 @@ class SqliteStatements(Statements):
         return Job.update(**changes).where(held | Job.id.in_(due)).returning(Job)
 
 
+CLAIMABLE = "claimable"  # the CTE of the jobs a PostgreSQL claim locked
+
+
 class PostgresStatements(Statements):
     for_update = "FOR UPDATE"
     # A literal, so that even a generic prepared plan matches jobs_pending_claim's predicate.
@@ -390,6 +402,9 @@ class PostgresStatements(Statements):
 
     def announce_pending(self) -> None:
         self.db.execute(pw.Select(columns=[_pending_notification()]))
+
+    def refresh_statistics(self) -> bool:
+        return refresh_statistics(self.db, self.Job._meta.table_name)
 
     def complete_and_claim_many(
         self, worker_id: str, acks: list, n: int, types: list[str] | None, queues: list[str] | None
@@ -400,13 +415,20 @@ class PostgresStatements(Statements):
         (done_id, done_attempt) beside NULL job columns."""
         done_sql, params = self._complete_many_sql(worker_id, acks)
         types, queues = _padded(types), _padded(queues)
-        values = {"worker_id": worker_id, "n": n, **numbered("type", types), **numbered("queue", queues)}
-        claim = self.compiled.statement(self._claim, _count(types), _count(queues))
-        nulls = ", ".join(["NULL"] * len(self.Job._meta.sorted_fields))
+        values = {"worker_id": worker_id, **numbered("type", types), **numbered("queue", queues)}
+        claim = self.compiled.statement(self._claim, n, _count(types), _count(queues))
+        # Named as the claimed rows' columns (a UNION takes its names from its first part).
+        nulls = ", ".join(f'NULL AS "{field.column_name}"' for field in self.Job._meta.sorted_fields)
+        # The completions first (an Append runs its parts in order), then the claim. A claim can keep a
+        # lock on a row it does not return: a job pending in its snapshot, claimed meanwhile by another
+        # slot, is locked before it reads as running. Claiming first, two slots of one worker each locked
+        # a job the other was completing, then waited on each other: a deadlock PostgreSQL broke after
+        # deadlock_timeout (1 s). Completing first, a statement waits only before its claim, and a claim
+        # (SKIP LOCKED) never waits, so no wait closes a cycle.
         sql = (
             f'WITH "done" AS ({done_sql}), "claimed" AS ({claim.sql})'
-            ' SELECT "claimed".*, NULL::bigint AS "done_id", NULL::integer AS "done_attempt" FROM "claimed"'
-            f' UNION ALL SELECT {nulls}, "done"."id", "done"."attempt" FROM "done"'
+            f' SELECT {nulls}, "done"."id" AS "done_id", "done"."attempt" AS "done_attempt" FROM "done"'
+            ' UNION ALL SELECT "claimed".*, NULL::bigint, NULL::integer FROM "claimed"'
         )
         cursor = self.db.execute_sql(sql, [*params, *claim.params(self.time.bind(values))])
         rows = cursor.fetchall()
@@ -449,8 +471,11 @@ class PostgresStatements(Statements):
     def _claimed(self, worker_id, due, now):
         """(the CTE locking the ``due`` jobs, the UPDATE ... RETURNING that claims them)."""
         Job = self.Job
-        chosen = due.for_update("FOR UPDATE SKIP LOCKED").cte("claimable", materialized=True)
-        claim = Job.update(**self.claim_changes(worker_id, now)).from_(chosen).where(Job.id == chosen.c.id)
+        chosen = due.for_update("FOR UPDATE SKIP LOCKED").cte(CLAIMABLE, materialized=True)
+        # By id from the locked ids (one index probe each), never a join the planner may choose to run as a
+        # scan of every job: a generic plan did, taking a LIMIT it could not read for a tenth of the table.
+        ids = pw.SQL(f'ARRAY(SELECT "id" FROM "{CLAIMABLE}")')
+        claim = Job.update(**self.claim_changes(worker_id, now)).where(Job.id == pw.fn.ANY(ids))
         return chosen, claim.returning(Job)
 
     insert_chunk = 50_000  # one parameter per statement, whatever its rows: no bound-parameter limit to mind

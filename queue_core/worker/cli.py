@@ -32,6 +32,7 @@ from ..cli.args import (
     positive_seconds,
 )
 from ..errors import QueueError
+from ..store.database import ReconnectingPostgresqlDatabase
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
 from ..tasks import registered_schedules
@@ -339,4 +340,6 @@ def open_queue(args) -> tuple[JobQueue, pw.Database | None, Callable[[], None]]:
             raise
         return queue, None, queue.close
     db = open_for_command(args.db)
+    if isinstance(db, ReconnectingPostgresqlDatabase):
+        db.use_generic_plans()  # this program's own database: every statement on it is the worker's
     return JobRepository(db), db, db.close

@@ -6,7 +6,9 @@ notices those taken back from it, marks those an operator asked to cancel (so a 
 within about one interval), and tells the registry it is alive; every
 ``stale_after / 2`` seconds it reaps claims with no sign of life for ``stale_after``. With ``prune_after``
 it deletes finished jobs older than that, one batch per tick while a backlog lasts, then hourly: a long
-prune on this thread would delay the beats that keep this worker's own jobs from looking stale.
+prune on this thread would delay the beats that keep this worker's own jobs from looking stale. Every
+``STATISTICS_INTERVAL`` it has PostgreSQL's planner statistics of the jobs table refreshed if they are stale
+(``store/statistics.py``: the claim's plan depends on them).
 """
 
 from __future__ import annotations
@@ -31,6 +33,9 @@ logger = logging.getLogger(__name__)
 MAX_HEARTBEAT_INTERVAL = 10.0
 # A worker with prune_after prunes at start and then this often; several workers doing it is harmless.
 PRUNE_INTERVAL = 3600.0
+# How often a worker checks the planner's statistics (one catalog row; an ANALYZE only when they are stale).
+# Autovacuum, where it runs, looks once a minute; a backlog that arrives should not wait that long.
+STATISTICS_INTERVAL = 15.0
 
 
 class Housekeeping:
@@ -62,6 +67,7 @@ class Housekeeping:
     def run(self, session: Session) -> None:
         next_reap = time.monotonic() + (self.reap_interval if session.burst else 0.0)  # a burst reaped at start
         next_prune = time.monotonic()
+        next_statistics = time.monotonic() + STATISTICS_INTERVAL  # checked at start (Worker._start)
         try:
             while True:
                 # Beat first: on a loaded machine a late beat must not make our own live jobs look stale.
@@ -73,6 +79,9 @@ class Housekeeping:
                 if self.prune_after is not None and time.monotonic() >= next_prune:
                     more = self.prune_batch()
                     next_prune = time.monotonic() + (0.0 if more else PRUNE_INTERVAL)
+                if time.monotonic() >= next_statistics:
+                    self.refresh_statistics()
+                    next_statistics = time.monotonic() + STATISTICS_INTERVAL
                 # A full pause after each tick's work, so a slow prune or reap never runs back to back.
                 if session.heartbeat_stop.wait(self.heartbeat_interval):
                     return
@@ -143,6 +152,11 @@ class Housekeeping:
         if pruned:
             logger.info("pruned %d finished job(s) older than %gs worker=%s", pruned, self.prune_after, self.worker_id)
         return pruned >= PRUNE_BATCH
+
+    def refresh_statistics(self) -> None:
+        """Have the planner's statistics refreshed if stale; a database error is an event, never fatal."""
+        if self._count("refresh_statistics", lambda: int(self.queue.refresh_statistics())):
+            logger.info("analyzed the jobs table: its planner statistics were stale worker=%s", self.worker_id)
 
     def _count(self, action: str, call: Callable[[], int]) -> int:
         """A periodic queue call: how many jobs it took; a database error is an event, and 0."""

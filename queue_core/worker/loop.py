@@ -226,6 +226,8 @@ class Worker:
         # Here, not on the heartbeat thread: the row exists once start() returns, and the first beats are
         # not held up by it (a beat late by a write is a beat that can race an operator's reap).
         self._presence.register()
+        # Before the first claim: a claim planned without statistics sorts the whole backlog.
+        self._housekeeping.refresh_statistics()
         if burst:
             # A dead worker's stale claims are work this burst should do, not a reason to keep waiting.
             self._housekeeping.reap()

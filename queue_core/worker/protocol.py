@@ -119,6 +119,11 @@ class JobQueue(Protocol):
         transactions (None: until done); how many were deleted."""
         ...
 
+    def refresh_statistics(self) -> bool:
+        """Bring the database's planner statistics of the jobs table up to date if they are stale (the
+        claim's plan depends on them); True if it did."""
+        ...
+
 
 def close_thread_connection(queue: JobQueue) -> None:
     """Close the calling thread's database connection, if ``queue`` has one (a ``JobRepository``: peewee keeps

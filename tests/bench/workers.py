@@ -31,22 +31,26 @@ def worker_args(url: str, worker_id: str, *extra: str) -> list[str]:
     ]
 
 
-def worker_drains(ctx: Context, process_counts: list[int], concurrent: list[int] = ()) -> list[Result]:
+def worker_drains(
+    ctx: Context, process_counts: list[int], concurrent: list[int] = (), *, backlog: bool = False
+) -> list[Result]:
     """One Result per process count (default settings), and per count in ``concurrent`` with
-    ``--concurrency 4``, plus the "database is locked" count over all of them and worker RSS."""
+    ``--concurrency 4``, plus the "database is locked" count over all of them and worker RSS. ``backlog``:
+    the drains only, labelled as the drain of a backlog of ctx.n jobs (a claim's cost as the backlog grows)."""
     runs = [(p, 1) for p in process_counts] + [(p, 4) for p in concurrent]
+    key, what = ("backlog_", f"drain of a {ctx.n:,}-job backlog") if backlog else ("", "drain")
     drains = {
         (p, c): ctx.result(
-            f"ours.drain_{p}p" + ("" if c == 1 else f"_c{c}"),
-            f"ours: drain, {p} worker process(es) --burst" + ("" if c == 1 else f" --concurrency {c}"),
+            f"ours.{key}drain_{p}p" + ("" if c == 1 else f"_c{c}"),
+            f"ours: {what}, {p} worker process(es) --burst" + ("" if c == 1 else f" --concurrency {c}"),
         )
         for p, c in runs
     }
     # The same drains without process start-up and exit: first claim to last completion, from the rows.
     steady = {
         (p, c): ctx.result(
-            f"ours.steady_{p}p" + ("" if c == 1 else f"_c{c}"),
-            f"ours: drain, {p} worker process(es)"
+            f"ours.{key}steady_{p}p" + ("" if c == 1 else f"_c{c}"),
+            f"ours: {what}, {p} worker process(es)"
             + ("" if c == 1 else f" --concurrency {c}")
             + ", first claim to last completion",
         )
@@ -82,6 +86,8 @@ def worker_drains(ctx: Context, process_counts: list[int], concurrent: list[int]
         result.values = repeat(ctx.rounds, lambda p=processes, c=concurrency: one_round(p, c))
     locked.values = [float(locked_total)]
     rss.values = rss_values
+    if backlog:
+        return [*drains.values(), *steady.values()]
     # "database is locked" is SQLite's way to fail a writer; PostgreSQL's row locks have no such error.
     return [*drains.values(), *steady.values(), *([locked] if ctx.backend.name == "sqlite" else []), rss]
 

@@ -1,0 +1,73 @@
+"""PostgreSQL's planner statistics, kept fresh by workers (store/statistics.py), and the worker program's
+generic plans. The claim plans themselves are looked at in test_postgres.py."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from queue_core.store.database import open_database
+from queue_core.store.repository import JobRepository
+from queue_core.store.statistics import statistics_stale
+from queue_core.worker import Worker
+from queue_core.worker.cli import build_parser, open_queue
+
+postgres_only = pytest.mark.backends("postgresql")
+BACKLOG = 3000
+
+
+def backlog(repo: JobRepository) -> None:
+    repo.create_many([{"type": "t", "payload": {}} for _ in range(BACKLOG)])
+
+
+@postgres_only
+def test_a_table_never_analyzed_is_analyzed_once_then_left_alone(db):
+    repo = JobRepository(db)
+    backlog(repo)
+    table = repo.Job._meta.table_name
+    assert statistics_stale(db, table)
+    assert repo.refresh_statistics() is True
+    assert not statistics_stale(db, table)
+    assert repo.refresh_statistics() is False  # nothing changed since: no second ANALYZE
+
+
+@postgres_only
+def test_a_worker_analyzes_a_table_without_statistics_before_it_claims(db, live_repo, handlers):
+    backlog(live_repo)
+    handlers.register("t", lambda payload: None)
+    Worker(live_repo, worker_id="w", registry=handlers, concurrency=4).run(burst=True)
+    analyzed = db.execute_sql(
+        "SELECT last_analyze IS NOT NULL FROM pg_stat_user_tables WHERE relid = %s::regclass",
+        (live_repo.Job._meta.table_name,),
+    ).fetchone()[0]
+    assert analyzed
+    assert live_repo.counts()["completed"] == BACKLOG
+
+
+@postgres_only
+def test_the_worker_program_plans_its_statements_once_other_programs_keep_the_default(db_url):
+    def setting(database) -> str:
+        seen = []
+        # A connection opened after the switch, on a thread of its own, as a claim thread's is.
+        thread = threading.Thread(target=lambda: seen.append(database.execute_sql("SHOW plan_cache_mode").fetchone()))
+        thread.start()
+        thread.join()
+        database.close()
+        return seen[0][0]
+
+    _queue, database, close = open_queue(build_parser().parse_args(["--db", db_url]))
+    try:
+        assert database.execute_sql("SHOW plan_cache_mode").fetchone()[0] == "force_generic_plan"
+        assert setting(database) == "force_generic_plan"
+    finally:
+        close()
+    other = open_database(db_url)
+    try:
+        assert setting(other) == "auto"
+    finally:
+        other.close()
+
+
+def test_sqlite_has_nothing_to_refresh(tmp_path):
+    assert JobRepository(open_database(f"sqlite:///{tmp_path / 'q.db'}")).refresh_statistics() is False
