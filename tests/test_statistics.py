@@ -4,6 +4,8 @@ generic plans. The claim plans themselves are looked at in test_postgres.py."""
 from __future__ import annotations
 
 import threading
+import uuid
+from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -71,3 +73,26 @@ def test_the_worker_program_plans_its_statements_once_other_programs_keep_the_de
 
 def test_sqlite_has_nothing_to_refresh(tmp_path):
     assert JobRepository(open_database(f"sqlite:///{tmp_path / 'q.db'}")).refresh_statistics() is False
+
+
+@postgres_only
+def test_a_role_that_may_not_analyze_the_table_does_not_try(db, db_url):
+    repo = JobRepository(db)
+    backlog(repo)  # never analyzed: stale for the owner
+    role = f"queue_nonowner_{uuid.uuid4().hex[:8]}"
+    schema = db.execute_sql("SELECT current_schema()").fetchone()[0]
+    db.execute_sql(f"CREATE ROLE {role} LOGIN")
+    try:
+        db.execute_sql(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+        db.execute_sql(f"GRANT SELECT ON ALL TABLES IN SCHEMA {schema} TO {role}")
+        parts = urlsplit(db_url)
+        other = open_database(urlunsplit(parts._replace(netloc=f"{role}@{parts.netloc.rsplit('@', 1)[-1]}")))
+        try:
+            assert statistics_stale(db, repo.Job._meta.table_name)
+            assert not statistics_stale(other, repo.Job._meta.table_name)
+        finally:
+            other.close()
+    finally:
+        db.execute_sql(f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {role}")
+        db.execute_sql(f"REVOKE ALL ON SCHEMA {schema} FROM {role}")
+        db.execute_sql(f"DROP ROLE {role}")

@@ -22,14 +22,18 @@ import peewee as pw
 ANALYZE_THRESHOLD = 1000
 ANALYZE_SCALE_FACTOR = 0.02
 
+# Only a table this role may analyze (its owner's, or a superuser): another role's ANALYZE is skipped with
+# a warning, and would be tried again at every check.
 STALE_SQL = (
-    "SELECT c.reltuples < 0 OR COALESCE(s.n_mod_since_analyze, 0) > %s + %s * GREATEST(c.reltuples, 0)"
+    "SELECT (c.reltuples < 0 OR COALESCE(s.n_mod_since_analyze, 0) > %s + %s * GREATEST(c.reltuples, 0))"
+    " AND pg_has_role(c.relowner, 'USAGE')"
     " FROM pg_class AS c LEFT JOIN pg_stat_user_tables AS s ON s.relid = c.oid WHERE c.oid = %s::regclass"
 )
 
 
 def statistics_stale(db: pw.Database, table: str) -> bool:
-    """True when ``table`` was never analyzed or has changed by more than the analyze rule since."""
+    """True when ``table`` was never analyzed or has changed by more than the analyze rule since, and this
+    connection's role may analyze it."""
     row = db.execute_sql(STALE_SQL, (ANALYZE_THRESHOLD, ANALYZE_SCALE_FACTOR, _quoted(table))).fetchone()
     return bool(row and row[0])
 
