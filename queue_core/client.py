@@ -263,8 +263,10 @@ class HttpQueue:
         return self._post("/jobs/prune", body).json()["pruned"]
 
     def refresh_statistics(self) -> bool:
-        """Nothing to do from here: the server's database is the server's (and its autovacuum's) to keep."""
-        return False
+        """Ask the server to refresh its database's planner statistics if they are stale. A server older
+        than the route answers 404: nothing done, and no error (its claims plan as they always did)."""
+        response = self._request("POST", "/jobs/refresh-statistics", None, allow=(404,))
+        return response.status_code != 404 and bool(response.json()["analyzed"])
 
     def find_by_id(self, job_id: int) -> RemoteJob | None:
         response = self._request("GET", f"/jobs/{int(job_id)}", None, allow=(404,))

@@ -427,6 +427,7 @@ def test_openapi_documents_every_endpoint_and_problem_responses(http):
         ("POST", "/jobs/heartbeat"),
         ("POST", "/jobs/reap"),
         ("POST", "/jobs/prune"),
+        ("POST", "/jobs/refresh-statistics"),
         ("POST", "/jobs/{job_id}/complete"),
         ("POST", "/jobs/{job_id}/complete-and-claim"),
         ("POST", "/jobs/{job_id}/fail"),

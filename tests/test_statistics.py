@@ -8,8 +8,13 @@ import uuid
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
 
+from queue_core.client import HttpQueue
+from queue_core.server.app import create_app
 from queue_core.store.database import open_database
+from queue_core.store.models import is_postgres
 from queue_core.store.repository import JobRepository
 from queue_core.store.statistics import statistics_stale
 from queue_core.worker import Worker
@@ -96,3 +101,21 @@ def test_a_role_that_may_not_analyze_the_table_does_not_try(db, db_url):
         db.execute_sql(f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {role}")
         db.execute_sql(f"REVOKE ALL ON SCHEMA {schema} FROM {role}")
         db.execute_sql(f"DROP ROLE {role}")
+
+
+def test_a_worker_over_the_api_has_the_server_refresh_its_statistics(db):
+    repo = JobRepository(db)
+    backlog(repo)
+    client = TestClient(create_app(repo), raise_server_exceptions=False)
+    with HttpQueue("http://testserver", client=client) as queue:
+        postgres = is_postgres(db)
+        assert queue.refresh_statistics() is postgres  # never analyzed: PostgreSQL analyzes, SQLite has nothing
+        assert queue.refresh_statistics() is False  # fresh now
+    if postgres:
+        assert not statistics_stale(db, repo.Job._meta.table_name)
+
+
+def test_a_server_without_the_route_is_no_error():
+    older = FastAPI()  # an older server: no /jobs/refresh-statistics, so 404
+    with HttpQueue("http://testserver", client=TestClient(older)) as queue:
+        assert queue.refresh_statistics() is False

@@ -292,6 +292,10 @@ class ReapResult(BaseModel):
     reaped: int
 
 
+class StatisticsResult(BaseModel):
+    analyzed: bool = Field(description="true if the jobs table's planner statistics were stale and were refreshed")
+
+
 class CompletedAndClaimed(BaseModel):
     completed: JobOut | None = Field(description="the job, completed; null if the claim was no longer held")
     claimed: JobOut | None = Field(description="the next job, now running for worker_id; null if none is due")

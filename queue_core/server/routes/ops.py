@@ -1,4 +1,5 @@
-"""Operations: take back stale claims, the counts behind a dashboard, and the liveness probe."""
+"""Operations: take back stale claims, prune, planner statistics, the counts behind a dashboard, and the
+liveness probe."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from datetime import timedelta
 from fastapi import APIRouter
 
 from ...errors import ValidationError
-from ..schemas import Health, Prune, PruneResult, Reap, ReapResult, Stats
+from ..schemas import Health, Prune, PruneResult, Reap, ReapResult, StatisticsResult, Stats
 from .common import Repo
 
 router = APIRouter()
@@ -32,6 +33,17 @@ def reap(body: Reap, repo: Repo) -> dict:
 def prune(body: Prune, repo: Repo) -> dict:
     age = seconds("older_than_seconds", body.older_than_seconds)
     return {"pruned": repo.prune(age, batch=body.batch, max_batches=body.max_batches)}
+
+
+@router.post(
+    "/jobs/refresh-statistics",
+    response_model=StatisticsResult,
+    summary="Refresh the database's planner statistics of the jobs table if stale",
+)
+def refresh_statistics(repo: Repo) -> dict:
+    """PostgreSQL plans a claim by these statistics (README, "Planner statistics and claim plans"): a worker
+    over this API asks for this as a worker on the database does it itself. Nothing to do on SQLite."""
+    return {"analyzed": repo.refresh_statistics()}
 
 
 @router.get("/stats", response_model=Stats, summary="Jobs per status and throughput")
