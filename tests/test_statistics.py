@@ -4,6 +4,7 @@ generic plans. The claim plans themselves are looked at in test_postgres.py."""
 from __future__ import annotations
 
 import threading
+import time
 import uuid
 from urllib.parse import urlsplit, urlunsplit
 
@@ -26,6 +27,20 @@ BACKLOG = 3000
 
 def backlog(repo: JobRepository) -> None:
     repo.create_many([{"type": "t", "payload": {}} for _ in range(BACKLOG)])
+    if is_postgres(repo.db):
+        # A backend reports its row counts to pg_stat at most once a second: counts still unreported when
+        # an ANALYZE resets the table's would arrive after it and make the fresh statistics look stale.
+        deadline = time.monotonic() + 30
+        while modified_since_analyze(repo) < BACKLOG and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+
+def modified_since_analyze(repo: JobRepository) -> int:
+    row = repo.db.execute_sql(
+        "SELECT n_mod_since_analyze FROM pg_stat_user_tables WHERE relid = %s::regclass",
+        (repo.Job._meta.table_name,),
+    ).fetchone()
+    return row[0] if row else 0
 
 
 @postgres_only
