@@ -222,7 +222,14 @@ class QueueConsole(
         else:
             self.post_message(SnapshotLoaded(snapshot))
 
+    def _widgets_gone(self) -> bool:
+        """True once the app is closing: a read still in flight when the operator quits is answered after
+        the widgets are removed, and showing it raised NoMatches (seen once in CI, the worker-pane test)."""
+        return not self.query(StatsBar)
+
     def on_snapshot_loaded(self, message: SnapshotLoaded) -> None:
+        if self._widgets_gone():
+            return
         self._loading = False
         self._last_refresh_error = None
         snapshot = message.snapshot
@@ -234,6 +241,8 @@ class QueueConsole(
         self._reload_if_asked()
 
     def on_refresh_failed(self, message: RefreshFailed) -> None:
+        if self._widgets_gone():
+            return
         self._loading = False
         if message.error != self._last_refresh_error:
             self.notify(f"Cannot read the queue: {message.error}", title="Refresh failed", severity="error")
