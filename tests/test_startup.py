@@ -98,19 +98,14 @@ def test_the_worker_program_freezes_its_start_up_and_main_called_from_a_program_
     repo = JobRepository(open_database(url))
     args = ["--db", url, "--burst", "--log-level", "warning", "--handlers", "freeze_handlers"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+
+    def run(*command: str) -> None:
+        out = subprocess.run([sys.executable, *command], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+
     program, _ = repo.create("frozen", {})
-    out = subprocess.run(
-        [sys.executable, "-m", "queue_core.worker", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
+    run("-m", "queue_core.worker", *args)
     called, _ = repo.create("frozen", {})
-    code = f"import sys; from queue_core.worker.cli import main; sys.exit(main({args!r}))"
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr
+    run("-c", f"import sys; from queue_core.worker.cli import main; sys.exit(main({args!r}))")
     assert repo.find_by_id(program.id).result["frozen"] > 0
     assert repo.find_by_id(called.id).result == {"frozen": 0}

@@ -368,7 +368,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
     def refresh_statistics(self) -> bool:
         """PostgreSQL: ANALYZE the jobs table if its planner statistics are stale (never analyzed, or changed
         by more than autovacuum's analyze rule since), so claims read the pending jobs in index order; True
-        if it analyzed. Workers call it at start and every minute or so (``store/statistics.py``)."""
+        if it analyzed. Workers call it at start and every 15 s (``store/statistics.py``)."""
         return self.statements.refresh_statistics()
 
     # --- operator actions -------------------------------------------------------------------------

@@ -29,11 +29,11 @@ import peewee as pw
 from ..clock import Clock
 from ..errors import ValidationError
 from ..rules import COMPLETED, PENDING, RUNNING
+from . import statistics
 from .compiled import CompiledStatements, Markers, RowReader, numbered
 from .models import Job, bind_models
 from .notify import JOBS_CHANNEL
 from .specs import NewJobs
-from .statistics import refresh_statistics
 
 # PostgreSQL's clock as a naive UTC timestamp (the columns' type), evaluated by the server.
 POSTGRES_NOW = pw.SQL("(now() AT TIME ZONE 'UTC')")
@@ -404,7 +404,7 @@ class PostgresStatements(Statements):
         self.db.execute(pw.Select(columns=[_pending_notification()]))
 
     def refresh_statistics(self) -> bool:
-        return refresh_statistics(self.db, self.Job._meta.table_name)
+        return statistics.refresh_statistics(self.db, self.Job._meta.table_name)
 
     def complete_and_claim_many(
         self, worker_id: str, acks: list, n: int, types: list[str] | None, queues: list[str] | None
