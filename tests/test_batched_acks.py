@@ -10,6 +10,7 @@ import peewee as pw
 import pytest
 
 from queue_core.errors import ValidationError
+from queue_core.store.compiled import RowReader
 from queue_core.worker import Worker
 from queue_core.worker.acks import AckBatch, Acks
 from queue_core.worker.handlers import current_job
@@ -70,6 +71,20 @@ def test_complete_and_claim_many_with_one_of_each_uses_the_single_statement_and_
     done, claimed = repo.complete_and_claim_many([(job.id, job.attempt, "ok")], 1, ["t"], worker_id="w")
     assert done == [(job.id, job.attempt)] and [j.id for j in claimed] == [job.id + 1]
     assert repo.find_by_id(job.id).result == "ok"
+
+
+def test_the_single_statement_path_builds_only_the_claimed_job(repo, monkeypatch):
+    # A worker reads (id, attempt) of its completion: building the completed row as a Job was per-job
+    # work nothing read.
+    for _ in range(2):
+        repo.create("t")
+    job = repo.claim("w")
+    built = []
+    build = RowReader.build
+    monkeypatch.setattr(RowReader, "build", lambda self, data: built.append(data["id"]) or build(self, data))
+    done, claimed = repo.complete_and_claim_many([(job.id, job.attempt, None)], 1, ["t"], worker_id="w")
+    assert done == [(job.id, job.attempt)] and [j.id for j in claimed] == [job.id + 1] == built
+    assert claimed[0].status == "running" and claimed[0].attempt == 1 and claimed[0].worker_id == "w"
 
 
 @pytest.mark.parametrize(

@@ -13,6 +13,7 @@ from queue_core.store.compiled import (
     CompiledStatements,
     RowReader,
     StatementCache,
+    column_names,
 )
 from queue_core.validation import MAX_TYPES
 
@@ -60,6 +61,21 @@ def test_rows_are_the_objects_peewee_would_build(repo, clock):
     assert [job._dirty for job in read] == [job._dirty for job in expected] == [set(), set()]
     assert read[0].payload == {"nested": [1, {"a": None}]} and read[0].claimed_at == clock.now
     assert read[1].to_dict() == expected[1].to_dict()
+
+
+def test_a_reader_follows_its_cursor_columns_when_they_change(repo, clock):
+    # The layout is kept between reads and compared by column names (psycopg: read from its result, as
+    # bytes): another column set or order is worked out again, never read with the last one's converters.
+    job, _ = repo.create("t", {"a": 1}, priority=7)
+    Job = repo.Job
+    reader = RowReader(Job)
+    first = [(Job.id, Job.payload, Job.updated_at), (Job.updated_at, Job.priority, Job.id), (Job.payload,)]
+    for columns in first * 2:
+        [row] = reader.models(repo.db.execute_sql(*Job.select(*columns).sql()))
+        expected = {field.name: getattr(job, field.name) for field in columns}
+        assert {field.name: row.__data__[field.name] for field in columns} == expected
+    cursor = repo.db.execute_sql(*Job.select(Job.id, Job.type).sql())
+    assert [name.decode() if isinstance(name, bytes) else name for name in column_names(cursor)] == ["id", "type"]
 
 
 def test_a_marker_folded_into_the_sql_text_is_refused(repo):

@@ -202,6 +202,36 @@ def _key(value):
 _PLAIN_TYPES = {pw.AutoField: int, pw.IntegerField: int, pw.CharField: str, pw.TextField: str, pw.FloatField: float}
 
 
+class FetchedRows:
+    """Rows already fetched, with their column names: read like a cursor by ``RowReader`` (and ``column_names``)."""
+
+    def __init__(self, columns: tuple, rows: list):
+        self.columns = columns
+        self._rows = rows
+
+    def fetchall(self) -> list:
+        return self._rows
+
+
+def column_names(cursor) -> tuple:
+    """The names of the cursor's columns, to compare with a layout worked out before (str, or bytes on psycopg).
+
+    psycopg builds a ``Column`` object per column each time ``description`` is read: for a claim's 21
+    columns, a quarter of the Python its statement cost a PostgreSQL worker (cProfile of a claim loop).
+    Its result holds the names; read there, they are 21 calls into C.
+    """
+    if type(cursor) is FetchedRows:
+        return cursor.columns
+    result = getattr(cursor, "pgresult", None)
+    if result is None:
+        return tuple(column[0] for column in cursor.description)
+    return tuple(map(result.fname, range(result.nfields)))
+
+
+def _text(name) -> str:
+    return name.decode() if isinstance(name, bytes) else name
+
+
 class RowReader:
     """Rows of ``RETURNING <every column>`` as model objects, equal to what peewee's cursor wrapper builds.
 
@@ -233,6 +263,19 @@ class RowReader:
             )
         return jobs
 
+    def partition(self, cursor, field: str, value, keys: tuple[str, ...]) -> tuple[list[tuple], list]:
+        """The rows whose ``field`` is ``value``, as tuples of their ``keys`` as the driver gives them, and the
+        other rows as models: a caller that needs only the ids of some rows does not build them."""
+        names = [name for name, _, _ in self._layout(cursor)[1]]
+        at, picks = names.index(field), [names.index(key) for key in keys]
+        matched, others = [], []
+        for row in cursor.fetchall():
+            if row[at] == value:
+                matched.append(tuple(row[i] for i in picks))
+            else:
+                others.append(row)
+        return matched, self.models(FetchedRows(column_names(cursor), others))
+
     def named(self, cursor, *, keep: str | None = None) -> list:
         """The rows as named tuples of Python values (what peewee's ``namedtuples()`` gives, ~5x faster).
 
@@ -254,7 +297,7 @@ class RowReader:
 
         if keep is None:
             return [build(row) for row in raw_rows]
-        columns = tuple(column[0] for column in cursor.description)
+        columns = column_names(cursor)
         kept_columns, kept = self._kept.get(keep, ((), {}))
         if kept_columns != columns:
             kept = {}
@@ -274,13 +317,12 @@ class RowReader:
 
     def _layout(self, cursor) -> tuple[type, list]:
         """(a named tuple type, (field name, converter, plain type) per column) for the cursor's columns."""
-        columns = tuple(column[0] for column in cursor.description)
+        columns = column_names(cursor)
         known, row_type, fields = self.layout
         if columns != known:
             by_column = self.model._meta.columns
-            fields = [
-                (by_column[c].name, by_column[c].python_value, _PLAIN_TYPES.get(type(by_column[c]))) for c in columns
-            ]
+            named = [by_column[_text(c)] for c in columns]
+            fields = [(field.name, field.python_value, _PLAIN_TYPES.get(type(field))) for field in named]
             row_type = namedtuple("Row", [name for name, _, _ in fields])
             self.layout = (columns, row_type, fields)  # one assignment: threads share a repository
         return row_type, fields

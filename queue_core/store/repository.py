@@ -242,9 +242,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         if len(acks) == 1 and n == 1:
             # One worker slot's round: the single-statement complete-and-claim (no BEGIN and COMMIT).
             ((job_id, attempt, result),) = acks
-            rows = self.statements.complete_and_claim(job_id, worker_id, attempt, types, queues, result)
-            done = [(job.id, job.attempt) for job in rows if job.status == COMPLETED]
-            return done, [job for job in rows if job.status == RUNNING]
+            return self.statements.complete_and_claim_next(job_id, worker_id, attempt, types, queues, result)
         if len(acks) > ACK_CHUNK:
             with self.db.atomic():
                 done = self._complete_stored(worker_id, acks)

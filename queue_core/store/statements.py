@@ -30,7 +30,7 @@ from ..clock import Clock
 from ..errors import ValidationError
 from ..rules import COMPLETED, PENDING, RUNNING
 from . import statistics
-from .compiled import CompiledStatements, Markers, RowReader, numbered
+from .compiled import CompiledStatements, FetchedRows, Markers, RowReader, column_names, numbered
 from .models import Job, bind_models
 from .notify import JOBS_CHANNEL
 from .specs import NewJobs
@@ -228,11 +228,30 @@ class Statements:
         queues: list[str] | None,
         result: str | None = None,
     ) -> list[Job]:
+        statement, values = self._complete_and_claim_bound(job_id, worker_id, attempt, types, queues, result)
+        return statement.execute(values)
+
+    def complete_and_claim_next(
+        self,
+        job_id: int,
+        worker_id: str,
+        attempt: int,
+        types: list[str] | None,
+        queues: list[str] | None,
+        result: str | None = None,
+    ) -> tuple[list[tuple[int, int]], list[Job]]:
+        """``complete_and_claim`` for a worker's slot: (the (id, attempt) completed, the jobs claimed). Only
+        the claimed job is built: the completed one was a model built per job and dropped unread."""
+        statement, values = self._complete_and_claim_bound(job_id, worker_id, attempt, types, queues, result)
+        cursor = self.db.execute_sql(statement.sql, statement.params(values))
+        return statement.reader.partition(cursor, "status", COMPLETED, ("id", "attempt"))
+
+    def _complete_and_claim_bound(self, job_id, worker_id, attempt, types, queues, result):
         types, queues = _padded(types), _padded(queues)
         values = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt, "result": result}
         values |= numbered("type", types) | numbered("queue", queues)
         statement = self.compiled.statement(self._complete_and_claim, _count(types), _count(queues))
-        return statement.execute(self.time.bind(values))
+        return statement, self.time.bind(values)
 
     def _complete_and_claim(self, m: Markers, type_count: int | None, queue_count: int | None):
         Job = self.Job
@@ -433,7 +452,7 @@ class PostgresStatements(Statements):
         cursor = self.db.execute_sql(sql, [*params, *claim.params(self.time.bind(values))])
         rows = cursor.fetchall()
         done = [(row[-2], row[-1]) for row in rows if row[-2] is not None]
-        claimed = _Rows(cursor.description[:-2], [row[:-2] for row in rows if row[-2] is None])
+        claimed = FetchedRows(column_names(cursor)[:-2], [row[:-2] for row in rows if row[-2] is None])
         return done, self.rows.models(claimed)
 
     def by_primary_key(self) -> pw.Node:
@@ -625,14 +644,3 @@ def _stored_params(rows: list[dict], fields: list) -> list:
 def _decoded(payload: str) -> dict:
     # Most batches carry empty payloads: skip the JSON decoder for those (a new dict each time).
     return {} if payload == "{}" else json.loads(payload)
-
-
-class _Rows:
-    """Rows already fetched, read like a cursor's (``RowReader.models`` takes either)."""
-
-    def __init__(self, description, rows: list):
-        self.description = description
-        self._rows = rows
-
-    def fetchall(self) -> list:
-        return self._rows
