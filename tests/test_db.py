@@ -12,6 +12,7 @@ from support import as_schema_version_5
 
 from queue_core.errors import DatabaseURLError
 from queue_core.store.database import default_url, open_database
+from queue_core.store.models import is_postgres
 from queue_core.store.repository import JobRepository
 from queue_core.store.schema import SCHEMA_VERSION, schema_version
 
@@ -45,7 +46,28 @@ def test_schema_created_once_and_reopen_keeps_jobs(db_url):
     assert schema_version(db) == SCHEMA_VERSION
     assert JobRepository(db).list()[0].payload == {"keep": True}
     indexes = {index.name for index in db.get_indexes("jobs")}
-    assert {"jobs_claim", "jobs_status_updated", "jobs_type_status"} <= indexes
+    assert {"jobs_status_updated", "jobs_type_status"} <= indexes
+    # The full claim index only on SQLite, whose claim reads it; PostgreSQL's claims read partial ones (v8).
+    assert ("jobs_claim" in indexes) != is_postgres(db)
+    db.close()
+
+
+def test_a_version_7_database_upgrades_to_8_keeping_every_job(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    for priority in (0, 5):
+        repo.create("t", priority=priority)
+    repo.claim("w")
+    before = {job.id: (job.status, job.priority) for job in repo.list()}
+    db.execute_sql("CREATE INDEX IF NOT EXISTS jobs_claim ON jobs (status, priority DESC, run_at, id)")
+    db.execute_sql("UPDATE queue_meta SET value = '7' WHERE key = 'schema_version'")
+    db.close()
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    assert schema_version(db) == SCHEMA_VERSION
+    assert {job.id: (job.status, job.priority) for job in repo.list()} == before
+    assert ("jobs_claim" in {index.name for index in db.get_indexes("jobs")}) != is_postgres(db)
+    assert repo.claim("w") is not None and repo.claim("w") is None  # the claim still works
     db.close()
 
 

@@ -87,7 +87,7 @@ def test_a_version_6_database_upgrades_to_7_keeping_every_job(db_url):
     db.execute_sql("UPDATE queue_meta SET value = '6' WHERE key = 'schema_version'")
     db.close()
     db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION == 7
+    assert schema_version(db) == SCHEMA_VERSION
     assert {job.id: (job.queue, job.status) for job in JobRepository(db).list()} == before
     assert ("jobs_queue_status" in {index.name for index in db.get_indexes("jobs")}) == is_postgres(db)
     db.close()

@@ -162,6 +162,17 @@ def _migrate_v7(db: pw.Database) -> None:
         db.execute_sql(QUEUE_STATUS_INDEX_POSTGRES)
 
 
+def _migrate_v8(db: pw.Database) -> None:
+    # PostgreSQL only: v1's jobs_claim (status, priority DESC, run_at, id) held every job, yet no read
+    # there needs it: claims and the pending window read the partial pending indexes (v3, v6), and every
+    # other read by status jobs_status_updated or jobs_queue_status. It was one more index entry to write
+    # at every insert and every change of status (claim, completion): create_many of 5,000 jobs 1.17x
+    # faster without it, interleaved rounds; the console's views on 200,000 jobs unchanged. SQLite keeps
+    # it: its claim reads it (its pending range stays small, as SQLite changes index entries in place).
+    if is_postgres(db):
+        db.execute_sql("DROP INDEX IF EXISTS jobs_claim")
+
+
 # (version, step): each step takes the schema from version - 1 to version, keeping every job.
 MIGRATIONS = (
     (1, _migrate_v1),
@@ -171,6 +182,7 @@ MIGRATIONS = (
     (5, _migrate_v5),
     (6, _migrate_v6),
     (7, _migrate_v7),
+    (8, _migrate_v8),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
