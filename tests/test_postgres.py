@@ -40,7 +40,11 @@ def claim_statement(repo: JobRepository) -> tuple[str, list]:
 def claim_plan(repo: JobRepository, *, generic: bool) -> str:
     """EXPLAIN ANALYZE of the statement a worker's claim of 4 jobs runs, as a prepared statement (psycopg prepares
     what a connection runs five times), planned generically or with these values."""
-    sql, params = claim_statement(repo)
+    return prepared_plan(repo, *claim_statement(repo), generic=generic)
+
+
+def prepared_plan(repo: JobRepository, sql: str, params: list, *, generic: bool) -> str:
+    """EXPLAIN ANALYZE of ``sql`` as a prepared statement, planned generically or with ``params``."""
     counter = itertools.count(1)
     numbered_sql = re.sub("%s", lambda _: f"${next(counter)}", sql)
     db = repo.db
@@ -149,6 +153,24 @@ def test_with_statistics_a_claim_reads_the_pending_index_in_order_and_touches_on
     assert "jobs_pending_claim" in plan, plan
     assert "Sort" not in plan, plan  # not every pending job sorted to find four
     assert not re.search(r"Seq Scan on jobs\b", plan), plan  # the claimed rows found by id, not by a scan
+
+
+@postgres_only
+def test_a_generic_plan_of_the_reap_reads_the_running_jobs_not_every_job(db, repo, clock):
+    # A worker's connection plans prepared statements generically (use_generic_plans); its reap is prepared
+    # once it has run five times. With "status = $1" that plan walked the primary key over every job.
+    repo.create_many([{"type": "t"} for _ in range(3000)])
+    db.execute_sql("UPDATE jobs SET status = 'completed'")
+    repo.create("t")
+    repo.claim("w")
+    db.execute_sql("ANALYZE jobs")
+    Job = repo.Job
+    sql, params = Job.select().where(repo._stale(clock.now - timedelta(seconds=60))).order_by(Job.id).sql()
+    plan = prepared_plan(repo, sql, params, generic=True)
+    assert "jobs_status_updated" in plan, plan
+    assert "jobs_pkey" not in plan and not re.search(r"Seq Scan on jobs\b", plan), plan
+    clock.advance(120)
+    assert repo.reap_stale(timedelta(seconds=60)) == 1  # and the reap still finds the stale claim
 
 
 @postgres_only
