@@ -17,6 +17,7 @@ Two mistakes would replay the wrong statement silently, so neither is left to th
 
 from __future__ import annotations
 
+import operator
 import threading
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Iterable
@@ -224,8 +225,11 @@ def column_names(cursor) -> tuple:
         return cursor.columns
     result = getattr(cursor, "pgresult", None)
     if result is None:
-        return tuple(column[0] for column in cursor.description)
+        return tuple(map(_first, cursor.description))
     return tuple(map(result.fname, range(result.nfields)))
+
+
+_first = operator.itemgetter(0)
 
 
 def _text(name) -> str:
