@@ -174,6 +174,21 @@ def test_a_generic_plan_of_the_reap_reads_the_running_jobs_not_every_job(db, rep
 
 
 @postgres_only
+def test_a_generic_plan_of_prune_reads_the_status_index_even_with_nothing_to_prune(db, repo, clock):
+    # "status IN ($1, $2, $3) AND updated_at < $4" planned generically was a scan of the whole table, read
+    # to its end whenever nothing was old enough.
+    repo.create_many([{"type": "t"} for _ in range(3000)])
+    db.execute_sql("UPDATE jobs SET status = 'completed'")
+    db.execute_sql("ANALYZE jobs")
+    for status in ("completed", "failed", "cancelled"):
+        sql, params = repo._prunable(status, clock.now - timedelta(days=1), 1000).sql()
+        plan = prepared_plan(repo, sql, params, generic=True)
+        assert "jobs_status_updated" in plan and not re.search(r"Seq Scan on jobs\b", plan), plan
+    clock.advance(2 * 86400)
+    assert repo.prune(timedelta(days=1), batch=1000) == 3000 and repo.counts()["completed"] == 0
+
+
+@postgres_only
 def test_completions_are_written_before_the_claim_locks_a_job(db_url, live_repo):
     """A batch's completions and the next claim are one statement. Were the claim first, it could hold a job
     while its completions wait for a lock; with another slot doing the same the other way round, the two

@@ -442,7 +442,11 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             with self.db.atomic():
                 # The ids first, then a delete by primary key: a DELETE ... WHERE id IN (subquery) can be
                 # planned as a scan of the whole table per batch on PostgreSQL.
-                found = [job_id for (job_id,) in Job.select(Job.id).where(finished).limit(batch).tuples()]
+                found = []
+                for status in FINAL:
+                    found += [job_id for (job_id,) in self._prunable(status, cutoff, batch - len(found)).tuples()]
+                    if len(found) == batch:
+                        break
                 # The condition again: an operator may have retried one of them meanwhile.
                 doomed = Job.delete().where(Job.id.in_(found) & finished).returning(Job.id) if found else []
                 deleted = [row.id for row in doomed]
@@ -451,6 +455,17 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             pruned += len(deleted)
             if len(found) < batch or batches == max_batches:
                 return pruned
+
+    def _prunable(self, status: str, cutoff: datetime, limit: int) -> pw.Select:
+        """The ids of up to ``limit`` ``status`` jobs last changed before ``cutoff``, oldest first.
+
+        One status at a time, written as a literal and read in index order: a worker plans its prepared
+        statements generically, and the generic plan of "status IN ($1, $2, $3) AND updated_at < $4" was a
+        scan of the whole table whenever nothing was old enough (25 ms at 200,000 jobs, every prune).
+        """
+        Job = self.Job
+        where = (Job.status == pw.SQL(f"'{status}'")) & (Job.updated_at < cutoff)
+        return Job.select(Job.id).where(where).order_by(Job.updated_at).limit(limit)
 
 
 def _stored_acks(completions: Iterable[tuple[int, int, object]]) -> list[tuple[int, int, str | None]]:
