@@ -18,7 +18,6 @@ from ..errors import ValidationError
 from ..results import encode_result
 from ..rules import (
     CANCELLED,
-    COMPLETED,
     DEFAULT_MAX_RETRIES,
     DEFAULT_QUEUE,
     FAILED,
@@ -242,7 +241,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         if len(acks) == 1 and n == 1:
             # One worker slot's round: the single-statement complete-and-claim (no BEGIN and COMMIT).
             ((job_id, attempt, result),) = acks
-            return self.statements.complete_and_claim_next(job_id, worker_id, attempt, types, queues, result)
+            return self.statements.complete_and_claim(job_id, worker_id, attempt, types, queues, result)
         if len(acks) > ACK_CHUNK:
             with self.db.atomic():
                 done = self._complete_stored(worker_id, acks)
@@ -292,9 +291,10 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         queues = validate_queue_names(queues)
         if types == [] or queues == []:
             return self.complete(job_id, worker_id=worker_id, attempt=attempt, result=result), None
-        jobs = self.statements.complete_and_claim(job_id, worker_id, attempt, types, queues, encode_result(result))
-        done = next((job for job in jobs if job.status == COMPLETED), None)
-        return done, next((job for job in jobs if job.status == RUNNING), None)
+        done, claimed = self.statements.complete_and_claim(
+            job_id, worker_id, attempt, types, queues, encode_result(result), whole=True
+        )
+        return next(iter(done), None), next(iter(claimed), None)
 
     def fail(self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
         """Record a failed attempt: back to pending after a back-off while retries are left, else failed.

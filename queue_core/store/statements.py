@@ -227,31 +227,20 @@ class Statements:
         types: list[str] | None,
         queues: list[str] | None,
         result: str | None = None,
-    ) -> list[Job]:
-        statement, values = self._complete_and_claim_bound(job_id, worker_id, attempt, types, queues, result)
-        return statement.execute(values)
-
-    def complete_and_claim_next(
-        self,
-        job_id: int,
-        worker_id: str,
-        attempt: int,
-        types: list[str] | None,
-        queues: list[str] | None,
-        result: str | None = None,
-    ) -> tuple[list[tuple[int, int]], list[Job]]:
-        """``complete_and_claim`` for a worker's slot: (the (id, attempt) completed, the jobs claimed). Only
-        the claimed job is built: the completed one was a model built per job and dropped unread."""
-        statement, values = self._complete_and_claim_bound(job_id, worker_id, attempt, types, queues, result)
-        cursor = self.db.execute_sql(statement.sql, statement.params(values))
-        return statement.reader.partition(cursor, "status", COMPLETED, ("id", "attempt"))
-
-    def _complete_and_claim_bound(self, job_id, worker_id, attempt, types, queues, result):
+        *,
+        whole: bool = False,
+    ) -> tuple[list, list[Job]]:
+        """(the completed job's (id, attempt), or with ``whole`` the job; the jobs claimed). A worker's slot
+        needs the (id, attempt) only: building the completed row as a job was per-job work nothing read."""
         types, queues = _padded(types), _padded(queues)
         values = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt, "result": result}
         values |= numbered("type", types) | numbered("queue", queues)
         statement = self.compiled.statement(self._complete_and_claim, _count(types), _count(queues))
-        return statement, self.time.bind(values)
+        cursor = self.db.execute_sql(statement.sql, statement.params(self.time.bind(values)))
+        if not whole:
+            return statement.reader.partition(cursor, "status", COMPLETED, ("id", "attempt"))
+        jobs = statement.reader.models(cursor)
+        return [job for job in jobs if job.status == COMPLETED], [job for job in jobs if job.status == RUNNING]
 
     def _complete_and_claim(self, m: Markers, type_count: int | None, queue_count: int | None):
         Job = self.Job
