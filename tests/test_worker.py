@@ -377,6 +377,11 @@ def test_a_stop_tries_each_release_once_and_leaves_the_rest_to_the_reaper(live_r
     errors = events.of("error")
     assert [e.message.endswith("; retrying") for e in errors] == [False] and "during=release" in errors[0].message
     assert live_repo.find_by_id(job.id).status == "running"  # the reaper's to take back
+    # And the job it left running is named, with what becomes of it (the error alone did not say).
+    [unwritten] = events.of("unwritten")
+    assert (
+        unwritten.job_id == job.id and "not released" in unwritten.message and "stale_after (600s)" in unwritten.message
+    )
 
 
 class FlakyAcks:

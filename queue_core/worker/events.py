@@ -17,7 +17,8 @@ logger = logging.getLogger(__name__)
 # "overrun": a plain handler's thread still running past its job's timeout (Python cannot stop it); the
 # attempt was failed and the slot moved on. "unconfirmed": an outcome re-sent after an error found the claim
 # no longer held, so whether the first try was written (its reply lost) or the claim was taken back is not
-# known. "unwritten": a stop ended with outcomes not written (given up, or a write still under way).
+# known. "unwritten": a stop ended with outcomes not written (given up, or a write still under way), or
+# (with its job) a stop could not release an unfinished job.
 EVENT_KINDS = (
     "started",
     "claimed",

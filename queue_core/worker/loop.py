@@ -305,6 +305,12 @@ class Worker:
         # that a stop never waits stale_after per job on a dead database.
         result = self._acks.release(entry.job, once=session.stopping.is_set())
         if result is GAVE_UP:
+            # The error was reported as it happened; this says which job it leaves running, and until when.
+            note = (
+                f"not released ({reason}): it stays running until the reaper takes it back after stale_after "
+                f"({self.stale_after:g}s), then runs again"
+            )
+            self._events.emit("unwritten", job, note=note)
             return
         if result is UNCONFIRMED:
             note = f"released after an error, maybe by the try that raised, or its claim was taken back ({reason})"
