@@ -84,10 +84,30 @@ def validate_types(value) -> list[str] | None:
     return _validate_names("types", "type", value, validate_type)
 
 
+# Tuples of names that passed, per field: a worker claims with the same tuple of types before every job.
+_CHECKED_NAMES: dict[tuple[str, tuple], list[str]] = {}
+_CHECKED_NAMES_KEPT = 64
+
+
 def _validate_names(field: str, noun: str, value, validate_one) -> list[str] | None:
     """None, or a list of at most ``MAX_TYPES`` names each passing ``validate_one``; errors name ``field``."""
     if value is None:
         return None
+    if type(value) is tuple:
+        try:
+            return list(_CHECKED_NAMES[field, value])
+        except KeyError:
+            names = _check_names(field, noun, value, validate_one)
+            if len(_CHECKED_NAMES) >= _CHECKED_NAMES_KEPT:
+                _CHECKED_NAMES.clear()
+            _CHECKED_NAMES[field, value] = names
+            return list(names)
+        except TypeError:  # an unhashable item: not a name, and the check below says so
+            pass
+    return _check_names(field, noun, value, validate_one)
+
+
+def _check_names(field: str, noun: str, value, validate_one) -> list[str]:
     if isinstance(value, str | bytes):
         raise ValidationError(field, f"must be a list of {noun} names, not the single string {value!r}")
     try:

@@ -246,3 +246,33 @@ def test_ids_bound_as_one_parameter_select_exactly_those_rows(repo):
     assert len(query.sql()[1]) == 1  # not one placeholder per id
     assert sorted(row[0] for row in query.tuples()) == ids[::3]
     assert list(Job.select(Job.id).where(repo.statements.id_in(Job.id, [])).tuples()) == []
+
+
+def test_a_plain_value_is_bound_as_it_is_and_any_other_through_its_field(repo, clock):
+    Job = repo.Job
+    statement = CompiledStatement(
+        repo.db,
+        lambda m: (
+            Job.update(priority=m.integer("priority", Job.priority), updated_at=m.time("now", Job.updated_at))
+            .where(Job.worker_id == m.text("worker_id", Job.worker_id))
+            .returning(Job.id)
+        ),
+    )
+    expected = Job.update(priority=True, updated_at=clock.now).where(Job.worker_id == 7).sql()[1]
+    # A bool for an integer and an int for a text column are converted as peewee converts them; the
+    # time goes through its field's conversion (text on SQLite, naive UTC on PostgreSQL).
+    assert statement.params({"priority": True, "now": clock.now, "worker_id": 7}) == expected
+    assert statement.params({"priority": 1, "now": clock.now, "worker_id": "7"}) == expected
+
+
+def test_claim_filters_are_worked_out_once_per_pair_of_lists():
+    from queue_core.store import statements
+
+    first = statements.claim_filters(["a", "b", "c"], None)
+    assert first == (4, None, {"type0": "a", "type1": "b", "type2": "c", "type3": "c"})
+    assert statements.claim_filters(["a", "b", "c"], None) is first
+    assert statements.claim_filters(["a", "b", "c"], ["q"]) == (4, 1, {**first[2], "queue0": "q"})
+    assert statements.claim_filters(None, None) == (None, None, {})
+    for i in range(statements._FILTERS_KEPT * 2):
+        statements.claim_filters([f"f{i}"], None)
+    assert len(statements._FILTERS) <= statements._FILTERS_KEPT

@@ -210,3 +210,32 @@ def test_a_handler_returning_an_unawaited_coroutine_or_generator_raises_and_clos
         call_handler(sneaky, job)
     frame = returned[0].cr_frame if kind == "coroutine" else returned[0].gi_frame
     assert frame is None  # closed: no "never awaited" warning, no half-run generator
+
+
+def test_claim_types_are_the_sorted_names_kept_until_the_registry_changes():
+    own = HandlerRegistry(with_builtins=False)
+    assert own.claim_types() == ()
+    own.register("b", lambda payload: None)
+    own.register("a", lambda payload: None)
+    first = own.claim_types()
+    assert first == ("a", "b") and own.claim_types() is first  # built once, not per claim
+    own.unregister("a")
+    assert own.claim_types() == ("b",)  # an unregistered type is no longer claimed
+    own.register("c", lambda payload: None)
+    assert own.claim_types() == ("b", "c")
+
+
+@pytest.mark.parametrize("returned", [None, {"a": 1}, [1], "s", 3, 2.5, True])
+def test_plain_results_pass_the_unrun_work_check(returned):
+    job = type("J", (), {"payload": {}})()
+    assert call_handler(lambda payload: returned, job) == returned
+
+
+def test_a_dict_subclass_that_is_awaitable_is_still_refused():
+    class AwaitableDict(dict):
+        def __await__(self):
+            yield
+
+    job = type("J", (), {"payload": {}})()
+    with pytest.raises(TypeError, match="awaitable"):
+        call_handler(lambda payload: AwaitableDict(), job)

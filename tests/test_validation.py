@@ -8,7 +8,7 @@ import pytest
 
 from queue_core.errors import QueueError, ValidationError
 from queue_core.store.models import parse_priority, priority_label
-from queue_core.validation import MAX_PAYLOAD_DEPTH, parse_payload, validate_payload_depth
+from queue_core.validation import MAX_PAYLOAD_DEPTH, MAX_TYPES, parse_payload, validate_payload_depth
 
 BAD_CREATES = [
     ({"type": ""}, "type"),
@@ -160,3 +160,33 @@ def test_parse_payload_takes_a_json_object_only():
         with pytest.raises(ValidationError) as info:
             parse_payload(text)
         assert info.value.field == "payload"
+
+
+def test_a_tuple_of_names_is_checked_once_and_a_bad_one_every_time():
+    from queue_core import validation
+
+    good = ("va-a", "va-b")
+    assert validation.validate_types(good) == ["va-a", "va-b"]
+    assert ("types", good) in validation._CHECKED_NAMES
+    # The answer is a new list each time: a caller that changes it changes nothing kept.
+    answer = validation.validate_types(good)
+    answer.append("x")
+    assert validation.validate_types(good) == ["va-a", "va-b"]
+    assert validation.validate_queue_names(good) == ["va-a", "va-b"]  # kept per field
+    kept = len(validation._CHECKED_NAMES)
+    for bad in [("ok", ""), ("ok", 3), ("ok", ["unhashable"])]:
+        for _ in range(2):  # refused again, never kept
+            with pytest.raises(ValidationError, match="item 1"):
+                validation.validate_types(bad)
+    assert len(validation._CHECKED_NAMES) == kept
+    too_many = tuple(f"t{i}" for i in range(MAX_TYPES + 1))
+    with pytest.raises(ValidationError, match="at most"):
+        validation.validate_types(too_many)
+
+
+def test_names_kept_after_checking_are_bounded():
+    from queue_core import validation
+
+    for i in range(validation._CHECKED_NAMES_KEPT * 3):
+        validation.validate_types((f"bounded-{i}",))
+    assert len(validation._CHECKED_NAMES) <= validation._CHECKED_NAMES_KEPT

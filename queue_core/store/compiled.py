@@ -162,11 +162,13 @@ class CompiledStatement:
             # a constant. Give the value its field's conversion (``field.to_value(marker)``).
             raise RuntimeError(f"markers {unconverted} are bound without their field's conversion in {self.sql!r}")
         # For params: each marker's converter, the constants, and per parameter its index in (markers + constants).
+        # A value already of a plain field's type is bound as it is (its db_value would return it unchanged).
         self.converters = [
-            (name, None if field is None else field.db_value) for name, (_, field) in markers.by_name.items()
+            (name, None, None) if field is None else (name, field.db_value, _PLAIN_TYPES.get(type(field)))
+            for name, (_, field) in markers.by_name.items()
         ]
         self.constants = [constant for name, constant in self.slots if name is None]
-        position = {name: i for i, (name, _) in enumerate(self.converters)}
+        position = {name: i for i, (name, _, _) in enumerate(self.converters)}
         constant_index = iter(range(len(self.converters), len(self.converters) + len(self.constants)))
         self.layout = [next(constant_index) if name is None else position[name] for name, _ in self.slots]
         # Rows come back as models for UPDATE/INSERT ... RETURNING, and for a SELECT whose rows are ``rows_as``.
@@ -188,7 +190,11 @@ class CompiledStatement:
         if values.keys() != self.names:
             raise ValueError(f"values {sorted(values)} do not match the markers {sorted(self.names)} of {self.sql!r}")
         # Each marker's value converted once (a claim binds its "now" twice), then laid out by parameter.
-        bound = [values[name] if convert is None else convert(values[name]) for name, convert in self.converters]
+        bound = [
+            value if convert is None or type(value) is plain else convert(value)
+            for name, convert, plain in self.converters
+            for value in (values[name],)
+        ]
         bound += self.constants
         return [bound[i] for i in self.layout]
 

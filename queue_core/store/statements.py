@@ -185,10 +185,9 @@ class Statements:
     # --- the hot paths: compiled once per shape ---------------------------------------------------
 
     def claim(self, worker_id: str, n: int, types: list[str] | None, queues: list[str] | None) -> list[Job]:
-        types, queues = _padded(types), _padded(queues)
-        values = {"worker_id": worker_id, **numbered("type", types), **numbered("queue", queues)}
-        statement = self.compiled.statement(self._claim, n, _count(types), _count(queues))
-        return statement.execute(self.time.bind(values))
+        type_count, queue_count, filters = claim_filters(types, queues)
+        statement = self.compiled.statement(self._claim, n, type_count, queue_count)
+        return statement.execute(self.time.bind({"worker_id": worker_id, **filters}))
 
     def _claim(self, m: Markers, n: int, type_count: int | None, queue_count: int | None):
         Job = self.Job
@@ -232,10 +231,9 @@ class Statements:
     ) -> tuple[list, list[Job]]:
         """(the completed job's (id, attempt), or with ``whole`` the job; the jobs claimed). A worker's slot
         needs the (id, attempt) only: building the completed row as a job was per-job work nothing read."""
-        types, queues = _padded(types), _padded(queues)
-        values = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt, "result": result}
-        values |= numbered("type", types) | numbered("queue", queues)
-        statement = self.compiled.statement(self._complete_and_claim, _count(types), _count(queues))
+        type_count, queue_count, filters = claim_filters(types, queues)
+        values = {"job_id": job_id, "worker_id": worker_id, "attempt": attempt, "result": result, **filters}
+        statement = self.compiled.statement(self._complete_and_claim, type_count, queue_count)
         cursor = self.db.execute_sql(statement.sql, statement.params(self.time.bind(values)))
         if not whole:
             return statement.reader.partition(cursor, "status", COMPLETED, ("id", "attempt"))
@@ -422,9 +420,9 @@ class PostgresStatements(Statements):
         held by this worker; pending ones), their rows returned together, the completed ones as
         (done_id, done_attempt) beside NULL job columns."""
         done_sql, params = self._complete_many_sql(worker_id, acks)
-        types, queues = _padded(types), _padded(queues)
-        values = {"worker_id": worker_id, **numbered("type", types), **numbered("queue", queues)}
-        claim = self.compiled.statement(self._claim, n, _count(types), _count(queues))
+        type_count, queue_count, filters = claim_filters(types, queues)
+        values = {"worker_id": worker_id, **filters}
+        claim = self.compiled.statement(self._claim, n, type_count, queue_count)
         # Named as the claimed rows' columns (a UNION takes its names from its first part).
         nulls = ", ".join(f'NULL AS "{field.column_name}"' for field in self.Job._meta.sorted_fields)
         # The completions first (an Append runs its parts in order), then the claim. A claim can keep a
@@ -590,6 +588,24 @@ def _padded(types: list[str] | None) -> list[str] | None:
 
 def _count(types: list[str] | None) -> int | None:
     return None if types is None else len(types)
+
+
+# claim_filters' answers by (types, queues): a worker claims with the same lists before every job.
+_FILTERS: dict[tuple, tuple[int | None, int | None, dict]] = {}
+_FILTERS_KEPT = 64
+
+
+def claim_filters(types: list[str] | None, queues: list[str] | None) -> tuple[int | None, int | None, dict]:
+    """(the claim's type marker count, its queue marker count, the markers' values) for these filters."""
+    key = (None if types is None else tuple(types), None if queues is None else tuple(queues))
+    found = _FILTERS.get(key)
+    if found is None:
+        types, queues = _padded(types), _padded(queues)
+        found = (_count(types), _count(queues), {**numbered("type", types), **numbered("queue", queues)})
+        if len(_FILTERS) >= _FILTERS_KEPT:
+            _FILTERS.clear()
+        _FILTERS[key] = found
+    return found
 
 
 _row_values = operator.itemgetter(*INSERT_COLUMNS)

@@ -37,6 +37,7 @@ class HandlerRegistry:
     def __init__(self, *, with_builtins: bool = True):
         self._handlers: dict[str, Handler] = {}
         self._lock = threading.Lock()
+        self._claim_types: tuple[str, ...] | None = None  # names(), kept until the registry changes
         if with_builtins:
             for name, fn in BUILTINS.items():
                 self.register(name, fn)
@@ -65,11 +66,13 @@ class HandlerRegistry:
                     "pick another name or pass replace=True",
                 )
             self._handlers[name] = fn
+            self._claim_types = None
         return fn
 
     def unregister(self, name: str) -> None:
         with self._lock:
             self._handlers.pop(name, None)
+            self._claim_types = None
 
     def get(self, name: str) -> Handler | None:
         return self._handlers.get(name)
@@ -78,6 +81,15 @@ class HandlerRegistry:
         """The job types this registry can run, sorted."""
         with self._lock:
             return sorted(self._handlers)
+
+    def claim_types(self) -> tuple[str, ...]:
+        """``names()`` as a tuple, built again only after the registry changes: a worker asks before every
+        claim, and the same tuple lets the claim skip checking names it checked before."""
+        types = self._claim_types
+        if types is None:
+            with self._lock:
+                types = self._claim_types = tuple(sorted(self._handlers))
+        return types
 
     def __contains__(self, name: object) -> bool:
         return name in self._handlers
@@ -139,6 +151,10 @@ def call_handler(fn: Handler, job: Job) -> object:
     return returned
 
 
+# Results that are plainly not work left undone (exact types: a subclass could be awaitable).
+_PLAIN_RESULTS = frozenset({type(None), dict, list, str, int, float, bool})
+
+
 def _refuse_unrun_work(returned: object) -> None:
     """Raise if a handler returned work it did not do (a coroutine, a generator), after closing it.
 
@@ -146,6 +162,8 @@ def _refuse_unrun_work(returned: object) -> None:
     function can still return one (a lambda around an ``async def``): completing that job would mark
     undone work as done.
     """
+    if type(returned) in _PLAIN_RESULTS:
+        return  # what handlers return almost always: nothing to inspect
     if inspect.iscoroutine(returned):
         kind = "coroutine"
     elif inspect.isgenerator(returned):

@@ -87,7 +87,7 @@ class Slots:
             session.batch.nudge()  # that claim may have taken the batch before this slot's completion
             return None, False, True, True
         items = session.batch.take()
-        types, queues = worker.registry.names(), None if group is None else list(group)
+        types, queues = worker.registry.claim_types(), group
         done, jobs, ok = worker._acks.complete_and_claim_many(items, n, types, queues)
         worker._outcomes.completions(items, done)
         entries = [self.register(session, job, s) for job, s in zip(jobs, [slot, *others], strict=False)]
