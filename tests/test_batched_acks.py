@@ -4,6 +4,7 @@ still exact per ack (each names its attempt), and never a job claimed for a slot
 from __future__ import annotations
 
 import threading
+import time
 from datetime import timedelta
 
 import peewee as pw
@@ -155,6 +156,77 @@ def test_idle_slots_claim_together_and_never_hold_more_jobs_than_slots(live_repo
     # Rounds that wrote several completions and claimed for several slots in one call.
     assert any(acks > 1 and n > 1 for acks, n in queue.ns)
     assert len(queue.ns) < 40
+
+
+def test_short_jobs_claimed_together_are_claimed_for_again_together(live_repo, handlers, make_worker):
+    # Without waiting, the first slot to finish claimed alone while the other three were ending their jobs,
+    # then they claimed three: two statements a round of four (2.5 jobs a claim in a drain of no-op jobs).
+    queue = ClaimLog(live_repo)
+    handlers.register("t", lambda payload: queue.ran(current_job().id, "finish"))
+    live_repo.create_many([{"type": "t"} for _ in range(40)])
+
+    # A wait generous enough that a loaded machine's thread scheduling cannot end it before the others.
+    make_worker(queue, concurrency=4, ack_delay=1.0).run(burst=True)
+
+    assert live_repo.counts()["completed"] == 40
+    assert max(queue.held_at_claims) <= 4  # still no prefetch
+    rounds = [ns for ns in queue.ns if ns[1] > 0]
+    assert rounds.count((4, 4)) >= 8, queue.ns  # every round but the first and the last
+    assert len(rounds) <= 12, queue.ns
+
+
+def gathering_worker(make_worker, live_repo, *, ack_delay=0.01, queues=None):
+    from queue_core.worker.session import Session
+
+    worker = make_worker(live_repo, ack_delay=ack_delay, **({"queues": queues} if queues else {"concurrency": 4}))
+    session = Session(worker._slot_queues, False, 1.0, worker._lock)
+    for idle in session.idle.values():
+        idle.clear()  # every slot busy with a job
+    return worker, session
+
+
+def running(session, slot, claimed_ago):
+    from queue_core.worker.session import Running
+
+    job = type("Job", (), {"id": 100 + slot, "attempt": 1})()
+    entry = Running(job=job, started=time.monotonic() - claimed_ago, thread=threading.current_thread(), slot=slot)
+    session.running[entry.key] = entry
+
+
+def test_a_slot_after_a_short_job_waits_among_the_idle_for_a_job_claimed_just_now(live_repo, make_worker):
+    worker, session = gathering_worker(make_worker, live_repo)
+    running(session, 1, claimed_ago=0.0)
+    session.slot_wakes[0].set()  # the wait ends at once: what matters is that the slot waits as idle
+
+    assert worker._slots.gather(session, 0, ran=0.001) is True
+    assert session.idle[None] == [0]  # the slot that falls idle last claims for this one too
+
+
+@pytest.mark.parametrize(
+    ("ran", "neighbour", "claiming", "why"),
+    [
+        (0.5, 0.0, False, "its own job ran longer than the wait: the others are unlikely to end within it"),
+        (0.001, 60.0, False, "the only busy slot's job has run for a minute: not worth waiting for"),
+        (0.001, None, False, "no other slot is busy: nobody to wait for"),
+        (0.001, 0.0, True, "a claim is under way for these queues: it feeds or wakes this slot"),
+    ],
+)
+def test_a_slot_claims_at_once_when_waiting_would_gather_nobody(live_repo, make_worker, ran, neighbour, claiming, why):
+    worker, session = gathering_worker(make_worker, live_repo)
+    if neighbour is not None:
+        running(session, 1, claimed_ago=neighbour)
+    if claiming:
+        session.claiming.add(None)
+
+    assert worker._slots.gather(session, 0, ran=ran) is False, why
+    assert session.idle[None] == []
+
+
+def test_a_slot_does_not_wait_for_slots_of_other_queues(live_repo, make_worker):
+    worker, session = gathering_worker(make_worker, live_repo, queues={"mail": 1, "default": 1})
+    running(session, 1, claimed_ago=0.0)  # slot 1 claims from "default", slot 0 from "mail"
+
+    assert worker._slots.gather(session, 0, ran=0.001) is False
 
 
 def test_a_lost_claim_in_a_batch_is_reported_lost_and_the_rest_still_complete(live_repo, handlers, events, make_worker):

@@ -89,6 +89,16 @@ class Session:
         with self.lock:
             return self.mail.pop(slot, None)
 
+    def ending_soon(self, group: tuple[str, ...] | None, slot: int, within: float) -> bool:
+        """Does another slot claiming from ``group`` run a job claimed less than ``within`` seconds ago (one
+        that may well end within as much again)? (caller holds the lock)"""
+        since = time.monotonic() - within
+        queues = self.slot_queues
+        return any(
+            entry.slot != slot and queues[entry.slot] == group and entry.started > since and not entry.released
+            for entry in self.running.values()
+        )
+
     def nothing_left(self, slot: int, finished_before: int) -> bool:
         """``slot`` just claimed nothing, in a claim that began when ``finished`` was ``finished_before``: is
         the burst over? (caller holds the lock)

@@ -39,19 +39,24 @@ class Slots:
         wake = session.slot_wakes[slot]
         delay = worker.poll_interval
         try:
+            ran = None  # how long this slot's last job ran (None: it has not run one since it last waited)
             while True:
                 entry = session.take_mail(slot)
                 if entry is not None:
-                    self.execute(session, entry)
+                    ran = self.execute(session, entry)
                     delay = worker.poll_interval
                     continue
                 if session.stopping.is_set():
                     session.batch.nudge()  # no claim will take this slot's last completion along
                     break
                 wake.clear()
+                if ran is not None and self.gather(session, slot, ran):
+                    ran = None
+                    continue  # fed by a claim another slot made for the group, or claims for it now
                 entry, nobody_busy, claim_ok, others_claiming = self.claim(session, slot)
+                ran = None
                 if entry is not None:
-                    self.execute(session, entry)
+                    ran = self.execute(session, entry)
                     continue
                 if session.burst and nobody_busy and claim_ok:
                     session.request_stop(None)
@@ -61,6 +66,30 @@ class Slots:
                     delay = worker.poll_interval if wake.is_set() else next_idle_delay(delay, worker.max_poll_interval)
         finally:
             close_thread_connection(worker.queue)
+
+    def gather(self, session: Session, slot: int, ran: float) -> bool:
+        """After a short job, wait for the group's busy slots to fall idle too, so that one claim serves them all.
+
+        A slot whose job ran under ``ack_delay`` (its completion may wait that long anyway) waits up to
+        ``ack_delay`` among the idle slots while another slot of its queues runs a job claimed within that
+        time: the last of those to fall idle claims for every idle slot at once (or this one does when the
+        time is up). Short jobs claimed together end close together, and claiming each alone cost a
+        statement a job where one could carry the round (no-op jobs, 4 slots: 2.5 jobs a claim, then 4).
+        A slot whose job ran longer claims at once, and a job running longer than the wait is not waited
+        for: neither is likely to end within it. True if this slot waited (the caller looks for mail,
+        then claims).
+        """
+        window = self.worker.ack_delay
+        if ran >= window:
+            return False
+        group = session.slot_queues[slot]
+        with self.worker._lock:
+            idle = session.idle.setdefault(group, [])
+            if group in session.claiming or slot in idle or not session.ending_soon(group, slot, window):
+                return False  # a claim under way feeds this slot (claim() waits for it), or none is worth waiting for
+            idle.append(slot)  # taken along by the claim of the slot that falls idle last
+        session.slot_wakes[slot].wait(window)
+        return True
 
     def claim(self, session: Session, slot: int) -> tuple[Running | None, bool, bool, bool]:
         """Claim for ``slot`` and the other idle slots of its queues; returns (this slot's entry or None,
@@ -129,8 +158,9 @@ class Slots:
             return None
         return entry
 
-    def execute(self, session: Session, entry: Running) -> None:
-        """Run the job and record its outcome (a completion joins the ack batch)."""
+    def execute(self, session: Session, entry: Running) -> float | None:
+        """Run the job and record its outcome (a completion joins the ack batch); how long its handler ran
+        (None if it did not run)."""
         worker = self.worker
         job = entry.job
         worker._events.emit("claimed", job)  # returns at once when nobody wants it
@@ -141,12 +171,12 @@ class Slots:
                 entry.released = True
             worker._release(session, entry, "no handler registered for this type any more")
             worker._done(session, entry)
-            return
+            return None
         result, error, duration = worker._runner.attempt(fn, job)
         with worker._lock:
             if entry.released:
                 logger.debug("job %s finished after it was released; its outcome is discarded", job.id)
-                return
+                return None
             entry.acking = True
             cancelled = entry.cancel_requested  # seen while the handler ran: it stopped because of it, or may have
         try:
@@ -158,6 +188,7 @@ class Slots:
                 session.batch.add((entry, result, duration))
         finally:
             worker._done(session, entry)
+        return duration
 
 
 def slot_threads(slots: Slots, session: Session, worker_id: str, count: int) -> list[threading.Thread]:
