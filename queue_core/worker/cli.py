@@ -128,8 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     seconds("--max-poll-interval", positive_seconds, d.max_poll_interval, "longest wait when idle")
     seconds("--stale-after", positive_seconds, d.stale_after, "reap claims with no heartbeat for this long")
     seconds("--shutdown-timeout", non_negative_seconds, d.shutdown_timeout, "on stop, how long running jobs may finish")
-    ack_help = "how long a completion may wait to be written with others, one statement per batch; at most half "
-    ack_help += "of --stale-after"
+    ack_help = "how long a completion may wait to be written with others, one statement per batch, and a slot "
+    ack_help += "after a job shorter than that to claim with the others; at most half of --stale-after"
     seconds("--ack-delay", non_negative_seconds, d.ack_delay, ack_help)
     prune_help = "delete finished jobs older than S seconds, checked hourly (default: keep them)"
     add("--prune-after", type=positive_seconds, default=d.prune_after, metavar="S", help=prune_help)

@@ -28,7 +28,8 @@ class WorkerDefaults:
     queues: dict[str, int] | None = None
     # Seconds a completion may wait to be written with others (one statement per batch); a crash loses at
     # most these, and their jobs run again. 0: each is written as soon as its slot is done. At most
-    # ``stale_after * ACK_DELAY_SHARE`` (``check_ack_delay``).
+    # ``stale_after * ACK_DELAY_SHARE`` (``check_ack_delay``). Also how long a slot waits, after a job
+    # shorter than this, for the other slots' short jobs to end so that one claim serves them all.
     ack_delay: float = 0.005
 
 

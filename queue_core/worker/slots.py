@@ -7,7 +7,9 @@ round of jobs, not two per job. Never more jobs than idle slots: a job is marked
 is free to start it (no prefetch), so none waits behind another while charged an attempt.
 
 While one slot claims for its queues, the others that fall idle wait for it: it feeds them from its claim
-or, if it found as many jobs as it asked for (there may be more), wakes them to claim again.
+or, if it found as many jobs as it asked for (there may be more), wakes them to claim again. And a slot
+whose job was short waits a moment for the others' short jobs to end (``gather``), so that the round's
+claim serves them all rather than the first to finish alone.
 """
 
 from __future__ import annotations

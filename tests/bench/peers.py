@@ -7,6 +7,7 @@ processes on N waiting no-op jobs and times from the start of the first child un
 
 from __future__ import annotations
 
+import itertools
 import os
 import signal
 import time
@@ -16,6 +17,8 @@ from .measure import Result, Stopwatch, note_peak_rss, rate, reap, repeat, spawn
 from .scenarios import Context, rate_scenario
 
 POLL = 0.002  # seconds between "is the queue empty yet" checks while a Huey consumer drains
+# Huey's database files, numbered across calls: a run calls each scenario once per round.
+_HUEY_FILES = itertools.count()
 
 
 def _noted(result: Result, exc: Exception) -> Result:
@@ -29,10 +32,8 @@ def _noted(result: Result, exc: Exception) -> Result:
 def huey_enqueue(ctx: Context) -> Result:
     from .huey_app import make_huey
 
-    numbers = iter(range(10**6))
-
     def prepare():
-        huey, noop = make_huey(str(ctx.workdir / f"huey-enqueue-{next(numbers)}.db"))
+        huey, noop = make_huey(str(ctx.workdir / f"huey-enqueue-{next(_HUEY_FILES)}.db"))
 
         def close():
             assert huey.pending_count() == ctx.n
@@ -47,10 +48,9 @@ def huey_drain(ctx: Context) -> Result:
     from .huey_app import make_huey
 
     result = ctx.result("huey.drain", "Huey: drain with its consumer (1 process, 1 worker thread)")
-    numbers = iter(range(10**6))
 
     def one_round() -> float:
-        path = str(ctx.workdir / f"huey-drain-{next(numbers)}.db")
+        path = str(ctx.workdir / f"huey-drain-{next(_HUEY_FILES)}.db")
         huey, noop = make_huey(path)
         for _ in range(ctx.n):
             noop()

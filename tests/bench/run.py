@@ -1,4 +1,4 @@
-"""Run every scenario one after the other and print medians, ratios and the issue's targets.
+"""Run every scenario, the compared ones round by round in turn, and print medians, ratios and the issue's targets.
 
 python -m tests.bench [--quick] [--backend sqlite|postgresql|all] [--only NAME] [--json FILE]
 """
@@ -67,6 +67,13 @@ def postgres_plan(ctx: Context) -> list:
     ]
 
 
+# Scenarios measured as rates and compared with one another: their rounds interleave (round 1 of every one,
+# then round 2...), so a stretch of a slower machine (a busy neighbour on a shared host) falls on every side
+# of a ratio alike instead of on whichever scenario ran then. The rest (latency, the console's refreshes and
+# memory) run once, after them.
+INTERLEAVED = frozenset({"raw", "ours", "huey", "procrastinate", "pgqueuer", "workers"})
+
+
 def run_backend(name: str, args, workdir: Path, sizes: dict) -> list[Result]:
     try:
         backend = (SqliteBackend if name == "sqlite" else PostgresBackend)(workdir)
@@ -76,29 +83,54 @@ def run_backend(name: str, args, workdir: Path, sizes: dict) -> list[Result]:
         return [failed]
     ctx = Context(backend, sizes["n"], sizes["rounds"], workdir, args.quick)
     plan = sqlite_plan(ctx) if name == "sqlite" else postgres_plan(ctx)
-    results = []
+    chosen = [(n, s) for n, s in plan if not (args.only and args.only not in n) and n not in (args.skip or ())]
+    merged: dict[str, Result] = {}  # by key, in the order first produced
     try:
-        for name, scenario in plan:
-            if (args.only and args.only not in name) or name in (args.skip or ()):
-                continue
-            started = time.perf_counter()
-            try:
-                produced = scenario(ctx)
-            except ImportError as exc:  # a peer that is not installed: say so in the table, run the rest
-                produced = Result(f"{name}.{ctx.backend.name}", f"{name}: not installed", 0, "jobs/s")
-                produced.error = f"{exc}; pip install -e '.[bench]'"
-            produced = produced if isinstance(produced, list) else [produced]
-            for result in produced:
-                report_progress(result, time.perf_counter() - started)
-            results.extend(produced)
+        one_round = replace(ctx, rounds=1)
+        for round_number in range(ctx.rounds):
+            for scenario_name, scenario in chosen:
+                if scenario_name in INTERLEAVED:
+                    for result in run_scenario(scenario_name, scenario, one_round, f"round {round_number + 1}"):
+                        merge_round(merged, result)
+        for scenario_name, scenario in chosen:
+            if scenario_name not in INTERLEAVED:
+                for result in run_scenario(scenario_name, scenario, ctx, ""):
+                    merged[result.key] = result
     finally:
         backend.close()
-    return results
+    return list(merged.values())
 
 
-def report_progress(result: Result, seconds: float) -> None:
+def run_scenario(name: str, scenario, ctx: Context, when: str) -> list[Result]:
+    started = time.perf_counter()
+    try:
+        produced = scenario(ctx)
+    except ImportError as exc:  # a peer that is not installed: say so in the table, run the rest
+        produced = Result(f"{name}.{ctx.backend.name}", f"{name}: not installed", 0, "jobs/s")
+        produced.error = f"{exc}; pip install -e '.[bench]'"
+    produced = produced if isinstance(produced, list) else [produced]
+    for result in produced:
+        report_progress(result, time.perf_counter() - started, when)
+    return produced
+
+
+def merge_round(merged: dict[str, Result], result: Result) -> None:
+    """Add one round's ``result`` to the one of its key: its values, the highest peak RSS note, any error."""
+    kept = merged.setdefault(result.key, result)
+    if kept is result:
+        return
+    kept.values.extend(result.values)
+    kept.error = kept.error or result.error
+    peak = getattr(result, "_peak_rss", None)
+    if peak is not None and peak > getattr(kept, "_peak_rss", 0.0):
+        kept._peak_rss, kept.notes = peak, result.notes
+    kept.notes += [note for note in result.notes if note not in kept.notes]
+
+
+def report_progress(result: Result, seconds: float, when: str = "") -> None:
     shown = result.error or format_value(result.median, result.unit)
-    print(f"  {result.key:<34} {shown}  ({seconds:.1f}s)", file=sys.stderr, flush=True)
+    when = f" {when}" if when else ""
+    print(f"  {result.key:<34} {shown}  ({seconds:.1f}s{when})", file=sys.stderr, flush=True)
 
 
 # --- the tables -----------------------------------------------------------------------------------
