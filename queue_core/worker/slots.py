@@ -42,6 +42,7 @@ class Slots:
         delay = worker.poll_interval
         try:
             ran = None  # how long this slot's last job ran (None: it has not run one since it last waited)
+            alone = session.slot_queues.count(session.slot_queues[slot]) == 1  # no other slot to wait for
             while True:
                 entry = session.take_mail(slot)
                 if entry is not None:
@@ -52,7 +53,7 @@ class Slots:
                     session.batch.nudge()  # no claim will take this slot's last completion along
                     break
                 wake.clear()
-                if ran is not None and self.gather(session, slot, ran):
+                if ran is not None and not alone and self.gather(session, slot, ran):
                     ran = None
                     continue  # fed by a claim another slot made for the group, or claims for it now
                 entry, nobody_busy, claim_ok, others_claiming = self.claim(session, slot)
