@@ -34,3 +34,18 @@ def test_the_running_window_puts_the_longest_silent_first(repo, clock):
     order = [second.id, third.id, first.id]
     assert [job.id for job in repo.window("running")] == order
     assert [row.id for row in repo.window_rows("running")] == order
+
+
+def test_capped_counts_and_window_rows_replay_their_statement_with_each_type(repo):
+    # Both are compiled once per shape and replayed: the type is a bound value, never the first one's.
+    for type_, n in (("a", 3), ("b", 1)):
+        for _ in range(n):
+            repo.create(type_)
+    repo.claim("w", types=["a"])
+    for _ in range(2):  # the second pass replays the statements compiled by the first
+        assert repo.counts(type="a", cap=10) == {**repo.counts(cap=10), "pending": 2, "running": 1}
+        assert repo.counts(type="b", cap=10)["pending"] == 1 and repo.counts(type="b", cap=10)["running"] == 0
+        assert repo.counts(cap=2)["pending"] == 3  # more than the cap reads as cap + 1
+        assert [row.type for row in repo.window_rows("pending", type="a")] == ["a", "a"]
+        assert [row.type for row in repo.window_rows("pending", type="b")] == ["b"]
+        assert len(repo.window_rows("pending")) == 3
