@@ -273,6 +273,6 @@ def test_claim_filters_are_worked_out_once_per_pair_of_lists():
     assert statements.claim_filters(["a", "b", "c"], None) is first
     assert statements.claim_filters(["a", "b", "c"], ["q"]) == (4, 1, {**first[2], "queue0": "q"})
     assert statements.claim_filters(None, None) == (None, None, {})
-    for i in range(statements._FILTERS_KEPT * 2):
+    for i in range(statements._FILTERS.size * 2):
         statements.claim_filters([f"f{i}"], None)
-    assert len(statements._FILTERS) <= statements._FILTERS_KEPT
+    assert len(statements._FILTERS) <= statements._FILTERS.size

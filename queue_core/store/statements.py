@@ -30,7 +30,7 @@ from ..clock import Clock
 from ..errors import ValidationError
 from ..rules import COMPLETED, PENDING, RUNNING
 from . import statistics
-from .compiled import CompiledStatements, FetchedRows, Markers, RowReader, column_names, numbered
+from .compiled import CompiledStatements, FetchedRows, Markers, RowReader, StatementCache, column_names, numbered
 from .models import Job, bind_models
 from .notify import JOBS_CHANNEL
 from .specs import NewJobs
@@ -591,21 +591,18 @@ def _count(types: list[str] | None) -> int | None:
 
 
 # claim_filters' answers by (types, queues): a worker claims with the same lists before every job.
-_FILTERS: dict[tuple, tuple[int | None, int | None, dict]] = {}
-_FILTERS_KEPT = 64
+_FILTERS = StatementCache(64)
 
 
 def claim_filters(types: list[str] | None, queues: list[str] | None) -> tuple[int | None, int | None, dict]:
     """(the claim's type marker count, its queue marker count, the markers' values) for these filters."""
     key = (None if types is None else tuple(types), None if queues is None else tuple(queues))
-    found = _FILTERS.get(key)
-    if found is None:
-        types, queues = _padded(types), _padded(queues)
-        found = (_count(types), _count(queues), {**numbered("type", types), **numbered("queue", queues)})
-        if len(_FILTERS) >= _FILTERS_KEPT:
-            _FILTERS.clear()
-        _FILTERS[key] = found
-    return found
+    return _FILTERS.get(key, _claim_filters, types, queues)
+
+
+def _claim_filters(types: list[str] | None, queues: list[str] | None) -> tuple[int | None, int | None, dict]:
+    types, queues = _padded(types), _padded(queues)
+    return _count(types), _count(queues), {**numbered("type", types), **numbered("queue", queues)}
 
 
 _row_values = operator.itemgetter(*INSERT_COLUMNS)
