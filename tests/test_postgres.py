@@ -29,18 +29,19 @@ CLAIM_TYPES = ["t", "u"]
 PARAMETER_TYPES = {bool: "boolean", str: "text", int: "bigint", type(None): "timestamp", datetime: "timestamp"}
 
 
-def claim_statement(repo: JobRepository) -> tuple[str, list]:
-    """The SQL and parameters of a worker's claim of 4 jobs of CLAIM_TYPES."""
+def claim_statement(repo: JobRepository, types: list[str] = CLAIM_TYPES, *, gated: bool = False) -> tuple[str, list]:
+    """The SQL and parameters of a worker's claim of 4 jobs of ``types``: as an idle worker claims (``gated``: it
+    looks first whether any job of its types is there) or as a busy one does beside its completions."""
     statements = repo.statements
-    types = _padded(CLAIM_TYPES)
-    claim = statements.compiled.statement(statements._claim, 4, _count(types), None)
+    types = _padded(types)
+    claim = statements.compiled.statement(statements._claim, 4, _count(types), None, gated)
     return claim.sql, claim.params(statements.time.bind({"worker_id": "w", **numbered("type", types)}))
 
 
-def claim_plan(repo: JobRepository, *, generic: bool) -> str:
+def claim_plan(repo: JobRepository, types: list[str] = CLAIM_TYPES, *, generic: bool, gated: bool = False) -> str:
     """EXPLAIN ANALYZE of the statement a worker's claim of 4 jobs runs, as a prepared statement (psycopg prepares
     what a connection runs five times), planned generically or with these values."""
-    return prepared_plan(repo, *claim_statement(repo), generic=generic)
+    return prepared_plan(repo, *claim_statement(repo, types, gated=gated), generic=generic)
 
 
 def prepared_plan(repo: JobRepository, sql: str, params: list, *, generic: bool) -> str:
@@ -125,6 +126,29 @@ def test_claimers_skip_rows_another_claimer_has_locked(db, db_url, repo):
         assert repo.claim("w") is None
         other.rollback()
     assert repo.claim("w").id == first.id
+
+
+@postgres_only
+@pytest.mark.parametrize("generic", [False, True], ids=["custom", "generic"])
+@pytest.mark.parametrize("types", [["report"], ["report", "invoice", "audit"]], ids=["one-type", "three-types"])
+def test_an_idle_claim_of_types_with_no_jobs_reads_none_of_the_other_types_backlog(db, generic, types):
+    # 3,000 pending jobs of another type, in claim order before anything of the worker's: the claim's scan of
+    # the pending index would read them all (60 ms at 200,000) at every wake-up of an idle worker.
+    repo = JobRepository(db)
+    repo.create_many([{"type": "email"}] * 3000)
+    db.execute_sql("ANALYZE jobs")
+    plan = claim_plan(repo, types, generic=generic, gated=True)
+    probe = re.search(r"Index Scan using jobs_type_status on jobs probe \(actual [^)]*rows=(\d+)", plan)
+    assert probe and probe.group(1) == "0", plan  # found nothing of these types, through their own index
+    assert re.search(r"Scan using \w+ on jobs t1 \(never executed\)", plan), plan  # the claim's read never began
+    assert "Rows Removed by Filter: 3000" not in plan and "Seq Scan on jobs" not in plan, plan
+    # A job of one of its types: the look finds it, and the claim reads on and takes it (rolled back here).
+    repo.create(types[-1])
+    plan = claim_plan(repo, types, generic=generic, gated=True)
+    assert re.search(r"Update on jobs \(actual [^)]*rows=1 ", plan), plan
+    # Beside completions (a busy worker) the claim is not gated: its types had work a moment ago.
+    assert "probe" in claim_statement(repo, types, gated=True)[0]
+    assert "probe" not in claim_statement(repo, types, gated=False)[0]
 
 
 @postgres_only

@@ -245,7 +245,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         if len(acks) > ACK_CHUNK:
             with self.db.atomic():
                 done = self._complete_stored(worker_id, acks)
-                jobs = self.statements.claim(worker_id, n, types, queues)
+                jobs = self.statements.claim(worker_id, n, types, queues, gated=False)
         else:
             done, jobs = self.statements.complete_and_claim_many(worker_id, acks, n, types, queues)
         jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))

@@ -13,6 +13,9 @@ from .models import bind_models, is_postgres
 
 SCHEMA_VERSION_KEY = "schema_version"
 
+# Jobs by type (v1): the console's and the API's filter by type, and a typed claim's probe (statements._probe).
+TYPE_INDEX = "jobs_type_status"
+
 # Indexes the queue's own queries need; partial ones stay small under churn (finished jobs are not in them).
 INDEXES_V1 = (
     # claim: among pending jobs, highest priority, then due first, then lowest id; the ORDER BY
@@ -20,8 +23,8 @@ INDEXES_V1 = (
     "CREATE INDEX IF NOT EXISTS jobs_claim ON jobs (status, priority DESC, run_at, id)",
     # counts per status, the running/failed windows, the reaper, throughput, prune of finished jobs.
     "CREATE INDEX IF NOT EXISTS jobs_status_updated ON jobs (status, updated_at)",
-    # the console's and the API's filter by type.
-    "CREATE INDEX IF NOT EXISTS jobs_type_status ON jobs (type, status)",
+    # the console's and the API's filter by type; whether a worker's types have a job to claim.
+    f"CREATE INDEX IF NOT EXISTS {TYPE_INDEX} ON jobs (type, status)",
 )
 
 
