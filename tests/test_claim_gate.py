@@ -97,3 +97,34 @@ def test_on_sqlite_an_idle_claim_of_other_types_reads_next_to_nothing(repo):
     # With a job of its type after the backlog, the gated claim reads on and takes it.
     job, _ = repo.create("report")
     assert claimed_ids(repo, ["report"], None, gated=True) == [job.id]
+
+
+@pytest.mark.backends("sqlite")
+def test_on_sqlite_an_idle_claim_reads_none_of_its_types_jobs_scheduled_for_later(repo, clock):
+    later = clock.now + timedelta(hours=1)
+    repo.create_many([{"type": "remind", "run_at": later}] * 3000)
+    gated = vm_steps(repo, lambda: claimed_ids(repo, ["remind"], None, gated=True))
+    plain = vm_steps(repo, lambda: claimed_ids(repo, ["remind"], None, gated=False))
+    assert plain >= 10, plain  # the plain claim read the 3,000 jobs not yet due
+    assert gated <= 2, (gated, plain)  # due jobs of a type are one range of the type index: empty
+    clock.advance(seconds=3600)
+    assert len(claimed_ids(repo, ["remind"], None, gated=True)) == 3  # once due, claimed
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("queues", [None, ["default"]], ids=["any-queue", "one-queue"])
+@pytest.mark.parametrize("gated", [False, True], ids=["beside-completions", "idle"])
+def test_on_sqlite_a_claim_reads_its_claim_index_in_order_whatever_the_statistics(repo, queues, gated):
+    # Regression: given the type index with run_at in it (schema v9), SQLite's planner took it for the
+    # narrower and sorted every due job of the type to find one, 3.9 ms a claim at 10,000 jobs instead
+    # of 0.2. The claim names its index; with ANALYZE's statistics too.
+    repo.create_many([{"type": "t"}] * 2000)
+    repo.db.execute_sql("ANALYZE")
+    statements = repo.statements
+    claim = statements.compiled.statement(statements._claim, 1, 1, None if queues is None else 1, gated)
+    values = {"worker_id": "w", "type0": "t", **({} if queues is None else {"queue0": "default"})}
+    params = claim.params(statements.time.bind(values))
+    plan = " / ".join(row[-1] for row in repo.db.execute_sql(f"EXPLAIN QUERY PLAN {claim.sql}", params))
+    index = "jobs_claim" if queues is None else "jobs_queue_claim"
+    assert f"SEARCH jobs USING INDEX {index} " in plan and "TEMP B-TREE" not in plan, plan
+    assert len(claimed_ids(repo, ["t"], queues, gated=gated)) == 3

@@ -46,7 +46,7 @@ def test_schema_created_once_and_reopen_keeps_jobs(db_url):
     assert schema_version(db) == SCHEMA_VERSION
     assert JobRepository(db).list()[0].payload == {"keep": True}
     indexes = {index.name for index in db.get_indexes("jobs")}
-    assert {"jobs_status_updated", "jobs_type_status"} <= indexes
+    assert {"jobs_status_updated", "jobs_type_due"} <= indexes and "jobs_type_status" not in indexes
     # The full claim index only on SQLite, whose claim reads it; PostgreSQL's claims read partial ones (v8).
     assert ("jobs_claim" in indexes) != is_postgres(db)
     db.close()
@@ -68,6 +68,28 @@ def test_a_version_7_database_upgrades_to_8_keeping_every_job(db_url):
     assert {job.id: (job.status, job.priority) for job in repo.list()} == before
     assert ("jobs_claim" in {index.name for index in db.get_indexes("jobs")}) != is_postgres(db)
     assert repo.claim("w") is not None and repo.claim("w") is None  # the claim still works
+    db.close()
+
+
+def test_a_version_8_database_upgrades_to_9_keeping_every_job(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    for type_ in ("t", "u", "t"):
+        repo.create(type_)
+    repo.claim("w")
+    before = {job.id: (job.type, job.status) for job in repo.list()}
+    db.execute_sql("DROP INDEX jobs_type_due")
+    db.execute_sql("CREATE INDEX jobs_type_status ON jobs (type, status)")
+    db.execute_sql("UPDATE queue_meta SET value = '8' WHERE key = 'schema_version'")
+    db.close()
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    assert schema_version(db) == SCHEMA_VERSION
+    assert {job.id: (job.type, job.status) for job in repo.list()} == before
+    indexes = {index.name: index.columns for index in db.get_indexes("jobs")}
+    assert indexes["jobs_type_due"] == ["type", "status", "run_at"] and "jobs_type_status" not in indexes
+    assert repo.claim_many("w", 5, types=["u"])[0].type == "u"  # an idle claim's look reads the new index
+    assert repo.counts(type="t")["pending"] == 1  # a read by type, through the new index's prefix
     db.close()
 
 

@@ -13,18 +13,23 @@ from .models import bind_models, is_postgres
 
 SCHEMA_VERSION_KEY = "schema_version"
 
-# Jobs by type (v1): the console's and the API's filter by type, and a typed claim's probe (statements._probe).
-TYPE_INDEX = "jobs_type_status"
+# Jobs by type (v9; v1's held type and status only): the console's and the API's filter by type, and the
+# look an idle worker's claim takes first (statements._probe): due jobs of a type are one range of it.
+TYPE_INDEX = "jobs_type_due"
+# SQLite's claim indexes, which its claims name (statements.claim_source): all pending jobs in claim order
+# (v1), and a queue's (v6).
+CLAIM_INDEX = "jobs_claim"
+QUEUE_CLAIM_INDEX = "jobs_queue_claim"
 
 # Indexes the queue's own queries need; partial ones stay small under churn (finished jobs are not in them).
 INDEXES_V1 = (
     # claim: among pending jobs, highest priority, then due first, then lowest id; the ORDER BY
     # follows the index, so a claim reads one index entry, not every pending job.
-    "CREATE INDEX IF NOT EXISTS jobs_claim ON jobs (status, priority DESC, run_at, id)",
+    f"CREATE INDEX IF NOT EXISTS {CLAIM_INDEX} ON jobs (status, priority DESC, run_at, id)",
     # counts per status, the running/failed windows, the reaper, throughput, prune of finished jobs.
     "CREATE INDEX IF NOT EXISTS jobs_status_updated ON jobs (status, updated_at)",
-    # the console's and the API's filter by type; whether a worker's types have a job to claim.
-    f"CREATE INDEX IF NOT EXISTS {TYPE_INDEX} ON jobs (type, status)",
+    # the console's and the API's filter by type (replaced by v9's TYPE_INDEX).
+    "CREATE INDEX IF NOT EXISTS jobs_type_status ON jobs (type, status)",
 )
 
 
@@ -125,7 +130,7 @@ COLUMNS_V6 = {
 # of that queue in claim order straight from this index, however many jobs the other queues hold. As
 # jobs_claim (v1) and jobs_pending_claim (v3): the full index on SQLite, the pending part on PostgreSQL.
 QUEUE_CLAIM_INDEX_SQLITE = (
-    "CREATE INDEX IF NOT EXISTS jobs_queue_claim ON jobs (queue, status, priority DESC, run_at, id)"
+    f"CREATE INDEX IF NOT EXISTS {QUEUE_CLAIM_INDEX} ON jobs (queue, status, priority DESC, run_at, id)"
 )
 QUEUE_CLAIM_INDEX_POSTGRES = (
     "CREATE INDEX IF NOT EXISTS jobs_pending_queue_claim ON jobs (queue, priority DESC, run_at, id)"
@@ -176,6 +181,17 @@ def _migrate_v8(db: pw.Database) -> None:
         db.execute_sql("DROP INDEX IF EXISTS jobs_claim")
 
 
+def _migrate_v9(db: pw.Database) -> None:
+    # Both backends: the type index holds run_at after type and status, so that whether a type has a due
+    # job is one range of it. An idle worker's claim asks that first (statements._probe); through
+    # (type, status) it read every pending job of its types to check its time, and a type with many jobs
+    # scheduled for later made each look read them all (49 ms with 100,000 on SQLite). As wide as v1's
+    # for every other read by type (a prefix), and written at the same moments: a job's run_at changes
+    # with its status (a retry), or alone only at an operator's hand.
+    db.execute_sql("DROP INDEX IF EXISTS jobs_type_status")
+    db.execute_sql(f"CREATE INDEX IF NOT EXISTS {TYPE_INDEX} ON jobs (type, status, run_at)")
+
+
 # (version, step): each step takes the schema from version - 1 to version, keeping every job.
 MIGRATIONS = (
     (1, _migrate_v1),
@@ -186,6 +202,7 @@ MIGRATIONS = (
     (6, _migrate_v6),
     (7, _migrate_v7),
     (8, _migrate_v8),
+    (9, _migrate_v9),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -33,7 +33,7 @@ from . import statistics
 from .compiled import CompiledStatements, FetchedRows, Markers, RowReader, StatementCache, column_names, numbered
 from .models import Job, bind_models
 from .notify import JOBS_CHANNEL
-from .schema import TYPE_INDEX
+from .schema import CLAIM_INDEX, QUEUE_CLAIM_INDEX, TYPE_INDEX
 from .specs import NewJobs
 
 # PostgreSQL's clock as a naive UTC timestamp (the columns' type), evaluated by the server.
@@ -148,7 +148,7 @@ class Statements:
         """The ids of the next ``n`` due pending jobs of queues not paused (of ``types`` and ``queues`` if
         given): highest priority, then due first, then lowest id. ``gated``: see below."""
         Job = self.Job
-        due = self._due_rows(Job, types, queues, now)
+        due = self._due_rows(Job, self.claim_source(queues is not None), types, queues, now)
         # The count written into the SQL (peewee binds a LIMIT): see _claim.
         limit = pw.SQL(str(int(n)))
         if gated and types is not None:
@@ -162,33 +162,39 @@ class Statements:
             due, limit = self.gated(due, self._probe(types, queues, now), limit)
         return due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(limit)
 
-    def _due_rows(self, Job, types, queues, now, source=None) -> pw.Select:
+    def _due_rows(self, Job, source, types, queues, now, *, probe: bool = False) -> pw.Select:
         """The ids of ``Job``'s due pending jobs of queues not paused (of ``types`` and ``queues`` if given),
-        read from ``source`` (default: ``Job``)."""
+        read from ``source`` (``Job``, or ``Job`` with the index to read)."""
         Queue = self.QueueRecord
         # Read in the claim's own statement: a claim that commits after pause_queue's commit saw the pause
         # (SQLite has one writer; PostgreSQL's pause waits for claims in flight, see pause_lock).
         paused = Queue.select(Queue.name).where(Queue.paused == True)  # noqa: E712 (SQL, not Python)
-        due = Job.select(Job.id).from_(source or Job)
+        due = Job.select(Job.id).from_(source)
         due = due.where((Job.status == self.pending) & (Job.run_at <= now) & Job.queue.not_in(paused))
         if types is not None:
-            due = due.where(Job.type.in_(types) if source is None else self.type_in(Job.type, types))
+            due = due.where(self.probe_type_in(Job.type, types) if probe else Job.type.in_(types))
         if queues is not None:
             due = due.where(Job.queue.in_(queues))
         return due
 
     def _probe(self, types, queues, now) -> pw.Select:
-        """The first job the claim would find, looked up by type in ``jobs_type_status``: one index range
-        per type, which holds only that type's jobs."""
+        """A job the claim would find, looked up in the type index (schema.TYPE_INDEX): one range per type of
+        that type's due pending jobs, whatever the other types and the jobs scheduled for later."""
         Probe = self.Job.alias("probe")
-        probe = self._due_rows(Probe, types, queues, now, source=self.probe_source(Probe))
+        probe = self._due_rows(Probe, self.probe_source(Probe), types, queues, now, probe=True)
         return probe.order_by(Probe.type, Probe.status).limit(pw.SQL("1"))
 
+    def claim_source(self, by_queue: bool) -> pw.Node:
+        """What a claim reads: on SQLite the jobs through the claim index that holds them in claim order
+        (a queue's own, for a claim of queues), named, so that no planner's guess can have it read another
+        index and sort what it found (with ``ANALYZE``'s statistics, or an index that would seem narrower)."""
+        return pw.NodeList((self.Job, pw.SQL(f"INDEXED BY {QUEUE_CLAIM_INDEX if by_queue else CLAIM_INDEX}")))
+
     def probe_source(self, Probe) -> pw.Node:
-        # Named: SQLite's planner, with no statistics, would as soon read the claim's index in its order.
+        # Named, as the claim's: SQLite's planner would as soon read the claim's index in its order.
         return pw.NodeList((Probe, pw.SQL(f"INDEXED BY {TYPE_INDEX}")))
 
-    def type_in(self, column: pw.Field, types: list) -> pw.Node:
+    def probe_type_in(self, column: pw.Field, types: list) -> pw.Node:
         return column.in_(types)
 
     def gated(self, due: pw.Select, probe: pw.Select, limit: pw.Node) -> tuple[pw.Select, pw.Node]:
@@ -451,10 +457,15 @@ class PostgresStatements(Statements):
     def announce_pending(self) -> None:
         self.db.execute(pw.Select(columns=[_pending_notification()]))
 
+    def claim_source(self, by_queue):
+        # PostgreSQL has no index hints: its claim reads the partial pending indexes by their predicate
+        # and the statistics the workers keep fresh (statistics.py).
+        return self.Job
+
     def probe_source(self, Probe):
         return Probe
 
-    def type_in(self, column, types):
+    def probe_type_in(self, column, types):
         # An array, even of one type: ``type = $1`` with ``status = 'pending'`` would make the probe's ORDER BY
         # say nothing, and the generic plan then read the table in its own order (a sequential scan that
         # found no job of the type after 200,000 others, 57 ms); ordered by (type, status), only the index

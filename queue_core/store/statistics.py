@@ -3,7 +3,7 @@
 A claim reads the next pending jobs in index order (``jobs_pending_claim``) and stops after a few; the
 planner takes that plan only if it knows how many jobs are pending. Without statistics (a table never
 analyzed, or analyzed before a backlog arrived) it guesses a handful, and reads every pending job of the
-worker's types through ``jobs_type_status`` and sorts them, for every claim: 9 ms a claim with 20,000
+worker's types through the type index (``jobs_type_due``) and sorts them, for every claim: 9 ms a claim with 20,000
 jobs pending here, a 20,000-job drain 5x slower than with statistics, and worse the bigger the backlog.
 
 Autovacuum keeps statistics fresh where it runs (schema v3 sets the jobs table's analyze threshold:

@@ -37,7 +37,7 @@ VARIANTS: dict[str, tuple[int, list[str]]] = {
         [
             "DROP INDEX jobs_claim",
             PENDING_CLAIM,
-            "DROP INDEX jobs_type_status",
+            "DROP INDEX jobs_type_due",
             "CREATE INDEX jobs_type ON jobs (type)",
         ],
     ),
@@ -46,7 +46,7 @@ VARIANTS: dict[str, tuple[int, list[str]]] = {
         [
             "DROP INDEX jobs_claim",
             PENDING_CLAIM,
-            "DROP INDEX jobs_type_status",
+            "DROP INDEX jobs_type_due",
             "DROP INDEX jobs_status_updated",
             "DROP INDEX jobs_queue_claim",
         ],
