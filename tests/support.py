@@ -13,6 +13,7 @@ from queue_core.clock import ManualClock
 from queue_core.store.database import open_database
 from queue_core.store.models import bind_models
 from queue_core.store.repository import JobRepository
+from queue_core.store.schema import SCHEMA_VERSION, schema_version
 
 START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,3 +58,15 @@ def as_schema_version_5(db) -> None:
     db.execute_sql("DROP TABLE queues")
     db.execute_sql("DROP TABLE workers")
     db.execute_sql("UPDATE queue_meta SET value = '5' WHERE key = 'schema_version'")
+
+
+def reopened_at_version(db, db_url: str, version: int, *statements: str):
+    """Run ``statements`` (which give a current database the shape of schema ``version``), record ``version``,
+    close it and open it again, which migrates it: the reopened database, checked to be current."""
+    for sql in statements:
+        db.execute_sql(sql)
+    db.execute_sql(f"UPDATE queue_meta SET value = '{int(version)}' WHERE key = 'schema_version'")
+    db.close()
+    db = open_database(db_url)
+    assert schema_version(db) == SCHEMA_VERSION
+    return db

@@ -8,7 +8,7 @@ import time
 
 import peewee as pw
 import pytest
-from support import as_schema_version_5
+from support import as_schema_version_5, reopened_at_version
 
 from queue_core.errors import DatabaseURLError
 from queue_core.store.database import default_url, open_database
@@ -59,12 +59,10 @@ def test_a_version_7_database_upgrades_to_8_keeping_every_job(db_url):
         repo.create("t", priority=priority)
     repo.claim("w")
     before = {job.id: (job.status, job.priority) for job in repo.list()}
-    db.execute_sql("CREATE INDEX IF NOT EXISTS jobs_claim ON jobs (status, priority DESC, run_at, id)")
-    db.execute_sql("UPDATE queue_meta SET value = '7' WHERE key = 'schema_version'")
-    db.close()
-    db = open_database(db_url)
+    db = reopened_at_version(
+        db, db_url, 7, "CREATE INDEX IF NOT EXISTS jobs_claim ON jobs (status, priority DESC, run_at, id)"
+    )
     repo = JobRepository(db)
-    assert schema_version(db) == SCHEMA_VERSION
     assert {job.id: (job.status, job.priority) for job in repo.list()} == before
     assert ("jobs_claim" in {index.name for index in db.get_indexes("jobs")}) != is_postgres(db)
     assert repo.claim("w") is not None and repo.claim("w") is None  # the claim still works
@@ -78,13 +76,10 @@ def test_a_version_8_database_upgrades_to_9_keeping_every_job(db_url):
         repo.create(type_)
     repo.claim("w")
     before = {job.id: (job.type, job.status) for job in repo.list()}
-    db.execute_sql("DROP INDEX jobs_type_due")
-    db.execute_sql("CREATE INDEX jobs_type_status ON jobs (type, status)")
-    db.execute_sql("UPDATE queue_meta SET value = '8' WHERE key = 'schema_version'")
-    db.close()
-    db = open_database(db_url)
+    db = reopened_at_version(
+        db, db_url, 8, "DROP INDEX jobs_type_due", "CREATE INDEX jobs_type_status ON jobs (type, status)"
+    )
     repo = JobRepository(db)
-    assert schema_version(db) == SCHEMA_VERSION
     assert {job.id: (job.type, job.status) for job in repo.list()} == before
     indexes = {index.name: index.columns for index in db.get_indexes("jobs")}
     assert indexes["jobs_type_due"] == ["type", "status", "run_at"] and "jobs_type_status" not in indexes
@@ -133,11 +128,7 @@ def test_default_url_from_environment(monkeypatch):
 def test_version_1_database_is_migrated_keeping_jobs(db_url):
     db = open_database(db_url)
     JobRepository(db).create("t", {"keep": True})
-    db.execute_sql("DROP INDEX job_errors_created")
-    db.execute_sql("UPDATE queue_meta SET value = '1' WHERE key = 'schema_version'")
-    db.close()
-    db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION
+    db = reopened_at_version(db, db_url, 1, "DROP INDEX job_errors_created")
     assert "job_errors_created" in {index.name for index in db.get_indexes("job_errors")}
     assert JobRepository(db).list()[0].payload == {"keep": True}
     db.close()
@@ -148,14 +139,14 @@ def test_version_3_database_gets_a_unique_index_on_set_keys_only(db_url):
     repo = JobRepository(db)
     keyed, _ = repo.create("t", {"n": 1}, idempotency_key="invoice-7")
     # Version 3's schema: the unique index held every row, NULL keys included.
-    db.execute_sql("DROP INDEX jobs_idempotency_key_set")
-    db.execute_sql("CREATE UNIQUE INDEX jobs_idempotency_key ON jobs (idempotency_key)")
-    db.execute_sql("UPDATE queue_meta SET value = '3' WHERE key = 'schema_version'")
-    db.close()
-
-    db = open_database(db_url)
+    db = reopened_at_version(
+        db,
+        db_url,
+        3,
+        "DROP INDEX jobs_idempotency_key_set",
+        "CREATE UNIQUE INDEX jobs_idempotency_key ON jobs (idempotency_key)",
+    )
     repo = JobRepository(db)
-    assert schema_version(db) == SCHEMA_VERSION
     indexes = {index.name: index for index in db.get_indexes("jobs")}
     assert "jobs_idempotency_key" not in indexes and indexes["jobs_idempotency_key_set"].unique
     again, created = repo.create("t", {"n": 1}, idempotency_key="invoice-7")

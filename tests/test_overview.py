@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from support import reopened_at_version
+
 from queue_core.store.database import open_database
 from queue_core.store.models import is_postgres
 from queue_core.store.overview import queue_names, queue_overview
 from queue_core.store.pages import page
 from queue_core.store.repository import JobRepository
-from queue_core.store.schema import SCHEMA_VERSION, schema_version
 
 
 def finish(repo, clock, queue, *, ok=True):
@@ -83,11 +84,7 @@ def test_a_version_6_database_upgrades_to_7_keeping_every_job(db_url):
     for queue in ("a", "b", "a"):
         repo.create("t", queue=queue)
     before = {job.id: (job.queue, job.status) for job in repo.list()}
-    db.execute_sql("DROP INDEX IF EXISTS jobs_queue_status")
-    db.execute_sql("UPDATE queue_meta SET value = '6' WHERE key = 'schema_version'")
-    db.close()
-    db = open_database(db_url)
-    assert schema_version(db) == SCHEMA_VERSION
+    db = reopened_at_version(db, db_url, 6, "DROP INDEX IF EXISTS jobs_queue_status")
     assert {job.id: (job.queue, job.status) for job in JobRepository(db).list()} == before
     assert ("jobs_queue_status" in {index.name for index in db.get_indexes("jobs")}) == is_postgres(db)
     db.close()
