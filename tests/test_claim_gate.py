@@ -125,6 +125,6 @@ def test_on_sqlite_a_claim_reads_its_claim_index_in_order_whatever_the_statistic
     values = {"worker_id": "w", "type0": "t", **({} if queues is None else {"queue0": "default"})}
     params = claim.params(statements.time.bind(values))
     plan = " / ".join(row[-1] for row in repo.db.execute_sql(f"EXPLAIN QUERY PLAN {claim.sql}", params))
-    index = "jobs_claim" if queues is None else "jobs_queue_claim"
+    index = "jobs_pending_claim" if queues is None else "jobs_queue_claim"
     assert f"SEARCH jobs USING INDEX {index} " in plan and "TEMP B-TREE" not in plan, plan
     assert len(claimed_ids(repo, ["t"], queues, gated=gated)) == 3

@@ -47,8 +47,8 @@ def test_schema_created_once_and_reopen_keeps_jobs(db_url):
     assert JobRepository(db).list()[0].payload == {"keep": True}
     indexes = {index.name for index in db.get_indexes("jobs")}
     assert {"jobs_status_updated", "jobs_type_due"} <= indexes and "jobs_type_status" not in indexes
-    # The full claim index only on SQLite, whose claim reads it; PostgreSQL's claims read partial ones (v8).
-    assert ("jobs_claim" in indexes) != is_postgres(db)
+    # The claim's index holds pending jobs only, on both backends (PostgreSQL since v3 and v8, SQLite v10).
+    assert "jobs_pending_claim" in indexes and "jobs_claim" not in indexes
     db.close()
 
 
@@ -64,7 +64,7 @@ def test_a_version_7_database_upgrades_to_8_keeping_every_job(db_url):
     )
     repo = JobRepository(db)
     assert {job.id: (job.status, job.priority) for job in repo.list()} == before
-    assert ("jobs_claim" in {index.name for index in db.get_indexes("jobs")}) != is_postgres(db)
+    assert "jobs_claim" not in {index.name for index in db.get_indexes("jobs")}  # gone (SQLite: in v10)
     assert repo.claim("w") is not None and repo.claim("w") is None  # the claim still works
     db.close()
 
@@ -88,6 +88,38 @@ def test_a_version_8_database_upgrades_to_9_keeping_every_job(db_url):
     db.close()
 
 
+def test_a_version_9_database_upgrades_to_10_keeping_every_job(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    for priority in (0, 5, 0, 9):
+        repo.create("t", priority=priority)
+    first = repo.claim("w")
+    repo.complete(first.id, worker_id="w", attempt=first.attempt)
+    repo.claim("w")
+    before = {job.id: (job.status, job.priority) for job in repo.list()}
+    # Version 9's SQLite claim index held every job by status; PostgreSQL's schema is the same at 9 and 10.
+    shape = (
+        ()
+        if is_postgres(db)
+        else (
+            "DROP INDEX jobs_pending_claim",
+            "CREATE INDEX jobs_claim ON jobs (status, priority DESC, run_at, id)",
+        )
+    )
+    db = reopened_at_version(db, db_url, 9, *shape)
+    repo = JobRepository(db)
+    assert {job.id: (job.status, job.priority) for job in repo.list()} == before
+    indexes = {index.name: index for index in db.get_indexes("jobs")}
+    assert "jobs_claim" not in indexes
+    # SQLite's leads with the status (schema.PENDING_CLAIM_INDEX_SQLITE), for its planner.
+    columns = ["priority", "run_at", "id"] if is_postgres(db) else ["status", "priority", "run_at", "id"]
+    assert indexes["jobs_pending_claim"].columns == columns
+    definition = indexes["jobs_pending_claim"].sql
+    assert "WHERE" in definition and "'pending'" in definition, definition
+    assert [repo.claim("w").priority for _ in range(2)] == [0, 0] and repo.claim("w") is None
+    db.close()
+
+
 @pytest.mark.backends("sqlite")
 def test_claim_query_uses_the_claim_index(repo, db):
     plan = db.execute_sql(
@@ -95,7 +127,7 @@ def test_claim_query_uses_the_claim_index(repo, db):
         "ORDER BY priority DESC, run_at, id LIMIT 1",
         ("2030-01-01",),
     ).fetchall()
-    assert any("jobs_claim" in row[-1] for row in plan), plan
+    assert any("jobs_pending_claim" in row[-1] for row in plan), plan
     assert not any("TEMP B-TREE" in row[-1] for row in plan), plan
 
 

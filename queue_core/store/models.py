@@ -109,6 +109,46 @@ class JSONTextField(pw.TextField):
         return json.loads(value)
 
 
+STATUSES = frozenset(status.value for status in JobStatus)
+
+
+def _as_literal(value):
+    """A known status as a SQL literal (safe to inline: one of five fixed words); anything else as it is."""
+    return pw.SQL(f"'{value}'") if isinstance(value, str) and value in STATUSES else value
+
+
+class StatusField(pw.CharField):
+    """``Job.status``: compared with a known status, it writes the status as a literal, not a bound value.
+
+    The claim's indexes are partial (pending jobs only), and a planner uses a partial index only when it can
+    prove the query's WHERE implies the index's: PostgreSQL's generic (prepared) plans cannot see a bound
+    value at all, and SQLite, which can, then re-prepares the statement at every execution that binds a
+    value it compared with the index's WHERE (a one-slot worker's complete + claim, whose "status =
+    'running'" was bound, ran at half speed with schema v10's partial index). A literal is in the SQL
+    text: the plan is made once and proved once. Statuses are five fixed words, never user text.
+    """
+
+    __hash__ = pw.CharField.__hash__  # defining __eq__ would otherwise drop it (fields are dict keys)
+
+    def __eq__(self, rhs):
+        return super().__eq__(_as_literal(rhs))
+
+    def __ne__(self, rhs):
+        return super().__ne__(_as_literal(rhs))
+
+    def in_(self, rhs):
+        return super().in_(_literals(rhs))
+
+    def not_in(self, rhs):
+        return super().not_in(_literals(rhs))
+
+
+def _literals(values):
+    if isinstance(values, list | tuple | set | frozenset) and values and all(v in STATUSES for v in values):
+        return [_as_literal(v) for v in sorted(values)]  # sorted: one SQL text per set, whatever its order
+    return values
+
+
 class BaseModel(pw.Model):
     class Meta:
         legacy_table_names = False
@@ -120,7 +160,7 @@ class Job(BaseModel):
     type = pw.CharField(max_length=255)
     payload = JSONTextField(default="{}")
     priority = pw.IntegerField(default=0)
-    status = pw.CharField(max_length=16, default=JobStatus.PENDING.value)
+    status = StatusField(max_length=16, default=JobStatus.PENDING.value)
     retry_count = pw.IntegerField(default=0)
     max_retries = pw.IntegerField(default=rules.DEFAULT_MAX_RETRIES)
     # UNIQUE where set: schema v4's partial index (queue_core.store.schema), so keyless jobs add no index entry.

@@ -16,16 +16,28 @@ SCHEMA_VERSION_KEY = "schema_version"
 # Jobs by type (v9; v1's held type and status only): the console's and the API's filter by type, and the
 # look an idle worker's claim takes first (statements._probe): due jobs of a type are one range of it.
 TYPE_INDEX = "jobs_type_due"
-# SQLite's claim indexes, which its claims name (statements.claim_source): all pending jobs in claim order
-# (v1), and a queue's (v6).
-CLAIM_INDEX = "jobs_claim"
+# The claim's index: the pending jobs in claim order, and no other (PostgreSQL's since v3, SQLite's since
+# v10, which replaced v1's index of every job by status). SQLite's claims name it, and a queue's claims
+# that queue's index (v6), in statements.claim_source.
+CLAIM_INDEX = "jobs_pending_claim"
 QUEUE_CLAIM_INDEX = "jobs_queue_claim"
+PENDING_CLAIM_INDEX = (
+    f"CREATE INDEX IF NOT EXISTS {CLAIM_INDEX} ON jobs (priority DESC, run_at, id) WHERE status = 'pending'"
+)
+# SQLite's leads with the status, one value in it: "status = 'pending'" is then an equality on its first column
+# and the claim order the rest, the shape SQLite's planner took v1's full index for. Without it, a read of
+# the pending jobs in claim order that names no index (the console's pending window) went through
+# jobs_status_updated and sorted every pending job: SQLite, with no statistics, guesses an equality finds
+# a few rows and a scan of an index reads them all.
+PENDING_CLAIM_INDEX_SQLITE = (
+    f"CREATE INDEX IF NOT EXISTS {CLAIM_INDEX} ON jobs (status, priority DESC, run_at, id) WHERE status = 'pending'"
+)
 
 # Indexes the queue's own queries need; partial ones stay small under churn (finished jobs are not in them).
 INDEXES_V1 = (
     # claim: among pending jobs, highest priority, then due first, then lowest id; the ORDER BY
     # follows the index, so a claim reads one index entry, not every pending job.
-    f"CREATE INDEX IF NOT EXISTS {CLAIM_INDEX} ON jobs (status, priority DESC, run_at, id)",
+    "CREATE INDEX IF NOT EXISTS jobs_claim ON jobs (status, priority DESC, run_at, id)",
     # counts per status, the running/failed windows, the reaper, throughput, prune of finished jobs.
     "CREATE INDEX IF NOT EXISTS jobs_status_updated ON jobs (status, updated_at)",
     # the console's and the API's filter by type (replaced by v9's TYPE_INDEX).
@@ -53,7 +65,7 @@ POSTGRES_CHURN_V3 = (
     # The claim's own index holds pending jobs only: it stays as small as the backlog, however many
     # finished jobs the table keeps. The claim names the status as a literal so that a generic
     # (prepared) plan can still prove it matches this index's predicate.
-    "CREATE INDEX IF NOT EXISTS jobs_pending_claim ON jobs (priority DESC, run_at, id) WHERE status = 'pending'",
+    PENDING_CLAIM_INDEX,
     # Free space on every page so that an update that changes no indexed column (a heartbeat) is a
     # HOT update: the new row version stays on its page and no index is touched. heartbeat_at is
     # deliberately in no index for that reason.
@@ -176,7 +188,7 @@ def _migrate_v8(db: pw.Database) -> None:
     # other read by status jobs_status_updated or jobs_queue_status. It was one more index entry to write
     # at every insert and every change of status (claim, completion): create_many of 5,000 jobs 1.17x
     # faster without it, interleaved rounds; the console's views on 200,000 jobs unchanged. SQLite keeps
-    # it: its claim reads it (its pending range stays small, as SQLite changes index entries in place).
+    # it: its claim reads it (its pending range stays small, as SQLite changes index entries in place), until v10.
     if is_postgres(db):
         db.execute_sql("DROP INDEX IF EXISTS jobs_claim")
 
@@ -192,6 +204,20 @@ def _migrate_v9(db: pw.Database) -> None:
     db.execute_sql(f"CREATE INDEX IF NOT EXISTS {TYPE_INDEX} ON jobs (type, status, run_at)")
 
 
+def _migrate_v10(db: pw.Database) -> None:
+    # SQLite only (PostgreSQL has had it since v3 and dropped v1's index in v8): the claim's index holds
+    # the pending jobs only. v1's (status, priority DESC, run_at, id) held every job, so each claim moved
+    # the job's entry from the pending range to the running one, and each completion from the running range
+    # to the completed one: three leaf pages written whole into the WAL per transaction where the partial
+    # index writes one (a one-slot worker's complete + claim wrote 9.2 WAL frames, now 8.3; README,
+    # Performance). The reads by other statuses have jobs_status_updated, led by the status, as on
+    # PostgreSQL; a read of pending jobs by a bound status still finds this index (SQLite checks the
+    # bound value against the index's WHERE when it plans).
+    if not is_postgres(db):
+        db.execute_sql(PENDING_CLAIM_INDEX_SQLITE)
+        db.execute_sql("DROP INDEX IF EXISTS jobs_claim")
+
+
 # (version, step): each step takes the schema from version - 1 to version, keeping every job.
 MIGRATIONS = (
     (1, _migrate_v1),
@@ -203,6 +229,7 @@ MIGRATIONS = (
     (7, _migrate_v7),
     (8, _migrate_v8),
     (9, _migrate_v9),
+    (10, _migrate_v10),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -111,8 +111,10 @@ class Statements:
 
     # The lock a transaction takes on the rows it reads before changing them; None: its own lock suffices.
     for_update: str | None = None
-    # How a claim names the pending status (PostgreSQL writes it as a literal).
-    pending: object = PENDING
+    # How a claim names the pending status: a literal, so that the planner proves the claim index's WHERE
+    # (status = 'pending') from the SQL text (SQLite's INDEXED BY is refused otherwise; PostgreSQL's generic
+    # plans cannot see a bound value).
+    pending: object = pw.SQL(f"'{PENDING}'")
 
     def __init__(self, db: pw.Database, model: type[Job], time: HostTime | ServerTime):
         self.db = db
@@ -332,10 +334,11 @@ class Statements:
         now_sql, now_params = self._now_param()
         sql = (
             f"UPDATE {table} SET status = {self.db.param}, result = v.result, updated_at = {now_sql} FROM {source}"
-            f" WHERE {table}.id = v.id AND {table}.attempt = v.attempt AND {table}.status = {self.db.param}"
+            f" WHERE {table}.id = v.id AND {table}.attempt = v.attempt AND {table}.status = '{RUNNING}'"
             f" AND {table}.worker_id = {self.db.param} RETURNING {table}.id, {table}.attempt"
         )
-        return sql, [COMPLETED, *now_params, *params, RUNNING, worker_id]
+        # The held status a literal, as models.StatusField writes it (a bound one re-prepared on SQLite).
+        return sql, [COMPLETED, *now_params, *params, worker_id]
 
     def _acks_source(self, acks: list[tuple[int, int, str | None]]) -> tuple[str, list]:
         """The acks as a table ``v(id, attempt, result)`` in SQL, and its parameters."""
@@ -451,8 +454,6 @@ CLAIMABLE = "claimable"  # the CTE of the jobs a PostgreSQL claim locked
 
 class PostgresStatements(Statements):
     for_update = "FOR UPDATE"
-    # A literal, so that even a generic prepared plan matches jobs_pending_claim's predicate.
-    pending = pw.SQL(f"'{PENDING}'")
 
     def announce_pending(self) -> None:
         self.db.execute(pw.Select(columns=[_pending_notification()]))
