@@ -207,12 +207,13 @@ def _migrate_v9(db: pw.Database) -> None:
 def _migrate_v10(db: pw.Database) -> None:
     # SQLite only (PostgreSQL has had it since v3 and dropped v1's index in v8): the claim's index holds
     # the pending jobs only. v1's (status, priority DESC, run_at, id) held every job, so each claim moved
-    # the job's entry from the pending range to the running one, and each completion from the running range
-    # to the completed one: three leaf pages written whole into the WAL per transaction where the partial
-    # index writes one (a one-slot worker's complete + claim wrote 9.2 WAL frames, now 8.4; README,
-    # "Indexes and churn"). The reads by other statuses have jobs_status_updated, led by the status, as on
-    # PostgreSQL. Statements compare the status with a literal (models.StatusField): against a bound one
-    # SQLite would prepare the statement again at every execution to check this index's WHERE.
+    # the job's entry from the pending range to the running one, and each completion from the running
+    # range to the completed one: three ranges changed per transaction, each leaf page written whole into
+    # the WAL, where the partial index changes one (a one-slot worker's complete + claim wrote 9.2 WAL
+    # frames, now 8.4; README, "Indexes and churn"). Reads by other statuses have jobs_status_updated, led
+    # by the status, as on PostgreSQL. Statements compare the status with a literal (models.StatusField):
+    # against a bound one SQLite would prepare the statement again at every execution to check this
+    # index's WHERE.
     if not is_postgres(db):
         db.execute_sql(PENDING_CLAIM_INDEX_SQLITE)
         db.execute_sql("DROP INDEX IF EXISTS jobs_claim")
