@@ -197,11 +197,26 @@ def holds_a_write(repo) -> bool:
         probe.close()
 
 
+def stopped(pid: int) -> bool:
+    """Whether every thread of ``pid`` is stopped (state T in /proc): SIGSTOP is delivered asynchronously."""
+    states = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+        except FileNotFoundError:  # a thread that ended meanwhile
+            continue
+    return all(state in ("T", "t") for state in states)
+
+
 def freeze_between_writes(process, repo) -> None:
     """SIGSTOP ``process`` at a moment it holds no write: frozen inside one (a heartbeat, its registry row) it
-    would block every other worker too, and the test would measure a lock, not a zombie."""
+    would block every other worker too, and the test would measure a lock, not a zombie.
+
+    The check waits until the process has stopped: probed while SIGSTOP was still on its way, a worker that
+    took the write lock a moment later stayed frozen inside it (once in CI, under the full suite's load)."""
     for _ in range(200):
         process.signal(signal.SIGSTOP)
+        wait_until(lambda: stopped(process.proc.pid), "the worker to stop on SIGSTOP", timeout=5)
         if not holds_a_write(repo):
             return
         process.signal(signal.SIGCONT)
@@ -218,7 +233,13 @@ def test_a_zombie_cannot_complete_or_fail_the_new_claim(live_repo, start_worker,
     freeze_between_writes(zombie, live_repo)  # hung: no heartbeat, no progress
 
     healthy = start_worker("--stale-after", "1.5", worker_id="healthy")
-    wait_until(running_on(live_repo, job.id, "healthy"), "the job to be reaped and claimed again")
+    try:
+        wait_until(running_on(live_repo, job.id, "healthy"), "the job to be reaped and claimed again")
+    except AssertionError as timed_out:  # say what the healthy worker saw, and whether a write is held
+        raise AssertionError(
+            f"{timed_out}; a write held now: {holds_a_write(live_repo)}; the healthy worker's log:\n"
+            f"{healthy.log()[-4000:]}"
+        ) from None
     zombie.signal(signal.SIGCONT)  # its handler finishes (attempt 1) while the new claim runs
     wait_until(lambda: f"lost job={job.id}" in zombie.log(), "the zombie to try to finish the job")
     wait_until(lambda: live_repo.find_by_id(job.id).status == "completed", "the healthy worker to finish")
