@@ -15,6 +15,9 @@ from datetime import timedelta
 
 import pytest
 
+from queue_core.store.overview import queue_overview
+from queue_core.store.pages import PAGED_STATES, page
+
 # A status column (qualified: "jobs"."status", "t1"."status", jobs.status) compared with a placeholder.
 # An assignment (SET "status" = ?) is not qualified, and binds a value no planner looks at.
 BOUND_STATUS = re.compile(r"\.\"?status\"?\s*(=|<>|!=|IN\s*\(|NOT IN\s*\()\s*(\?|%s)", re.IGNORECASE)
@@ -74,6 +77,12 @@ def test_every_statement_of_a_jobs_life_compares_the_status_with_literals(repo, 
         repo.list(status=status)
     repo.throughput()
     repo.queues()
+    # The console's views: paged states (the scheduled one reads pending jobs through the claim index) and
+    # the queues view (counts and each queue's oldest due job).
+    for state in PAGED_STATES:
+        page(repo, state)
+        page(repo, state, type="t")
+    assert queue_overview(repo, now=repo.now(), cap=100)
     clock.advance(seconds=3600)
     repo.prune(timedelta(seconds=60))
     bound = [sql for sql in statements_run if BOUND_STATUS.search(sql)]

@@ -15,9 +15,9 @@ from datetime import datetime, timedelta
 
 import peewee as pw
 
-from ..rules import COMPLETED
+from ..rules import COMPLETED, PENDING
 from .models import JobStatus
-from .pages import MAX_PRIORITY_LEVELS, PENDING_LITERAL, page_columns
+from .pages import MAX_PRIORITY_LEVELS, page_columns
 
 MAX_QUEUES = 200  # a queues view lists at most this many queues (names beyond are not read)
 RATE_PERIOD = timedelta(minutes=5)
@@ -81,7 +81,7 @@ def oldest_due_age(repo, queue: str, now: datetime) -> float | None:
     The claim index orders a queue's pending jobs by priority, then run_at: the oldest run_at of each
     priority level is one seek, and the levels are found by a loose scan (a queue uses a handful)."""
     Job = repo.Job
-    pending = (Job.queue == queue) & (Job.status == PENDING_LITERAL)
+    pending = (Job.queue == queue) & (Job.status == PENDING)
     oldest, level = None, None
     for _ in range(MAX_PRIORITY_LEVELS):
         query = Job.select(pw.fn.MAX(Job.priority)).where(pending)

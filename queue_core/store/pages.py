@@ -18,14 +18,12 @@ from functools import reduce
 import peewee as pw
 
 from ..errors import ValidationError
+from ..rules import PENDING
 from ..validation import validate_limit
 from .models import JobStatus
 from .reads import ROW_ERROR_CHARS
 
 SCHEDULED = "scheduled"
-# A literal, not a bound value: PostgreSQL's partial claim indexes (WHERE status = 'pending') serve a query
-# only when it names the same literal (a generic plan cannot prove a parameter equals it).
-PENDING_LITERAL = pw.SQL("'pending'")
 MAX_PRIORITY_LEVELS = 50  # seeks per read; priorities past this many distinct levels are not read
 # Final states, newest first; "cancelled" is issue 13's status (no rows until its migration has run).
 NEWEST_FIRST = ("completed", "failed", "cancelled")
@@ -94,7 +92,7 @@ def _scheduled_rows(repo, after: Cursor | None, limit: int, now: datetime, narro
     and the levels are merged: a page costs levels x limit index entries, not a scan of the backlog.
     """
     Job = repo.Job
-    pending = Job.status == PENDING_LITERAL
+    pending = Job.status == PENDING  # a literal (models.StatusField): the partial claim index serves it
     due_later = Job.run_at > Job.run_at.to_value(now)
     if after is not None:
         due_later &= _after(Job.run_at, Job.id, after, ascending=True)

@@ -153,10 +153,10 @@ class JobReads:
         Job = self.Job
         # A function on the left: peewee would bind the cutoff as it is (an aware datetime, which PostgreSQL
         # compares in the session's time zone), so convert it as the columns are stored.
-        # The status as a literal, as in the claim: a worker's statements are planned generically (its
-        # reaps too, once psycopg prepares them), and a generic plan of "status = $1" walked the primary key
-        # over every job (56 ms at 200,000 jobs, every reap interval) instead of the few running ones.
-        return (Job.status == pw.SQL(f"'{RUNNING}'")) & (_last_sign_of_life(Job) < Job.claimed_at.to_value(cutoff))
+        # The status is written as a literal (models.StatusField), as in the claim: a worker's statements are
+        # planned generically (its reaps too, once psycopg prepares them), and a generic plan of "status = $1"
+        # walked the primary key over every job (56 ms at 200,000 jobs, every reap interval).
+        return (Job.status == RUNNING) & (_last_sign_of_life(Job) < Job.claimed_at.to_value(cutoff))
 
     def list(
         self, status: str | None = None, type: str | None = None, *, limit: int = 100, after: int | None = None
