@@ -193,6 +193,19 @@ TARGETS = [
         "sqlite.huey.drain",
         2.0,
     ),
+    # The same two without start-up: ours from their rows, Huey's from the polls of its queue.
+    (
+        "… the same two, start-up and exit in neither: 1 worker process ≥ 1.2× Huey's consumer",
+        "sqlite.ours.steady_1p",
+        "sqlite.huey.steady",
+        1.2,
+    ),
+    (
+        "… and --concurrency 4 ≥ 2× Huey's consumer",
+        "sqlite.ours.steady_1p_c4",
+        "sqlite.huey.steady",
+        2.0,
+    ),
     ("SQLite: 2 worker processes ≥ 1.0× one", "sqlite.ours.drain_2p", "sqlite.ours.drain_1p", 1.0),
     ("SQLite single create ≥ 0.8× Huey's enqueue", "sqlite.ours.create", "sqlite.huey.enqueue", 0.8),
     # Against the raw loop, which starts no process: the drains from their first claim to their last
