@@ -11,7 +11,7 @@ import pytest
 from support import as_schema_version_5, reopened_at_version
 
 from queue_core.errors import DatabaseURLError
-from queue_core.store.database import default_url, open_database
+from queue_core.store.database import DEFAULT_PAGE_SIZE, default_url, open_database
 from queue_core.store.models import is_postgres
 from queue_core.store.repository import JobRepository
 from queue_core.store.schema import SCHEMA_VERSION, schema_version
@@ -34,6 +34,46 @@ def test_synchronous_full_on_request(tmp_path):
 def test_busy_timeout_from_url(tmp_path):
     db = open_database(f"sqlite:///{tmp_path / 'q.db'}?busy_timeout=250")
     assert db.execute_sql("PRAGMA busy_timeout").fetchone()[0] == 250
+    db.close()
+
+
+def test_a_new_sqlite_file_gets_the_default_page_size_and_an_old_one_keeps_its_own(tmp_path):
+    page_size = lambda db: db.execute_sql("PRAGMA page_size").fetchone()[0]  # noqa: E731
+    db = open_database(f"sqlite:///{tmp_path / 'new.db'}")
+    assert page_size(db) == DEFAULT_PAGE_SIZE != 4096  # SQLite's own default would be 4096
+    db.close()
+    old = tmp_path / "old.db"  # a file made before this setting: SQLite's 4 KiB pages
+    connection = sqlite3.connect(old)
+    connection.execute("PRAGMA page_size = 4096")
+    connection.execute("CREATE TABLE unrelated (x)")
+    connection.close()
+    db = open_database(f"sqlite:///{old}")
+    JobRepository(db).create("t")
+    assert page_size(db) == 4096 and JobRepository(db).counts()["pending"] == 1
+    db.close()
+
+
+def test_page_size_from_url_for_a_new_file(tmp_path):
+    db = open_database(f"sqlite:///{tmp_path / 'q.db'}?page_size=8192")
+    JobRepository(db).create("t")
+    assert db.execute_sql("PRAGMA page_size").fetchone()[0] == 8192
+    db.close()
+    # Asked again for the size the file has: fine.
+    open_database(f"sqlite:///{tmp_path / 'q.db'}?page_size=8192").close()
+
+
+def test_a_page_size_the_existing_file_does_not_have_is_refused_saying_how_to_convert(tmp_path):
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    db = open_database(url)
+    JobRepository(db).create("t", {"keep": 1})
+    db.close()
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(url + "?page_size=4096")
+    message = str(info.value)
+    assert f"{DEFAULT_PAGE_SIZE}-byte pages" in message and "VACUUM" in message and "page_size=4096" in message
+    db = open_database(url)
+    assert db.execute_sql("PRAGMA page_size").fetchone()[0] == DEFAULT_PAGE_SIZE  # untouched
+    assert [job.payload for job in JobRepository(db).list()] == [{"keep": 1}]
     db.close()
 
 
@@ -141,13 +181,18 @@ def test_claim_query_uses_the_claim_index(repo, db):
         "sqlite:///x.db?synchronous=off",
         "sqlite:///x.db?busy_timeout=soon",
         "sqlite:///x.db?cache=big",
+        "sqlite:///x.db?page_size=1000",
+        "sqlite:///x.db?page_size=131072",
+        "sqlite:///x.db?page_size=2k",
     ],
 )
-def test_bad_urls_say_what_to_fix(url):
+def test_bad_urls_say_what_to_fix(url, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # x.db, if a check came too late, would appear here
     with pytest.raises(DatabaseURLError) as info:
         open_database(url)
     message = str(info.value).lower()
-    assert any(hint in message for hint in ("sqlite:///", "postgresql://", "synchronous", "busy_timeout"))
+    assert any(hint in message for hint in ("sqlite:///", "postgresql://", "synchronous", "busy_timeout", "page_size"))
+    assert not (tmp_path / "x.db").exists()
 
 
 def test_default_url_from_environment(monkeypatch):

@@ -14,7 +14,7 @@ import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from queue_core.store.database import open_database
+from queue_core.store.database import DEFAULT_PAGE_SIZE, open_database
 from queue_core.store.models import SQLITE_TIME_FORMAT
 from queue_core.store.repository import JobRepository
 from queue_core.store.schema import SCHEMA_VERSION
@@ -35,7 +35,8 @@ REFRESHES = 15
 def big_database(n: int) -> str:
     """The URL of a cached SQLite database holding ``n`` jobs (built on first use, ~1.5 s per 100k)."""
     CACHE.mkdir(parents=True, exist_ok=True)
-    path = CACHE / f"console-{n}-schema{SCHEMA_VERSION}-data{DATA_VERSION}.db"
+    # The page size is the file's for good: a new default needs new files.
+    path = CACHE / f"console-{n}-schema{SCHEMA_VERSION}-data{DATA_VERSION}-page{DEFAULT_PAGE_SIZE}.db"
     url = f"sqlite:///{path}"
     if path.exists():
         return url
