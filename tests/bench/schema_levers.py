@@ -22,28 +22,28 @@ import tempfile
 import time
 from pathlib import Path
 
-from queue_core.store.database import open_database
+from queue_core.store.database import DEFAULT_PAGE_SIZE, open_database
 
 from .raw import CLAIM, COMPLETE, RawQueue, sqlite_connection
 
 # name -> (page size, statements run on the fresh schema)
 VARIANTS: dict[str, tuple[int, list[str]]] = {
-    "queue_core's schema (4 KiB pages)": (4096, []),
-    "2 KiB pages": (2048, []),
+    f"queue_core's schema ({DEFAULT_PAGE_SIZE // 1024} KiB pages)": (DEFAULT_PAGE_SIZE, []),
+    "4 KiB pages (SQLite's default; queue_core's before 2 KiB)": (4096, []),
     "1 KiB pages": (1024, []),
     "v9's claim index, every job by status (no INDEXED BY)": (
-        4096,
+        DEFAULT_PAGE_SIZE,
         [
             "DROP INDEX jobs_pending_claim",
             "CREATE INDEX jobs_claim ON jobs (status, priority DESC, run_at, id)",
         ],
     ),
     "type index without status": (
-        4096,
+        DEFAULT_PAGE_SIZE,
         ["DROP INDEX jobs_type_due", "CREATE INDEX jobs_type ON jobs (type)"],
     ),
     "the claim's pending-only index and nothing else (the floor)": (
-        4096,
+        DEFAULT_PAGE_SIZE,
         [
             "DROP INDEX jobs_type_due",
             "DROP INDEX jobs_status_updated",
