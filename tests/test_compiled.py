@@ -209,7 +209,7 @@ def test_every_hot_path_statement_is_keyed_by_its_shape(repo):
     assert {key[1:] for key in keys if key[0].endswith("._complete")} == {(False, False), (True, True)}
     assert any(key[0].endswith("._complete_and_claim") and key[1:] == (None, None) for key in keys)
     # SQLite reads back only the id (its clock is this host's); PostgreSQL the row its server clock stamped.
-    assert any(key[0].endswith(("._insert", "._insert_id")) for key in keys)
+    assert any(key[0].endswith(("._insert", "._insert_row")) for key in keys)
 
 
 def test_kept_rows_are_reused_only_while_the_raw_row_is_unchanged(repo, clock):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import peewee as pw
@@ -29,6 +30,25 @@ def test_lifecycle_pending_running_completed(repo, clock):
     assert done.status == "completed" and done.updated_at == clock.now
     assert repo.find_by_id(job.id).status == "completed"
     assert repo.claim("w1") is None
+
+
+def test_a_created_job_is_the_stored_row_even_with_threads_creating_at_once(repo):
+    """The job ``create`` returns carries the id of the row it wrote (SQLite: the thread's connection's last
+    rowid), whatever other threads insert meanwhile, and equals the row as read back."""
+    made: dict[int, list] = {}
+
+    def producer(n: int) -> None:
+        made[n] = [repo.create("t", {"producer": n, "i": i})[0] for i in range(25)]
+
+    threads = [threading.Thread(target=producer, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    jobs = [job for n in range(4) for job in made[n]]
+    assert len({job.id for job in jobs}) == 100
+    for job in jobs:
+        assert repo.find_by_id(job.id).__data__ == job.__data__
 
 
 def test_complete_and_fail_only_a_running_job(repo):
