@@ -208,7 +208,8 @@ def test_every_hot_path_statement_is_keyed_by_its_shape(repo):
     assert {key for key in keys if key[0].endswith("._claim")} == {("Statements._claim", 1, 4, None, True)}
     assert {key[1:] for key in keys if key[0].endswith("._complete")} == {(False, False), (True, True)}
     assert any(key[0].endswith("._complete_and_claim") and key[1:] == (None, None) for key in keys)
-    # SQLite reads back only the id (its clock is this host's); PostgreSQL the row its server clock stamped.
+    # SQLite reads back nothing (its clock is this host's; the id is the last rowid); PostgreSQL the row its
+    # server clock stamped.
     assert any(key[0].endswith(("._insert", "._insert_row")) for key in keys)
 
 
