@@ -267,6 +267,38 @@ def test_a_plain_value_is_bound_as_it_is_and_any_other_through_its_field(repo, c
     assert statement.params({"priority": 1, "now": clock.now, "worker_id": "7"}) == expected
 
 
+def test_one_object_given_to_several_markers_is_bound_as_each_field_converts_it(repo, clock):
+    # params converts a value once for consecutive markers of the same kind of field (a create's three
+    # times are one datetime); a marker of another kind, or another value, is converted on its own.
+    Job = repo.Job
+    statement = CompiledStatement(
+        repo.db,
+        lambda m: Job.insert(
+            created_at=m.time("created", Job.created_at),
+            updated_at=m.time("updated", Job.updated_at),
+            payload=m.of(Job.payload),
+            result=m.of(Job.result),
+            worker_id=m.of(Job.worker_id),
+            run_at=m.time("run", Job.run_at),
+            claimed_at=m.time("claimed", Job.claimed_at),
+        ),
+    )
+    data = {"a": [1, 2]}
+    later = clock.now + timedelta(seconds=1)
+    values = {"created": clock.now, "updated": clock.now, "payload": data, "result": data, "worker_id": data}
+    values |= {"run": later, "claimed": clock.now}
+    expected = Job.insert(
+        created_at=clock.now,
+        updated_at=clock.now,
+        payload=data,
+        result=data,
+        worker_id=data,  # a text column: the object's str(), not the JSON the two before it took
+        run_at=later,
+        claimed_at=clock.now,
+    ).sql()[1]
+    assert statement.params(values) == expected
+
+
 def test_claim_filters_are_worked_out_once_per_pair_of_lists():
     from queue_core.store import statements
 
