@@ -268,8 +268,8 @@ def test_a_plain_value_is_bound_as_it_is_and_any_other_through_its_field(repo, c
 
 
 def test_one_object_given_to_several_markers_is_bound_as_each_field_converts_it(repo, clock):
-    # params converts a value once for consecutive markers of the same kind of field (a create's three
-    # times are one datetime); a marker of another kind, or another value, is converted on its own.
+    # A time field keeps its last conversion (a create's three times are one datetime); a field of another
+    # kind converts the same object its own way.
     Job = repo.Job
     statement = CompiledStatement(
         repo.db,

@@ -26,3 +26,28 @@ def test_a_clock_that_returns_naive_times_is_refused(db):
     with pytest.raises(ValidationError, match="naive"):
         repo.now()
     assert JobRepository(db, clock=lambda: datetime(2030, 1, 1, tzinfo=UTC)).now().year == 2030
+
+
+def test_times_are_stored_as_utc_and_read_back_aware_in_every_form_a_row_can_hold(db, repo):
+    from datetime import timedelta, timezone
+
+    field = repo.Job.created_at
+    paris_summer = timezone(timedelta(hours=2))
+    at = datetime(2026, 6, 1, 7, 30, 0, 5, tzinfo=UTC)
+    stored = field.db_value(at.astimezone(paris_summer))  # another zone: stored as the same UTC time
+    assert stored == field.db_value(at)
+    if is_postgres(db):
+        assert stored == datetime(2026, 6, 1, 7, 30, 0, 5)  # naive UTC, the TIMESTAMP column's type
+        assert field.python_value(stored) == at and field.python_value(stored).tzinfo is UTC
+        return
+    assert stored == "2026-06-01 07:30:00.000005"
+    # Our own form, and the forms an older or hand-written row may hold, all read as aware UTC times.
+    for text, expected in [
+        (stored, at),
+        ("2026-06-01 07:30:00", at.replace(microsecond=0)),
+        ("2026-06-01T07:30:00.000005", at),
+        ("2026-06-01 09:30:00.000005+02:00", at),
+        ("2026-06-01T07:30:00Z", at.replace(microsecond=0)),
+    ]:
+        value = field.python_value(text)
+        assert (value, value.tzinfo) == (expected, UTC), text

@@ -163,22 +163,12 @@ class CompiledStatement:
             raise RuntimeError(f"markers {unconverted} are bound without their field's conversion in {self.sql!r}")
         # For params: each marker's converter, the constants, and per parameter its index in (markers + constants).
         # A value already of a plain field's type is bound as it is (its db_value would return it unchanged).
-        # Each converter's kind (the field's class and model, one object per kind) tells ``params`` which
-        # markers convert a value alike.
-        kinds: dict = {}
         self.converters = [
-            (name, None, None, None)
-            if field is None
-            else (
-                name,
-                field.db_value,
-                _PLAIN_TYPES.get(type(field)),
-                kinds.setdefault(_kind(field), _kind(field)),
-            )
+            (name, None, None) if field is None else (name, field.db_value, _PLAIN_TYPES.get(type(field)))
             for name, (_, field) in markers.by_name.items()
         ]
         self.constants = [constant for name, constant in self.slots if name is None]
-        position = {name: i for i, (name, _, _, _) in enumerate(self.converters)}
+        position = {name: i for i, (name, _, _) in enumerate(self.converters)}
         constant_index = iter(range(len(self.converters), len(self.converters) + len(self.constants)))
         self.layout = [next(constant_index) if name is None else position[name] for name, _ in self.slots]
         # Rows come back as models for UPDATE/INSERT ... RETURNING, and for a SELECT whose rows are ``rows_as``.
@@ -199,26 +189,14 @@ class CompiledStatement:
         """
         if values.keys() != self.names:
             raise ValueError(f"values {sorted(values)} do not match the markers {sorted(self.names)} of {self.sql!r}")
-        # Each marker's value converted once (a claim binds its "now" twice), then laid out by parameter. A
-        # value that is the one the marker before had, for a field of the same kind, takes that conversion:
-        # a create's three times are one datetime, whose text was 11 % of a create's profile three times over.
-        bound = []
-        last = last_kind = converted = None
-        for name, convert, plain, kind in self.converters:
-            value = values[name]
-            if convert is None or value is None or type(value) is plain:
-                bound.append(value)
-                continue
-            if value is not last or kind is not last_kind:
-                last, last_kind, converted = value, kind, convert(value)
-            bound.append(converted)
+        # Each marker's value converted once (a claim binds its "now" twice), then laid out by parameter.
+        bound = [
+            value if convert is None or type(value) is plain else convert(value)
+            for name, convert, plain in self.converters
+            for value in (values[name],)
+        ]
         bound += self.constants
         return [bound[i] for i in self.layout]
-
-
-def _kind(field: pw.Field) -> tuple:
-    """What a field's conversion depends on: its class, and its model's database (a marker's own field has none)."""
-    return type(field), getattr(field, "model", None)
 
 
 def _key(value):
