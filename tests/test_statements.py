@@ -51,3 +51,20 @@ def test_times_are_stored_as_utc_and_read_back_aware_in_every_form_a_row_can_hol
     ]:
         value = field.python_value(text)
         assert (value, value.tzinfo) == (expected, UTC), text
+
+
+def test_one_datetime_is_stored_in_each_backends_form_whatever_was_converted_before():
+    import peewee as pw
+
+    from queue_core.store.models import bind_models
+
+    # A time field keeps its last conversion: the same object converted for the other backend must not
+    # come back in the first one's form (text on SQLite, a naive datetime on PostgreSQL).
+    sqlite_field = bind_models(pw.SqliteDatabase(None)).Job.created_at
+    postgres_field = bind_models(pw.PostgresqlDatabase(None)).Job.created_at
+    at = datetime(2026, 6, 1, 7, 30, 0, 5, tzinfo=UTC)
+    for _ in range(2):
+        assert sqlite_field.db_value(at) == "2026-06-01 07:30:00.000005"
+        assert postgres_field.db_value(at) == datetime(2026, 6, 1, 7, 30, 0, 5)
+    later = datetime(2026, 6, 1, 7, 30, 1, tzinfo=UTC)
+    assert sqlite_field.db_value(later) == "2026-06-01 07:30:01.000000"  # another object: converted anew
