@@ -160,6 +160,53 @@ def test_a_version_9_database_upgrades_to_10_keeping_every_job(db_url):
     db.close()
 
 
+def test_a_version_10_database_upgrades_to_11_its_status_index_holding_no_pending_job(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    for _ in range(4):
+        repo.create("t")
+    first = repo.claim("w")
+    repo.complete(first.id, worker_id="w", attempt=first.attempt)
+    repo.claim("w")
+    before = {job.id: job.status for job in repo.list()}
+    # Version 10's (status, updated_at) index held every job, the pending ones too.
+    full = "CREATE INDEX jobs_status_updated ON jobs (status, updated_at)"
+    db = reopened_at_version(db, db_url, 10, "DROP INDEX jobs_status_updated", full)
+    repo = JobRepository(db)
+    assert {job.id: job.status for job in repo.list()} == before
+    index = {index.name: index for index in db.get_indexes("jobs")}["jobs_status_updated"]
+    assert index.columns == ["status", "updated_at"]
+    assert "WHERE" in index.sql and "'pending'" in index.sql, index.sql
+    assert repo.counts() == {"pending": 2, "running": 1, "completed": 1, "failed": 0, "cancelled": 0}
+    assert [job.id for job in repo.window_rows("running")] == [j for j, s in before.items() if s == "running"]
+    db.close()
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("status", ["running", "completed", "failed", "cancelled"])
+def test_reads_by_a_claimed_status_use_the_status_index_that_leaves_pending_jobs_out(repo, db, status):
+    # SQLite uses a partial index only when the query's WHERE has the index's own term (status <> 'pending'):
+    # Job.status == RUNNING writes it (models.StatusField). Without it each of these reads scanned every job.
+    Job = repo.Job
+    now = repo.now()
+    reads = [
+        Job.select().where(Job.status == status),
+        Job.select(pw.SQL("1")).where(Job.status == status).limit(101),
+        repo._prunable(status, now, 1000) if status != "running" else Job.select().where(repo._stale(now)),
+        Job.select().where(Job.status.in_([status, "completed"]) & (Job.updated_at < Job.updated_at.to_value(now))),
+    ]
+    for query in reads:
+        sql, params = query.sql()
+        assert "!= 'pending'" in sql, sql
+        plan = " / ".join(row[-1] for row in db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params))
+        assert "jobs_status_updated" in plan, (sql, plan)
+    # A set that holds pending jobs too does not claim to leave them out.
+    sql, _ = Job.select().where(Job.status.in_(["pending", status])).sql()
+    assert "!= 'pending'" not in sql, sql
+    sql, _ = Job.select().where(Job.status == "pending").sql()
+    assert "!= 'pending'" not in sql, sql
+
+
 @pytest.mark.backends("sqlite")
 def test_claim_query_uses_the_claim_index(repo, db):
     plan = db.execute_sql(

@@ -146,7 +146,8 @@ def _as_literal(value):
 
 
 class StatusField(pw.CharField):
-    """``Job.status``: compared with a known status, it writes the status as a literal, not a bound value.
+    """``Job.status``: compared with a known status, it writes the status as a literal, not a bound value,
+    and a comparison that excludes pending jobs says so.
 
     The claim's indexes are partial (pending jobs only), and a planner uses a partial index only when it can
     prove the query's WHERE implies the index's: PostgreSQL's generic (prepared) plans cannot see a bound
@@ -154,21 +155,38 @@ class StatusField(pw.CharField):
     value it compared with the index's WHERE (a one-slot worker's complete + claim, whose "status =
     'running'" was bound, ran at half speed with schema v10's partial index). A literal is in the SQL
     text: the plan is made once and proved once. Statuses are five fixed words, never user text.
+
+    The (status, updated_at) index holds every job but the pending ones (schema v11). PostgreSQL proves
+    that ``status = 'running'`` implies its ``status <> 'pending'``; SQLite (3.40) uses a partial index only
+    when the query's WHERE has the index's own term, so ``== RUNNING`` is written ``status = 'running' AND
+    status <> 'pending'``, and ``in_`` of statuses that are not pending likewise: the same rows, since a
+    status is never NULL.
     """
 
     __hash__ = pw.CharField.__hash__  # defining __eq__ would otherwise drop it (fields are dict keys)
 
     def __eq__(self, rhs):
-        return super().__eq__(_as_literal(rhs))
+        same = super().__eq__(_as_literal(rhs))
+        return same & self.not_pending() if isinstance(rhs, str) and rhs in CLAIMED_STATUSES else same
 
     def __ne__(self, rhs):
         return super().__ne__(_as_literal(rhs))
 
     def in_(self, rhs):
-        return super().in_(_literals(rhs))
+        literals = _literals(rhs)
+        among = super().in_(literals)
+        return among & self.not_pending() if literals is not rhs and CLAIMED_STATUSES.issuperset(rhs) else among
 
     def not_in(self, rhs):
         return super().not_in(_literals(rhs))
+
+    def not_pending(self) -> pw.Expression:
+        """``status <> 'pending'``: the WHERE of the (status, updated_at) index, as that index's SQL writes it."""
+        return super().__ne__(_as_literal(rules.PENDING))
+
+
+# The statuses a job has once claimed: rows of the (status, updated_at) index (schema v11).
+CLAIMED_STATUSES = STATUSES - {rules.PENDING}
 
 
 def _literals(values):
