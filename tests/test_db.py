@@ -11,7 +11,7 @@ import pytest
 from support import as_schema_version_5, reopened_at_version
 
 from queue_core.errors import DatabaseURLError
-from queue_core.store.database import DEFAULT_PAGE_SIZE, default_url, open_database
+from queue_core.store.database import DEFAULT_PAGE_SIZE, DEFAULT_WAL_AUTOCHECKPOINT, default_url, open_database
 from queue_core.store.models import is_postgres
 from queue_core.store.repository import JobRepository
 from queue_core.store.schema import SCHEMA_VERSION, schema_version
@@ -34,6 +34,15 @@ def test_synchronous_full_on_request(tmp_path):
 def test_busy_timeout_from_url(tmp_path):
     db = open_database(f"sqlite:///{tmp_path / 'q.db'}?busy_timeout=250")
     assert db.execute_sql("PRAGMA busy_timeout").fetchone()[0] == 250
+    db.close()
+
+
+def test_wal_autocheckpoint_defaults_to_a_few_thousand_pages_and_the_url_chooses_another(tmp_path):
+    db = open_database(f"sqlite:///{tmp_path / 'q.db'}")
+    assert db.execute_sql("PRAGMA wal_autocheckpoint").fetchone()[0] == DEFAULT_WAL_AUTOCHECKPOINT > 1000
+    db.close()
+    db = open_database(f"sqlite:///{tmp_path / 'q.db'}?wal_autocheckpoint=1000")
+    assert db.execute_sql("PRAGMA wal_autocheckpoint").fetchone()[0] == 1000
     db.close()
 
 
@@ -231,6 +240,8 @@ def test_claim_query_uses_the_claim_index(repo, db):
         "sqlite:///x.db?page_size=1000",
         "sqlite:///x.db?page_size=131072",
         "sqlite:///x.db?page_size=2k",
+        "sqlite:///x.db?wal_autocheckpoint=0",
+        "sqlite:///x.db?wal_autocheckpoint=lots",
     ],
 )
 def test_bad_urls_say_what_to_fix(url, tmp_path, monkeypatch):
@@ -238,7 +249,8 @@ def test_bad_urls_say_what_to_fix(url, tmp_path, monkeypatch):
     with pytest.raises(DatabaseURLError) as info:
         open_database(url)
     message = str(info.value).lower()
-    assert any(hint in message for hint in ("sqlite:///", "postgresql://", "synchronous", "busy_timeout", "page_size"))
+    hints = ("sqlite:///", "postgresql://", "synchronous", "busy_timeout", "page_size", "wal_autocheckpoint")
+    assert any(hint in message for hint in hints)
     assert not (tmp_path / "x.db").exists()
 
 
