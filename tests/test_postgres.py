@@ -213,6 +213,48 @@ def test_a_generic_plan_of_the_reap_reads_the_running_jobs_not_every_job(db, rep
 
 
 @postgres_only
+def test_a_generic_plan_of_a_completion_finds_the_held_job_by_its_id_not_among_the_running_ones(db, repo, monkeypatch):
+    # Statistics of a backlog say almost no job is running: "status = 'running'" then looked cheaper than the
+    # id to the planner, whose plan walked every running entry of the status index (dead ones too, until
+    # vacuum) to find the held jobs, at every ack. The acks compare the status as an expression no index
+    # covers (Statements.status_unindexed), so the id's primary key is the only way in.
+    repo.create_many([{"type": "t"} for _ in range(3000)])
+    db.execute_sql("ANALYZE jobs")  # statistics of a backlog: no job running
+    held = repo.claim_many("w", 4)
+    plans = []
+    original = db.execute_sql
+
+    def generic_plan(sql, params):
+        counter = itertools.count(1)
+        numbered_sql = re.sub("%s", lambda _: f"${next(counter)}", sql)
+        with db.atomic() as transaction:
+            original("SET LOCAL plan_cache_mode = force_generic_plan")
+            original(f"PREPARE held AS {numbered_sql}")  # PostgreSQL infers the parameters' types
+            arguments = ", ".join(psycopg.sql.Literal(value).as_string(db.connection()) for value in params)
+            plan = "\n".join(row[0] for row in original(f"EXPLAIN (COSTS OFF) EXECUTE held({arguments})"))
+            original("DEALLOCATE held")  # not undone by a rollback
+            transaction.rollback()
+        return plan
+
+    def spy(sql, params=None, *args, **kwargs):
+        if sql.startswith(("UPDATE", "WITH")):
+            plans.append(generic_plan(sql, params))  # planned before it runs, while the job is held
+        return original(sql, params, *args, **kwargs)
+
+    monkeypatch.setattr(db, "execute_sql", spy)
+    # One ack and a claim (one statement); two acks and a claim (the batched acks' statement); one ack alone.
+    done, claimed = repo.complete_and_claim_many([(held[0].id, held[0].attempt, None)], 1, None, worker_id="w")
+    assert [job_id for job_id, _ in done] == [held[0].id] and len(claimed) == 1
+    acks = [(job.id, job.attempt, None) for job in held[1:3]]
+    done, claimed = repo.complete_and_claim_many(acks, 1, None, worker_id="w")
+    assert sorted(job_id for job_id, _ in done) == [held[1].id, held[2].id] and len(claimed) == 1
+    assert repo.complete(held[3].id, worker_id="w", attempt=held[3].attempt).status == "completed"
+    assert len(plans) == 3  # PostgreSQL writes two acks and the claim as one statement too
+    for plan in plans:
+        assert "jobs_pkey" in plan and "jobs_status_updated" not in plan, plan
+
+
+@postgres_only
 def test_a_generic_plan_of_prune_reads_the_status_index_even_with_nothing_to_prune(db, repo, clock):
     # "status IN ($1, $2, $3) AND updated_at < $4" planned generically was a scan of the whole table, read
     # to its end whenever nothing was old enough.
