@@ -44,16 +44,17 @@ def claim_plan(repo: JobRepository, types: list[str] = CLAIM_TYPES, *, generic: 
     return prepared_plan(repo, *claim_statement(repo, types, gated=gated), generic=generic)
 
 
-def prepared_plan(repo: JobRepository, sql: str, params: list, *, generic: bool) -> str:
-    """EXPLAIN ANALYZE of ``sql`` as a prepared statement, planned generically or with ``params``."""
+def prepared_plan(repo: JobRepository, sql: str, params: list, *, generic: bool, infer_types: bool = False) -> str:
+    """EXPLAIN ANALYZE of ``sql`` as a prepared statement, planned generically or with ``params``; with
+    ``infer_types`` PostgreSQL infers the parameters' types from the statement (a None may stand for any)."""
     counter = itertools.count(1)
     numbered_sql = re.sub("%s", lambda _: f"${next(counter)}", sql)
     db = repo.db
     mode = "force_generic_plan" if generic else "force_custom_plan"
-    kinds = ", ".join(PARAMETER_TYPES[type(value)] for value in params)
+    kinds = "" if infer_types else "(" + ", ".join(PARAMETER_TYPES[type(value)] for value in params) + ")"
     with db.atomic() as transaction:  # EXPLAIN ANALYZE claims: rolled back
         db.execute_sql(f"SET LOCAL plan_cache_mode = {mode}")
-        db.execute_sql(f"PREPARE planned({kinds}) AS {numbered_sql}")
+        db.execute_sql(f"PREPARE planned{kinds} AS {numbered_sql}")
         # EXECUTE's arguments as literals: parameters there would need the types again.
         arguments = ", ".join(psycopg.sql.Literal(value).as_string(db.connection()) for value in params)
         rows = db.execute_sql(f"EXPLAIN (ANALYZE, COSTS OFF) EXECUTE planned({arguments})").fetchall()
@@ -217,28 +218,17 @@ def test_a_generic_plan_of_a_completion_finds_the_held_job_by_its_id_not_among_t
     # Statistics of a backlog say almost no job is running: "status = 'running'" then looked cheaper than the
     # id to the planner, whose plan walked every running entry of the status index (dead ones too, until
     # vacuum) to find the held jobs, at every ack. The acks compare the status as an expression no index
-    # covers (Statements.status_unindexed), so the id's primary key is the only way in.
+    # covers (StatusField.checked), so the id's primary key is the only way in.
     repo.create_many([{"type": "t"} for _ in range(3000)])
     db.execute_sql("ANALYZE jobs")  # statistics of a backlog: no job running
     held = repo.claim_many("w", 4)
     plans = []
     original = db.execute_sql
 
-    def generic_plan(sql, params):
-        counter = itertools.count(1)
-        numbered_sql = re.sub("%s", lambda _: f"${next(counter)}", sql)
-        with db.atomic() as transaction:
-            original("SET LOCAL plan_cache_mode = force_generic_plan")
-            original(f"PREPARE held AS {numbered_sql}")  # PostgreSQL infers the parameters' types
-            arguments = ", ".join(psycopg.sql.Literal(value).as_string(db.connection()) for value in params)
-            plan = "\n".join(row[0] for row in original(f"EXPLAIN (COSTS OFF) EXECUTE held({arguments})"))
-            original("DEALLOCATE held")  # not undone by a rollback
-            transaction.rollback()
-        return plan
-
     def spy(sql, params=None, *args, **kwargs):
         if sql.startswith(("UPDATE", "WITH")):
-            plans.append(generic_plan(sql, params))  # planned before it runs, while the job is held
+            # Planned (and run, rolled back) before it runs for real, while the jobs are held.
+            plans.append(prepared_plan(repo, sql, params, generic=True, infer_types=True))
         return original(sql, params, *args, **kwargs)
 
     monkeypatch.setattr(db, "execute_sql", spy)

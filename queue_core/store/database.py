@@ -20,13 +20,13 @@ SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 # 1.09-1.18x as fast in two A/B runs (README, "Page size"). Smaller pages cost big rows: a payload of
 # several KiB spills into more overflow pages, all rewritten at each change of status (3 KiB: 0.93x).
 DEFAULT_PAGE_SIZE = 2048
-PAGE_SIZES = tuple(2**k for k in range(9, 17))
+PAGE_SIZES = tuple(2**k for k in range(9, 17))  # what SQLite accepts: powers of two from 512 to 65,536
 # WAL pages after which a commit copies the WAL back into the database file (SQLite's default is 1,000). A
 # checkpoint copies each page once however often the WAL holds it, and fsyncs the WAL and the file: a queue
 # rewrites the same few pages (the ends of its table and indexes) at every commit, so a checkpoint every
 # 4,000 pages (8 MiB of WAL at 2 KiB pages) copies a quarter as often for the same pages. One-by-one
-# creates ran 1.11x as fast (README, "SQLite settings"). ``?wal_autocheckpoint=`` in the URL for another.
-DEFAULT_WAL_AUTOCHECKPOINT = 4000  # what SQLite accepts: powers of two from 512 to 65,536
+# creates ran 1.09x as fast (README, "SQLite settings"). ``?wal_autocheckpoint=`` in the URL for another.
+DEFAULT_WAL_AUTOCHECKPOINT = 4000
 # What a database call can raise beyond our own errors: what the database reports, and a lost connection.
 DATABASE_ERRORS = (pw.DatabaseError, pw.InterfaceError)
 

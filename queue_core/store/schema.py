@@ -222,7 +222,7 @@ def _migrate_v10(db: pw.Database) -> None:
 # Version 11's (status, updated_at) index: every job but the pending ones. Every read of pending jobs goes
 # by the pending-only claim indexes (v3, v6, v10), so v1's entry for each new job was written at its insert
 # and removed at its claim for no read at all: a create wrote one index entry more than it needs (SQLite's
-# one-by-one create ran 1.22x as fast without it, interleaved rounds; README, "Indexes and churn"). Reads by
+# one-by-one create ran 1.18x as fast without it, interleaved rounds; README, "Indexes and churn"). Reads by
 # any other status name the index's term themselves (models.StatusField), as SQLite needs to use it.
 STATUS_INDEX = "jobs_status_updated"
 CLAIMED_STATUS_INDEX = (
