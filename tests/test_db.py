@@ -432,3 +432,28 @@ def test_opening_a_current_postgres_database_does_not_wait_for_a_migration_lock(
         assert opened, "open_database waited for the migration lock although the schema is current"
     opener.join(10)
     opened[0].close()
+
+
+@pytest.mark.backends("sqlite")
+def test_sqlite_statements_keep_peewee_errors_hooks_and_reconnects_on_the_lean_path(repo, db):
+    # execute_sql goes straight to the connection (store.database.QueueSqliteDatabase): what peewee's own
+    # path gave its callers must hold on it.
+    repo.create("t", idempotency_key="k")
+    with pytest.raises(pw.IntegrityError):  # an idempotency race is told apart by this class
+        db.execute_sql(
+            "INSERT INTO jobs (type, payload, priority, status, retry_count, max_retries, idempotency_key, "
+            "created_at, updated_at, run_at, attempt, queue) VALUES ('t', '{}', 0, 'pending', 0, 3, 'k', "
+            "'2026-01-01', '2026-01-01', '2026-01-01', 0, 'default')"
+        )
+    with pytest.raises(pw.OperationalError, match="syntax error"):
+        db.execute_sql("SELEC 1")
+    assert db.execute_sql("SELECT COUNT(*) FROM jobs").fetchone() == (1,)
+    seen = []
+    db.query_hooks.append(lambda event: seen.append(event.sql))  # peewee's query hooks see every statement
+    try:
+        repo.create("u")
+    finally:
+        db.query_hooks.clear()
+    assert any(sql.startswith('INSERT INTO "jobs"') for sql in seen), seen
+    db.close()  # the next statement opens this thread's connection again, as peewee's autoconnect does
+    assert db.execute_sql("SELECT COUNT(*) FROM jobs").fetchone() == (2,)

@@ -68,3 +68,34 @@ def test_one_datetime_is_stored_in_each_backends_form_whatever_was_converted_bef
         assert postgres_field.db_value(at) == datetime(2026, 6, 1, 7, 30, 0, 5)
     later = datetime(2026, 6, 1, 7, 30, 1, tzinfo=UTC)
     assert sqlite_field.db_value(later) == "2026-06-01 07:30:01.000000"  # another object: converted anew
+
+
+@pytest.mark.backends("sqlite")
+def test_a_creates_values_are_bound_as_the_compiled_statement_would_bind_them(db, clock):
+    # SqliteStatements.insert binds validated_fields' values as they are, converting the times alone
+    # (InsertBinder): for every kind of value a create accepts, the same parameters as the compiled
+    # statement's field-by-field conversion, and the row reads back as the job returned.
+    from datetime import timedelta, timezone
+
+    from queue_core.store.specs import validated_fields
+    from queue_core.store.statements import InsertBinder
+
+    repo = JobRepository(db, clock=clock)
+    statement = repo.statements.compiled.statement(repo.statements._insert_row)
+    binder = InsertBinder(statement, repo.Job)
+    elsewhere = datetime(2031, 2, 3, 4, 5, 6, 7, tzinfo=timezone(timedelta(hours=-5)))
+    cases = [
+        ("t", None, 0, 3, None, None, None, "default", None),
+        ("send-invoice", {"n": 1, "s": "é", "l": [1.5, None]}, 20, 0, "key-1", elsewhere, 2.5, "mail", 30.0),
+        ("t", {}, -7, 1000, None, clock.now + timedelta(hours=1), None, "q", 0.25),
+    ]
+    for case in cases:
+        fields = validated_fields(repo.time.sql(), *case)
+        assert binder.params(fields) == statement.params(fields), case
+        job, created = repo.create(*case[:1], **dict(zip(CREATE_ARGS, case[1:], strict=True)))
+        assert created and repo.find_by_id(job.id).__data__ == job.__data__, case
+    with pytest.raises(ValueError, match="do not match"):
+        binder.params({**validated_fields(repo.time.sql(), *cases[0]), "worker_id": "w"})
+
+
+CREATE_ARGS = ("payload", "priority", "max_retries", "idempotency_key", "run_at", "retry_backoff", "queue", "timeout")

@@ -30,7 +30,16 @@ from ..clock import Clock
 from ..errors import ValidationError
 from ..rules import COMPLETED, PENDING, RUNNING
 from . import statistics
-from .compiled import CompiledStatements, FetchedRows, Markers, RowReader, StatementCache, column_names, numbered
+from .compiled import (
+    CompiledStatement,
+    CompiledStatements,
+    FetchedRows,
+    Markers,
+    RowReader,
+    StatementCache,
+    column_names,
+    numbered,
+)
 from .models import Job, bind_models
 from .notify import JOBS_CHANNEL
 from .schema import CLAIM_INDEX, QUEUE_CLAIM_INDEX, TYPE_INDEX
@@ -66,6 +75,8 @@ class HostTime:
 
     def now(self) -> datetime:
         now = self.clock()
+        if now.tzinfo is UTC:
+            return now  # the host clock's own form: no conversion to pay for at every statement
         if now.tzinfo is None:
             raise ValidationError("clock", "the clock returned a naive datetime; it must return aware UTC")
         return now.astimezone(UTC)
@@ -412,7 +423,33 @@ class Statements:
         return ", ".join(values_sql), params
 
 
+class InsertBinder:
+    """A create's INSERT with ``validated_fields``' values bound as they are, the times converted by their
+    field: ~1/3 of the compiled statement's ``params``, which checks and converts every value by its field."""
+
+    def __init__(self, statement: CompiledStatement, model: type[pw.Model]):
+        self.sql, self.names = statement.sql, statement.names
+        columns = [name for name, _ in statement.slots]  # the marker bound at each parameter, in order
+        if None in columns or len(columns) == 1:
+            raise RuntimeError(f"an INSERT of every column, one marker each, was expected: {statement.sql!r}")
+        self.values_of = operator.itemgetter(*columns)
+        fields = model._meta.fields
+        self.times = [
+            (i, fields[name].db_value) for i, name in enumerate(columns) if isinstance(fields[name], pw.DateTimeField)
+        ]
+
+    def params(self, fields: dict) -> list:
+        if fields.keys() != self.names:
+            raise ValueError(f"values {sorted(fields)} do not match the columns {sorted(self.names)} of {self.sql!r}")
+        params = list(self.values_of(fields))
+        for i, convert in self.times:
+            params[i] = convert(params[i])
+        return params
+
+
 class SqliteStatements(Statements):
+    _binder: InsertBinder | None = None  # built at the first create
+
     def insert(self, fields: dict) -> Job:
         """INSERT, the job built from ``fields`` and the new row's id: on SQLite every value is known here (its
         clock is this host's), and reading the row back and converting it was half of a create's Python.
@@ -421,10 +458,15 @@ class SqliteStatements(Statements):
         plain INSERT that either inserted one row or raised), not ``RETURNING id``, whose row was built as a
         ``Job`` for its id alone and which SQLite runs in two steps through a table of results: 1.15x the
         creates a second, 0.86x the CPU a create (in-process A/B, README "What changed").
+
+        The values are bound without the compiled statement's field-by-field conversion: ``fields`` comes
+        from ``specs.validated_fields``, whose values are all the driver's own types but the times, so only
+        those go through their field (``InsertBinder``; a test holds it to the compiled statement's params).
         """
-        statement = self.compiled.statement(self._insert_row)
-        # ``fields`` holds exactly the inserted columns (``params`` refuses anything else).
-        cursor = self.db.execute_sql(statement.sql, statement.params(fields))
+        binder = self._binder
+        if binder is None:
+            binder = self._binder = InsertBinder(self.compiled.statement(self._insert_row), self.Job)
+        cursor = self.db.execute_sql(binder.sql, binder.params(fields))
         return self.rows.build({**fields, "id": cursor.lastrowid, "payload": _decoded(fields["payload"])})
 
     def _insert_row(self, m: Markers):
