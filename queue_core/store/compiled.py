@@ -276,7 +276,8 @@ class RowReader:
     def partition(self, cursor, field: str, value, keys: tuple[str, ...]) -> tuple[list[tuple], list]:
         """The rows whose ``field`` is ``value``, as tuples of their ``keys`` as the driver gives them, and the
         other rows as models: a caller that needs only the ids of some rows does not build them."""
-        names = [name for name, _, _ in self._layout(cursor)[1]]
+        columns = column_names(cursor)
+        names = [name for name, _, _ in self._layout_of(columns)[1]]
         at, picks = names.index(field), [names.index(key) for key in keys]
         matched, others = [], []
         for row in cursor.fetchall():
@@ -284,7 +285,7 @@ class RowReader:
                 matched.append(tuple(row[i] for i in picks))
             else:
                 others.append(row)
-        return matched, self.models(FetchedRows(column_names(cursor), others))
+        return matched, self.models(FetchedRows(columns, others))
 
     def named(self, cursor, *, keep: str | None = None) -> list:
         """The rows as named tuples of Python values (what peewee's ``namedtuples()`` gives, ~5x faster).
@@ -327,7 +328,9 @@ class RowReader:
 
     def _layout(self, cursor) -> tuple[type, list]:
         """(a named tuple type, (field name, converter, plain type) per column) for the cursor's columns."""
-        columns = column_names(cursor)
+        return self._layout_of(column_names(cursor))
+
+    def _layout_of(self, columns: tuple) -> tuple[type, list]:
         known, row_type, fields = self.layout
         if columns != known:
             by_column = self.model._meta.columns
