@@ -113,9 +113,9 @@ class DiskFullConnection(sqlite3.Connection):
 class QueueSqliteDatabase(pw.SqliteDatabase):
     """Peewee's SQLite database with a leaner ``execute_sql``: the statement goes straight to this thread's
     connection, its errors mapped to peewee's as before (``pw.IntegrityError``...; a ``DiskFullError`` as
-    it is). Peewee's own path costs ~4.5 us a statement on this project's machine (a context manager, the
-    log check, a cursor made in Python), and a worker's job runs three (BEGIN, its completion, the next
-    claim). With query hooks or peewee's debug log on, peewee's path runs, so both still see everything."""
+    it is). Peewee's own path cost ~4.5 us more a statement on this project's machine (its log check, a
+    context manager, its own cursor call), and a create or a one-slot worker's job is one statement. With
+    query hooks or peewee's debug log on, peewee's path runs, so both still see every statement."""
 
     def execute_sql(self, sql, params=None):
         if self.query_hooks or _PEEWEE_LOG.isEnabledFor(logging.DEBUG):

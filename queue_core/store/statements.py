@@ -424,8 +424,8 @@ class Statements:
 
 
 class InsertBinder:
-    """A create's INSERT with ``validated_fields``' values bound as they are, the times converted by their
-    field: ~1/3 of the compiled statement's ``params``, which checks and converts every value by its field."""
+    """A create's INSERT with ``validated_fields``' values bound as they are and only the times converted by
+    their field, where the compiled statement's ``params`` checks and converts each of the 14 values."""
 
     def __init__(self, statement: CompiledStatement, model: type[pw.Model]):
         self.sql, self.names = statement.sql, statement.names
