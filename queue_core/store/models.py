@@ -134,8 +134,13 @@ class JSONTextField(pw.TextField):
     def python_value(self, value):
         if value is None or not isinstance(value, str):
             return value
-        # Most payloads (and results) are empty: a new dict without the decoder, at every row a worker reads.
-        return {} if value == "{}" else json.loads(value)
+        return decoded_json(value)
+
+
+def decoded_json(text: str):
+    """Stored JSON text as Python values. Most payloads (and results) are empty: ``{}`` is a new dict
+    without the decoder, at every row a worker reads and every job a create returns."""
+    return {} if text == "{}" else json.loads(text)
 
 
 STATUSES = frozenset(status.value for status in JobStatus)

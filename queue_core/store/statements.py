@@ -40,7 +40,7 @@ from .compiled import (
     column_names,
     numbered,
 )
-from .models import Job, bind_models
+from .models import Job, bind_models, decoded_json
 from .notify import JOBS_CHANNEL
 from .schema import CLAIM_INDEX, QUEUE_CLAIM_INDEX, TYPE_INDEX
 from .specs import NewJobs
@@ -402,7 +402,7 @@ class Statements:
         build = self.rows.build
         return [
             # The stored payload, decoded, as a read returns it.
-            build({**row, "id": job_id, "payload": _decoded(row["payload"])})
+            build({**row, "id": job_id, "payload": decoded_json(row["payload"])})
             for row, (job_id,) in zip(rows, sorted(cursor.fetchall()), strict=True)
         ]
 
@@ -467,7 +467,7 @@ class SqliteStatements(Statements):
         if binder is None:
             binder = self._binder = InsertBinder(self.compiled.statement(self._insert_row), self.Job)
         cursor = self.db.execute_sql(binder.sql, binder.params(fields))
-        return self.rows.build({**fields, "id": cursor.lastrowid, "payload": _decoded(fields["payload"])})
+        return self.rows.build({**fields, "id": cursor.lastrowid, "payload": decoded_json(fields["payload"])})
 
     def _insert_row(self, m: Markers):
         Job = self.Job
@@ -680,7 +680,7 @@ class PostgresStatements(Statements):
                 varying["run_at"] = [now if value is None else value for value in varying["run_at"]]
         # Each job holds the values written, its payload decoded as a read's.
         payloads = columns["payload"]
-        payloads = [{} for _ in payloads] if shared.get("payload") == "{}" else map(_decoded, payloads)
+        payloads = [{} for _ in payloads] if shared.get("payload") == "{}" else map(decoded_json, payloads)
         varying.pop("payload", None)
         rows = zip(ids, payloads, *varying.values(), strict=True)
         return self.rows.build_all(shared, ["id", "payload", *varying], rows)
@@ -762,8 +762,3 @@ def _stored_params(rows: list[dict], fields: list) -> list:
             values[i] = stored[value]
         params.extend(values)
     return params
-
-
-def _decoded(payload: str) -> dict:
-    # Most batches carry empty payloads: skip the JSON decoder for those (a new dict each time).
-    return {} if payload == "{}" else json.loads(payload)
