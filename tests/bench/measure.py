@@ -67,8 +67,9 @@ def child_env(**extra: str) -> dict:
     return env
 
 
-def spawn(args: list[str], **extra_env: str) -> subprocess.Popen:
-    """``python ARGS`` in a child; ``-m MODULE`` runs under tests.bench.peak_rss, which reports its peak RSS."""
+def spawn(args: list[str], *, cpu: int | None = None, **extra_env: str) -> subprocess.Popen:
+    """``python ARGS`` in a child; ``-m MODULE`` runs under tests.bench.peak_rss, which reports its peak RSS.
+    ``cpu``: the child and its threads run on that CPU only, as under ``taskset -c CPU``."""
     if args[:1] == ["-m"]:
         args = ["-m", "tests.bench.peak_rss", *args[1:]]
     return subprocess.Popen(
@@ -78,7 +79,13 @@ def spawn(args: list[str], **extra_env: str) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=None if cpu is None else lambda: os.sched_setaffinity(0, {cpu}),
     )
+
+
+def first_cpu() -> int:
+    """The lowest-numbered CPU this process may run on."""
+    return min(os.sched_getaffinity(0))
 
 
 def reap(process: subprocess.Popen, timeout: float = 120.0) -> tuple[int, float, str]:

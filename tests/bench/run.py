@@ -43,7 +43,7 @@ def sqlite_plan(ctx: Context) -> list:
         *REFERENCE_AND_OURS,
         ("huey", peers.huey_enqueue),
         ("huey", peers.huey_drain),
-        ("workers", lambda c: workers.worker_drains(c, [1, 2, 4], concurrent=[1])),
+        ("workers", lambda c: workers.worker_drains(c, [1, 2, 4], concurrent=[1], one_cpu=True)),
         ("latency", lambda c: workers.pickup_latency(c, 2 if c.quick else 8)),
         ("console", lambda c: console_refresh.refresh_times([10_000] if c.quick else [10_000, 100_000, 1_000_000])),
         ("console", lambda c: console_refresh.view_refresh_times(10_000 if c.quick else 1_000_000)),

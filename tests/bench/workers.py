@@ -9,7 +9,7 @@ import time
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
 
-from .measure import Result, Stopwatch, note_peak_rss, rate, reap, repeat, spawn
+from .measure import Result, Stopwatch, first_cpu, note_peak_rss, rate, reap, repeat, spawn
 from .scenarios import NOOP, Context
 
 LOCKED = "database is locked"
@@ -32,58 +32,71 @@ def worker_args(url: str, worker_id: str, *extra: str) -> list[str]:
 
 
 def worker_drains(
-    ctx: Context, process_counts: list[int], concurrent: list[int] = (), *, backlog: bool = False
+    ctx: Context,
+    process_counts: list[int],
+    concurrent: list[int] = (),
+    *,
+    backlog: bool = False,
+    one_cpu: bool = False,
 ) -> list[Result]:
     """One Result per process count (default settings), and per count in ``concurrent`` with
     ``--concurrency 4``, plus the "database is locked" count over all of them and worker RSS. ``backlog``:
-    the drains only, labelled as the drain of a backlog of ctx.n jobs (a claim's cost as the backlog grows)."""
-    runs = [(p, 1) for p in process_counts] + [(p, 4) for p in concurrent]
+    the drains only, labelled as the drain of a backlog of ctx.n jobs (a claim's cost as the backlog grows).
+    ``one_cpu``: also one process ``--concurrency 4`` kept on one CPU (``taskset -c``), which shows what
+    handing the GIL between slot threads on different CPUs costs (README, Performance)."""
+    cpu = first_cpu() if one_cpu else None
+    runs = [(p, 1, None) for p in process_counts] + [(p, 4, None) for p in concurrent]
+    runs += [(1, 4, cpu)] if one_cpu else []
     key, what = ("backlog_", f"drain of a {ctx.n:,}-job backlog") if backlog else ("", "drain")
-    drains = {
-        (p, c): ctx.result(
-            f"ours.{key}drain_{p}p" + ("" if c == 1 else f"_c{c}"),
-            f"ours: {what}, {p} worker process(es) --burst" + ("" if c == 1 else f" --concurrency {c}"),
+
+    def named(p: int, c: int, on: int | None) -> tuple[str, str]:
+        """(key suffix, label suffix) of a run's settings."""
+        suffix, label = ("" if c == 1 else f"_c{c}"), ("" if c == 1 else f" --concurrency {c}")
+        if on is not None:
+            suffix, label = f"{suffix}_one_cpu", f"{label}, on one CPU (taskset -c {on})"
+        return suffix, label
+
+    drains, steady = {}, {}
+    for run in runs:
+        p = run[0]
+        suffix, label = named(*run)
+        drains[run] = ctx.result(
+            f"ours.{key}drain_{p}p{suffix}", f"ours: {what}, {p} worker process(es) --burst{label}"
         )
-        for p, c in runs
-    }
-    # The same drains without process start-up and exit: first claim to last completion, from the rows.
-    steady = {
-        (p, c): ctx.result(
-            f"ours.{key}steady_{p}p" + ("" if c == 1 else f"_c{c}"),
-            f"ours: {what}, {p} worker process(es)"
-            + ("" if c == 1 else f" --concurrency {c}")
-            + ", first claim to last completion",
+        # The same drain without process start-up and exit: first claim to last completion, from the rows.
+        steady[run] = ctx.result(
+            f"ours.{key}steady_{p}p{suffix}",
+            f"ours: {what}, {p} worker process(es){label}, first claim to last completion",
         )
-        for p, c in runs
-    }
     locked = ctx.result("ours.locked_errors", "ours: 'database is locked' errors in all drains", unit="errors")
     rss = ctx.result("ours.worker_rss", "ours: worker peak RSS (any drain)", unit="MB")
     locked_total, rss_values = 0, []
 
-    def one_round(processes: int, concurrency: int) -> float:
+    def one_round(run: tuple[int, int, int | None]) -> float:
         nonlocal locked_total
+        processes, concurrency, on = run
         url = ctx.backend.fresh()
         ctx.backend.fill(url, ctx.n)
         extra = ["--burst", "--concurrency", str(concurrency)]
         with Stopwatch() as watch:
-            children = [spawn(worker_args(url, f"bench{i}", *extra)) for i in range(processes)]
+            children = [spawn(worker_args(url, f"bench{i}", *extra), cpu=on) for i in range(processes)]
             outcomes = [reap(child, timeout=600) for child in children]
         for code, peak, stderr in outcomes:
             if code != 0:
                 raise RuntimeError(f"worker exited with {code}: {stderr.strip()[-500:]}")
             locked_total += stderr.count(LOCKED)
             rss_values.append(peak)
-            note_peak_rss(drains[processes, concurrency], peak)
+            note_peak_rss(drains[run], peak)
         db = open_database(url)
         repo = JobRepository(db)
         completed = repo.counts()["completed"]
-        steady[processes, concurrency].values.append(rate(ctx.n, drain_window(repo)))
+        steady[run].values.append(rate(ctx.n, drain_window(repo)))
         db.close()
         assert completed == ctx.n, f"{processes} workers completed {completed} of {ctx.n}"
         return rate(ctx.n, watch.seconds)
 
-    for (processes, concurrency), result in drains.items():
-        result.values = repeat(ctx.rounds, lambda p=processes, c=concurrency: one_round(p, c))
+    for run, result in drains.items():
+        result.values = repeat(ctx.rounds, lambda run=run: one_round(run))
     locked.values = [float(locked_total)]
     rss.values = rss_values
     if backlog:
