@@ -191,6 +191,34 @@ def test_a_version_10_database_upgrades_to_11_its_status_index_holding_no_pendin
     db.close()
 
 
+def test_a_version_11_database_upgrades_to_12_its_queue_status_index_holding_no_pending_job(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    for queue in ("a", "b", "a", "c"):
+        repo.create("t", queue=queue)
+    first = repo.claim("w", queues=["a"])
+    repo.complete(first.id, worker_id="w", attempt=first.attempt)
+    before = {job.id: (job.queue, job.status) for job in repo.list()}
+    # Version 11's (queue, status) index on PostgreSQL held every job; SQLite never had one.
+    full = ["DROP INDEX jobs_queue_status", "CREATE INDEX jobs_queue_status ON jobs (queue, status)"]
+    db = reopened_at_version(db, db_url, 11, *(full if is_postgres(db) else []))
+    repo = JobRepository(db)
+    assert {job.id: (job.queue, job.status) for job in repo.list()} == before
+    indexes = {index.name: index for index in db.get_indexes("jobs")}
+    if is_postgres(db):
+        index = indexes["jobs_queue_status"]
+        assert index.columns == ["queue", "status"]
+        assert "WHERE" in index.sql and "'pending'" in index.sql, index.sql
+    else:
+        assert "jobs_queue_status" not in indexes
+    assert {state.name: (state.counts["pending"], state.counts["completed"]) for state in repo.queues()} == {
+        "a": (1, 1),
+        "b": (1, 0),
+        "c": (1, 0),
+    }
+    db.close()
+
+
 @pytest.mark.backends("sqlite")
 @pytest.mark.parametrize("status", ["running", "completed", "failed", "cancelled"])
 def test_reads_by_a_claimed_status_use_the_status_index_that_leaves_pending_jobs_out(repo, db, status):

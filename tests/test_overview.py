@@ -3,8 +3,10 @@ both backends: bounded reads that must still say exactly what the whole table sa
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
+import pytest
 from support import reopened_at_version
 
 from queue_core.store.database import open_database
@@ -88,3 +90,48 @@ def test_a_version_6_database_upgrades_to_7_keeping_every_job(db_url):
     assert {job.id: (job.queue, job.status) for job in JobRepository(db).list()} == before
     assert ("jobs_queue_status" in {index.name for index in db.get_indexes("jobs")}) == is_postgres(db)
     db.close()
+
+
+def test_queue_names_and_counts_see_queues_of_pending_jobs_only_and_of_finished_jobs_only(repo, clock):
+    # PostgreSQL keeps a queue's pending jobs and its other jobs in two partial indexes (schema v6, v12):
+    # a queue whose jobs are all in one of them is still found and counted.
+    repo.create("t", queue="waiting")
+    finish(repo, clock, "done")
+    finish(repo, clock, "both")
+    repo.create("t", queue="both")
+    assert queue_names(repo) == ["both", "done", "waiting"]
+    assert queue_names(repo, limit=2) == ["both", "done"]
+    zero = {"pending": 0, "running": 0, "completed": 0, "failed": 0, "cancelled": 0}
+    expected = {"both": {**zero, "pending": 1, "completed": 1}, "done": {**zero, "completed": 1}}
+    expected["waiting"] = {**zero, "pending": 1}
+    assert {state.name: state.counts for state in repo.queues()} == expected
+    assert {name: repo.queue_state(name).counts for name in expected} == expected
+    rows = {row.name: row.counts for row in queue_overview(repo, now=repo.now(), cap=10)}
+    assert rows == expected
+
+
+@pytest.mark.backends("postgresql")
+def test_the_queue_reads_on_postgresql_seek_their_partial_indexes(repo, db, clock, monkeypatch):
+    # Every read of the queues view and of one queue's state names the status set it reads, so that each
+    # is a range of jobs_pending_queue_claim or jobs_queue_status (partial since v12), never a scan.
+    repo.create_many([{"type": "t", "queue": f"q{i % 20:02d}"} for i in range(4000)])
+    db.execute_sql("UPDATE jobs SET status = 'completed' WHERE mod(id, 2) = 0")
+    db.execute_sql("ANALYZE jobs")
+    statements = []
+    original = db.execute_sql
+
+    def spy(sql, params=None, *args, **kwargs):
+        if sql.startswith("SELECT") and 'FROM "jobs"' in sql and "job_errors" not in sql:
+            statements.append((sql, params))
+        return original(sql, params, *args, **kwargs)
+
+    monkeypatch.setattr(db, "execute_sql", spy)
+    queue_overview(repo, now=repo.now(), cap=100)
+    repo.queue_state("q07")
+    monkeypatch.undo()
+    assert len(statements) > 20
+    for sql, params in statements:
+        if "updated_at" in sql and "GROUP BY" in sql:
+            continue  # the rates: the recent range of jobs_status_updated, not a queue read
+        plan = "\n".join(row[0] for row in db.execute_sql(f"EXPLAIN {sql}", params).fetchall())
+        assert not re.search(r"Seq Scan on jobs\b", plan), (sql, plan)

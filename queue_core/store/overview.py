@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 import peewee as pw
 
 from ..rules import COMPLETED, PENDING
-from .models import JobStatus
+from .models import JobStatus, is_postgres
 from .pages import MAX_PRIORITY_LEVELS, page_columns
 
 MAX_QUEUES = 200  # a queues view lists at most this many queues (names beyond are not read)
@@ -56,11 +56,25 @@ def queue_overview(repo, *, now: datetime, cap: int, period: timedelta = RATE_PE
 
 
 def queue_names(repo, *, limit: int = MAX_QUEUES) -> list[str]:
-    """The queues that hold jobs, by a loose index scan: one seek per queue on the (queue, ...) index."""
+    """The queues that hold jobs, by a loose index scan: one seek per queue on a (queue, ...) index.
+
+    PostgreSQL's two such indexes are partial, one holding the pending jobs (schema v6) and one the others
+    (v12), so there the pending jobs' queues and the other jobs' are two scans, merged.
+    """
     Job = repo.Job
+    if not is_postgres(repo.db):
+        return _loose_scan(Job, None, limit)
+    names = set(_loose_scan(Job, Job.status == PENDING, limit)) | set(_loose_scan(Job, Job.status != PENDING, limit))
+    return sorted(names)[:limit]
+
+
+def _loose_scan(Job, among, limit: int) -> list[str]:
+    """The first ``limit`` queue names of the jobs ``among`` selects (all with None), one seek each."""
     names: list[str] = []
     while len(names) < limit:
         query = Job.select(pw.fn.MIN(Job.queue))
+        if among is not None:
+            query = query.where(among)
         if names:
             query = query.where(Job.queue > names[-1])
         name = query.scalar()
