@@ -16,8 +16,9 @@ from datetime import datetime, timedelta
 import peewee as pw
 
 from ..rules import COMPLETED, PENDING
-from .models import JobStatus, is_postgres
+from .models import JobStatus
 from .pages import MAX_PRIORITY_LEVELS, page_columns
+from .schema import queue_index_parts
 
 MAX_QUEUES = 200  # a queues view lists at most this many queues (names beyond are not read)
 RATE_PERIOD = timedelta(minutes=5)
@@ -58,13 +59,11 @@ def queue_overview(repo, *, now: datetime, cap: int, period: timedelta = RATE_PE
 def queue_names(repo, *, limit: int = MAX_QUEUES) -> list[str]:
     """The queues that hold jobs, by a loose index scan: one seek per queue on a (queue, ...) index.
 
-    PostgreSQL's two such indexes are partial, one holding the pending jobs (schema v6) and one the others
-    (v12), so there the pending jobs' queues and the other jobs' are two scans, merged.
+    PostgreSQL's two such indexes are partial (``schema.queue_index_parts``): there the pending jobs' queues
+    and the other jobs' are two scans, merged.
     """
     Job = repo.Job
-    if not is_postgres(repo.db):
-        return _loose_scan(Job, None, limit)
-    names = set(_loose_scan(Job, Job.status == PENDING, limit)) | set(_loose_scan(Job, Job.status != PENDING, limit))
+    names = {name for part in queue_index_parts(Job) for name in _loose_scan(Job, part, limit)}
     return sorted(names)[:limit]
 
 

@@ -11,7 +11,8 @@ import peewee as pw
 from ..rules import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, cutoff_before, worker_state
 from ..validation import validate_age, validate_limit, validate_positive_int, validate_status
 from .compiled import Markers, RowReader
-from .models import Job, JobStatus, is_postgres
+from .models import Job, JobStatus
+from .schema import queue_index_parts
 from .statements import HostTime, ServerTime, Statements
 
 ROW_ERROR_CHARS = 300
@@ -237,12 +238,8 @@ class JobReads:
         Job, Queue = self.Job, self.QueueRecord
         now = self.now()
         counts = Job.select(Job.queue, Job.status, pw.fn.COUNT(Job.id)).group_by(Job.queue, Job.status)
-        if is_postgres(self.db):
-            # Its (queue, ...) indexes are partial, pending jobs in one, the rest in the other (schema v6,
-            # v12): a queue's counts are a range of each only when the query names which it reads.
-            counts = [counts.where(Job.status == PENDING), counts.where(Job.status != PENDING)]
-        else:
-            counts = [counts]
+        # One query per (queue, ...) index, so that a queue's counts are a range of each (PostgreSQL's are partial).
+        counts = [counts if part is None else counts.where(part) for part in queue_index_parts(Job)]
         due = Job.select(Job.queue, pw.fn.MIN(Job.run_at)).where(
             (Job.status == PENDING) & (Job.run_at <= Job.run_at.to_value(now))
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import peewee as pw
 
 from ..errors import DatabaseURLError
+from ..rules import PENDING
 from .models import bind_models, is_postgres
 
 SCHEMA_VERSION_KEY = "schema_version"
@@ -251,6 +252,16 @@ def _migrate_v12(db: pw.Database) -> None:
     if is_postgres(db):
         db.execute_sql("DROP INDEX IF EXISTS jobs_queue_status")
         db.execute_sql(QUEUE_STATUS_INDEX_CLAIMED)
+
+
+def queue_index_parts(Job) -> list:
+    """The conditions that split a read by queue into reads of one (queue, ...) index each: on PostgreSQL
+    its pending jobs (``jobs_pending_queue_claim``, v6) and the rest (``jobs_queue_status``, v12), as a
+    partial index serves only a query that names its status set; on SQLite one part, None (its queue
+    claim index holds every job)."""
+    if is_postgres(Job._meta.database):
+        return [Job.status == PENDING, Job.status != PENDING]
+    return [None]
 
 
 # (version, step): each step takes the schema from version - 1 to version, keeping every job.

@@ -20,7 +20,6 @@ PostgreSQL rounds use a throwaway database ``queue_core_ab`` on ``$BENCH_PG`` (d
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import os
 import resource
@@ -30,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from .measure import compile_bytecode
 
 PG_SERVER = os.environ.get("BENCH_PG", "postgresql://postgres@127.0.0.1:5432")
 PG_DATABASE = "queue_core_ab"
@@ -79,11 +80,7 @@ def main(argv: list[str] | None = None) -> int:
     for side in sides:
         if not (side / "queue_core" / "__init__.py").exists():
             parser.error(f"{side} is not a checkout of this project (no queue_core/__init__.py in it)")
-        # Each side's bytecode, as the bench writes ours (run.compile_our_bytecode): where
-        # PYTHONDONTWRITEBYTECODE is set, a side without it compiles every module in every process it
-        # starts, ~40 µs of CPU a job in a 4 x 4 PostgreSQL drain of 5,000 jobs, all charged to that side.
-        for package in ("queue_core", "console"):
-            compileall.compile_dir(side / package, quiet=1)
+        compile_bytecode(side)  # as the bench does for its own checkout: both sides start from bytecode
     rates: dict[Path, list[float]] = {side: [] for side in sides}
     cpus: dict[Path, list[float]] = {side: [] for side in sides}
     for round_number in range(args.rounds):

@@ -6,7 +6,6 @@ python -m tests.bench [--quick] [--backend sqlite|postgresql|all] [--only NAME] 
 from __future__ import annotations
 
 import argparse
-import compileall
 import json
 import shutil
 import sys
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from . import console_refresh, peers, scenarios, workers
 from .backends import PostgresBackend, SqliteBackend
-from .measure import Result, format_value, machine_summary, markdown_table, versions
+from .measure import ROOT, Result, compile_bytecode, format_value, machine_summary, markdown_table, versions
 from .scenarios import Context
 
 # Jobs per round and rounds, per backend. PostgreSQL commits wait for an fsync here (~1-3 ms), so its
@@ -273,18 +272,6 @@ def targets_table(results: list[Result]) -> str:
     return markdown_table(["target", "measured", "verdict"], rows)
 
 
-def compile_our_bytecode() -> None:
-    """Write queue_core's bytecode, as pip does when it installs a package (the peers' included).
-
-    An editable install never gets it, and with ``PYTHONDONTWRITEBYTECODE`` set (this machine sets it) every
-    worker process would compile our ~50 modules from source at start-up, ~0.06 s the peers' processes do not
-    spend: the drains count start-up on both sides, so both start from bytecode.
-    """
-    root = Path(__file__).resolve().parents[2]
-    for package in ("queue_core", "console"):
-        compileall.compile_dir(root / package, quiet=1)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.bench", description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="small N and 3 rounds: a smoke run (under 2 minutes)")
@@ -307,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         size["rounds"] = args.rounds or size["rounds"]
     backends = ["sqlite", "postgresql"] if args.backend == "all" else [args.backend]
 
-    compile_our_bytecode()
+    compile_bytecode(ROOT)
     started = time.perf_counter()
     workdir = Path(tempfile.mkdtemp(prefix="queue-core-bench-"))
     results: list[Result] = []
