@@ -14,7 +14,7 @@ from queue_core.rules import is_stale
 from queue_core.store.activity import Activity, ActivityReads
 from queue_core.store.models import JobStatus
 from queue_core.store.overview import lost_workers, paused_queues, queue_overview
-from queue_core.store.pages import PAGED_STATES, Cursor, Page, filtered_counts, filtered_window, page
+from queue_core.store.pages import PAGED_STATES, Cursor, Page, filtered_counts, page
 from queue_core.store.query import JobQuery
 from queue_core.store.repository import JobRepository
 from queue_core.store.search import FoundJobs, found_page, found_rows, in_window_order
@@ -118,10 +118,12 @@ def _narrowed(repo, query, type_filter, window, view, after, page_number, now) -
     where = query.condition(repo) if query else None
     live = SHOWN_STATUSES if view == LIVE else ()  # the live tables are read when they are on screen
     if where is None:
-        rows = {status: repo.window_rows(status, type=type_filter, limit=window) for status in live}
+        rows = {status: repo.window_rows(status, type=type_filter, limit=window, now=now) for status in live}
         counts = repo.counts(type=type_filter, cap=COUNT_CAP)
     else:
-        rows = {status: filtered_window(repo, status, where, type=type_filter, limit=window) for status in live}
+        rows = {
+            status: repo.window_rows(status, type=type_filter, limit=window, now=now, where=where) for status in live
+        }
         counts = filtered_counts(repo, where, type=type_filter, cap=COUNT_CAP)
     pages = {}
     if view in PAGED_STATES:
@@ -133,7 +135,7 @@ def _narrowed(repo, query, type_filter, window, view, after, page_number, now) -
 def _found(repo, found: FoundJobs, type_filter, window, view, after, page_number, now) -> tuple[dict, dict, dict]:
     """The same, over the matches a search has found so far: read once by id, ordered here."""
     matches = found_rows(repo, found, type=type_filter)
-    rows = {status: in_window_order(matches, status)[:window] for status in SHOWN_STATUSES}
+    rows = {status: in_window_order(matches, status, now)[:window] for status in SHOWN_STATUSES}
     counts = {status.value: sum(row.status == status.value for row in matches) for status in JobStatus}
     pages = {}
     if view in PAGED_STATES:

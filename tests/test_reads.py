@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
+import pytest
+
+from queue_core.store.query import parse_query
+from queue_core.store.search import in_window_order
+
 
 def test_refusal_says_why_an_ack_would_match_nothing(repo):
     pending, _ = repo.create("t")
@@ -49,3 +56,78 @@ def test_capped_counts_and_window_rows_replay_their_statement_with_each_type(rep
         assert [row.type for row in repo.window_rows("pending", type="a")] == ["a", "a"]
         assert [row.type for row in repo.window_rows("pending", type="b")] == ["b"]
         assert len(repo.window_rows("pending")) == 3
+
+
+def test_the_pending_window_lists_due_jobs_in_claim_order_then_later_ones_soonest_first(repo, clock):
+    # A critical job due in a minute runs after every due job, whatever its priority: the Pending table
+    # reads in the order the jobs will run, so it lists it below them (it once sat on top).
+    now = clock.now
+    later_critical, _ = repo.create("a", priority="critical", run_at=now + timedelta(seconds=60))
+    soon_low, _ = repo.create("b", priority="low", run_at=now + timedelta(seconds=20))
+    due_low, _ = repo.create("a", priority="low")
+    due_high, _ = repo.create("b", priority="high")
+    due_low_too, _ = repo.create("a", priority="low")
+    run_order = [due_high.id, due_low.id, due_low_too.id, soon_low.id, later_critical.id]
+    assert [row.id for row in repo.window_rows("pending")] == run_order
+    assert [job.id for job in repo.window("pending")] == run_order
+    # Claims take the due jobs in that order, and none of the later ones.
+    assert [repo.claim("w").id for _ in range(3)] + [repo.claim("w")] == [*run_order[:3], None]
+    clock.advance(30)  # soon_low is due now: it leads, the critical job still waits
+    assert [row.id for row in repo.window_rows("pending")] == [soon_low.id, later_critical.id]
+
+
+def test_the_pending_window_reads_later_jobs_only_when_the_due_ones_leave_room(repo, clock):
+    now = clock.now
+    later, _ = repo.create("a", priority="critical", run_at=now + timedelta(seconds=60))
+    due = [repo.create("a")[0].id for _ in range(3)]
+    assert [row.id for row in repo.window_rows("pending", limit=3)] == due
+    assert [row.id for row in repo.window_rows("pending", limit=4)] == [*due, later.id]
+    assert [row.id for row in repo.window_rows("pending", limit=2, now=now + timedelta(seconds=61))] == [
+        later.id,
+        due[0],
+    ]
+
+
+def test_the_pending_window_narrowed_by_type_and_query_keeps_the_run_order(repo, clock):
+    now = clock.now
+    later_a, _ = repo.create("a", priority="critical", run_at=now + timedelta(seconds=60))
+    later_b, _ = repo.create("b", priority="critical", run_at=now + timedelta(seconds=30))
+    due_a, _ = repo.create("a")
+    due_b, _ = repo.create("b", priority="high")
+    due_a_too, _ = repo.create("a")
+    of_a = [due_a.id, due_a_too.id, later_a.id]
+    assert [row.id for row in repo.window_rows("pending", type="a")] == of_a
+    where = parse_query("type:a").condition(repo)
+    assert [row.id for row in repo.window_rows("pending", where=where)] == of_a
+    assert repo.window_rows("pending", type="b", where=where) == []
+    # A search's matches, ordered in memory, take the order the SQL gives.
+    rows = repo.window_rows("pending")
+    assert [row.id for row in rows] == [due_b.id, due_a.id, due_a_too.id, later_b.id, later_a.id]
+    shuffled = sorted(rows, key=lambda row: -row.id)
+    assert [row.id for row in in_window_order(shuffled, "pending", now)] == [row.id for row in rows]
+
+
+@pytest.mark.backends("sqlite")  # EXPLAIN QUERY PLAN; PostgreSQL's planner goes by its statistics
+def test_the_pending_windows_due_filter_leaves_sqlites_choice_of_index_as_it_was(repo):
+    # Regression: "run_at <= now" as a plain range made jobs_type_due look the narrower for a type, and
+    # SQLite read and sorted every due job of that type (a temp B-tree) where the claim index gives the
+    # first ones in claim order; the same for a query naming a type.
+    repo.create("a")
+    executed = []
+    execute_sql = repo.db.execute_sql
+
+    def recording(sql, params=None, *args, **kwargs):
+        if sql.startswith("SELECT") and "ORDER BY" in sql:
+            executed.append((sql, params))
+        return execute_sql(sql, params, *args, **kwargs)
+
+    repo.db.execute_sql = recording
+    try:
+        repo.window_rows("pending", type="a", limit=1)
+        repo.window_rows("pending", where=parse_query("type:a").condition(repo), limit=1)
+    finally:
+        del repo.db.execute_sql
+    assert len(executed) == 2
+    for sql, params in executed:
+        plan = " / ".join(row[-1] for row in repo.db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params))
+        assert "jobs_pending_claim" in plan and "TEMP B-TREE" not in plan, plan

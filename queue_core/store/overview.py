@@ -17,7 +17,7 @@ import peewee as pw
 
 from ..rules import COMPLETED, PENDING
 from .models import JobStatus
-from .pages import MAX_PRIORITY_LEVELS, page_columns
+from .reads import MAX_PRIORITY_LEVELS, page_columns
 from .schema import queue_index_parts
 
 MAX_QUEUES = 200  # a queues view lists at most this many queues (names beyond are not read)

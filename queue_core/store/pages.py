@@ -10,21 +10,17 @@ the final states are newest first. The (status, updated_at) index serves the fin
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from datetime import datetime
-from functools import reduce
 
 import peewee as pw
 
 from ..errors import ValidationError
-from ..rules import PENDING
 from ..validation import validate_limit
 from .models import JobStatus
-from .reads import ROW_ERROR_CHARS
+from .reads import keyset_after, page_columns
 
 SCHEDULED = "scheduled"
-MAX_PRIORITY_LEVELS = 50  # seeks per read; priorities past this many distinct levels are not read
 # Final states, newest first; "cancelled" is issue 13's status (no rows until its migration has run).
 NEWEST_FIRST = ("completed", "failed", "cancelled")
 PAGED_STATES = (SCHEDULED, *NEWEST_FIRST)
@@ -60,16 +56,15 @@ def page(
     Job = repo.Job
     if state == SCHEDULED:
         now = repo.now() if now is None else now
-        rows = _scheduled_rows(repo, after, limit + 1, now, _narrowing(Job, type, where))
+        rows = repo.scheduled_rows(limit + 1, now, after=after, narrowing=_narrowing(Job, type, where))
         sort_time = "run_at"
     else:
         query = Job.select(*page_columns(Job)).where(Job.status == state)
         query = query.order_by(Job.updated_at.desc(), Job.id.desc())
         if after is not None:
-            query = query.where(_after(Job.updated_at, Job.id, after, ascending=False))
-        narrowing = _narrowing(Job, type, where)
-        if narrowing is not None:
-            query = query.where(narrowing)
+            query = query.where(keyset_after(Job.updated_at, Job.id, after, ascending=False))
+        for condition in _narrowing(Job, type, where):
+            query = query.where(condition)
         rows = repo._window_reader.named(repo.db.execute_sql(*query.limit(limit + 1).sql()), keep=f"page:{state}")
         sort_time = "updated_at"
     more = len(rows) > limit
@@ -78,43 +73,9 @@ def page(
     return Page(state, rows, after, next_after)
 
 
-def _narrowing(Job, type, where):
-    """The type filter and an operator's query (store.query: bound values only), AND-ed; None for neither."""
-    conditions = [c for c in (Job.type == type if type is not None else None, where) if c is not None]
-    return reduce(operator.and_, conditions) if conditions else None
-
-
-def _scheduled_rows(repo, after: Cursor | None, limit: int, now: datetime, narrowing) -> list:
-    """The first ``limit`` pending jobs due after ``now`` (and past ``after``), soonest first.
-
-    No index orders pending jobs by run_at alone; the claim index orders them by priority, then run_at. So
-    each priority level (found by a loose scan, a seek each) is read in run_at order up to ``limit`` rows
-    and the levels are merged: a page costs levels x limit index entries, not a scan of the backlog.
-    """
-    Job = repo.Job
-    pending = Job.status == PENDING  # a literal (models.StatusField): the partial claim index serves it
-    due_later = Job.run_at > Job.run_at.to_value(now)
-    if after is not None:
-        due_later &= _after(Job.run_at, Job.id, after, ascending=True)
-    if narrowing is not None:
-        due_later &= narrowing
-    rows, level = [], None
-    for _ in range(MAX_PRIORITY_LEVELS):
-        seek = Job.select(pw.fn.MAX(Job.priority)).where(pending)
-        level = (seek.where(Job.priority < level) if level is not None else seek).scalar()
-        if level is None:
-            break
-        query = Job.select(*page_columns(Job)).where(pending & (Job.priority == level) & due_later)
-        query = query.order_by(Job.run_at, Job.id).limit(limit)
-        rows += repo._window_reader.named(repo.db.execute_sql(*query.sql()), keep=f"scheduled:{level}")
-    rows.sort(key=lambda row: (row.run_at, row.id))
-    return rows[:limit]
-
-
-def filtered_window(repo, status: str, where, *, type=None, limit: int = 200) -> list:
-    """``JobReads.window_rows`` (the live tables' order) narrowed by ``where``, an operator's query."""
-    query = repo._window_query(status, type, validate_limit(limit), *page_columns(repo.Job)).where(where)
-    return repo._window_reader.named(repo.db.execute_sql(*query.sql()), keep=f"filtered:{status}")
+def _narrowing(Job, type, where) -> list:
+    """The type filter and an operator's query (store.query: bound values only), those given."""
+    return [c for c in (Job.type == type if type is not None else None, where) if c is not None]
 
 
 def filtered_counts(repo, where, *, type=None, cap: int) -> dict[str, int]:
@@ -127,21 +88,6 @@ def filtered_counts(repo, where, *, type=None, cap: int) -> dict[str, int]:
             rows = rows.where(Job.type == type)
         counts[status.value] = rows.limit(cap + 1).count()
     return counts
-
-
-def page_columns(Job) -> list:
-    """A light row's columns: every column but the payload, the error cut to ``ROW_ERROR_CHARS``."""
-    columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
-    return [*columns, pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")]
-
-
-def _after(time_column, id_column, after: Cursor, *, ascending: bool):
-    """Rows strictly past ``after`` in (time, id) order (spelt out: SQLite plans row values poorly)."""
-    time, job_id = after
-    time_value = time_column.to_value(time)
-    if ascending:
-        return (time_column > time_value) | ((time_column == time_value) & (id_column > job_id))
-    return (time_column < time_value) | ((time_column == time_value) & (id_column < job_id))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from .schema import queue_index_parts
 from .statements import HostTime, ServerTime, Statements
 
 ROW_ERROR_CHARS = 300
+MAX_PRIORITY_LEVELS = 50  # seeks per read of the jobs due later; priorities past this many levels are not read
 
 
 @dataclass(frozen=True)
@@ -173,31 +174,61 @@ class JobReads:
             query = query.where(Job.id > after)
         return list(query)
 
-    def window(self, status: str, *, type: str | None = None, limit: int = 200) -> list[Job]:
+    def window(
+        self, status: str, *, type: str | None = None, limit: int = 200, now: datetime | None = None
+    ) -> list[Job]:
         """The first ``limit`` jobs of one status in the order an operator reads them.
 
-        pending: claim order; running: the longest silent first (oldest heartbeat, or claim if none), so
-        stale ones stay on top; completed, failed and cancelled: most recent first.
+        pending: run order, the jobs due at ``now`` (default: the queue's clock) in claim order, then those
+        due later, soonest first (a job due in a minute runs after every due one, whatever its priority);
+        running: the longest silent first (oldest heartbeat, or claim if none), so stale ones stay on top;
+        completed, failed and cancelled: most recent first.
         """
-        return list(self._window_query(status, type, limit))
+        if validate_status(status) != PENDING:
+            return list(self._window_query(status, type, limit))
+        ids = [row.id for row in self.window_rows(status, type=type, limit=limit, now=now)]
+        jobs = {job.id: job for job in self.Job.select().where(self.Job.id.in_(ids))} if ids else {}
+        return [jobs[job_id] for job_id in ids if job_id in jobs]
 
-    def window_rows(self, status: str, *, type: str | None = None, limit: int = 200) -> list:
-        """``window`` as light named tuples: every column but the payload, ``error`` cut to ``ROW_ERROR_CHARS``.
+    def window_rows(
+        self, status: str, *, type: str | None = None, limit: int = 200, now: datetime | None = None, where=None
+    ) -> list:
+        """``window`` as light named tuples: every column but the payload, ``error`` cut to ``ROW_ERROR_CHARS``;
+        only the jobs ``where`` (an operator's query, store.query) matches, if given.
 
         What a live table shows, at a fraction of the cost: a refresh never reads or decodes payloads and
         builds no model objects.
         """
         status, limit = validate_status(status), validate_limit(limit)
-        # Compiled once per shape, as the counts: a live table is read at every refresh.
-        statement = self.statements.compiled.statement(self._window_rows, status, type is not None, limit)
-        cursor = self.db.execute_sql(statement.sql, statement.params({} if type is None else {"type": type}))
-        return self._window_reader.named(cursor, keep=f"window:{status}")
+        pending = status == PENDING
+        now = self.now() if pending and now is None else now
+        if where is None:
+            # Compiled once per shape, as the counts: a live table is read at every refresh.
+            statement = self.statements.compiled.statement(self._window_rows, status, type is not None, limit)
+            values = {"type": type} if type is not None else {}
+            cursor = self.db.execute_sql(statement.sql, statement.params({**values, "now": now} if pending else values))
+            rows = self._window_reader.named(cursor, keep=f"window:{status}")
+        else:
+            Job = self.Job
+            query = self._window_query(status, type, limit, *page_columns(Job)).where(where)
+            if pending:
+                query = query.where(self._due_by(now))
+            rows = self._window_reader.named(self.db.execute_sql(*query.sql()), keep=f"filtered:{status}")
+        if not pending or len(rows) >= limit:
+            return rows
+        # Room left: the jobs due later, soonest first, as the scheduled state's first page.
+        narrowing = [c for c in (self.Job.type == type if type is not None else None, where) if c is not None]
+        return rows + self.scheduled_rows(limit - len(rows), now, narrowing=narrowing)
 
     def _window_rows(self, m: Markers, status: str, typed: bool, limit: int):
         Job = self.Job
-        columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
-        error = pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")
-        return self._window_query(status, m.text("type", Job.type) if typed else None, limit, *columns, error)
+        query = self._window_query(status, m.text("type", Job.type) if typed else None, limit, *page_columns(Job))
+        return query.where(self._due_by(m.time("now", Job.run_at))) if status == PENDING else query
+
+    def _due_by(self, now) -> pw.Expression:
+        """Due at ``now``: a filter on the rows of the index a read picks without it (Statements.unindexed)."""
+        run_at = self.Job.run_at
+        return pw.Expression(self.statements.unindexed(run_at), "<=", run_at.to_value(now))
 
     def _window_query(self, status: str, type: str | None, limit: int, *columns):
         Job = self.Job
@@ -213,6 +244,33 @@ class JobReads:
         if type is not None:
             query = query.where(Job.type == type)
         return query
+
+    def scheduled_rows(self, limit: int, now: datetime, *, after: tuple | None = None, narrowing=()) -> list:
+        """The first ``limit`` pending jobs due after ``now`` (and past the (run_at, id) ``after``), soonest
+        first, as light rows; only those every condition in ``narrowing`` matches.
+
+        No index orders pending jobs by run_at alone; the claim index orders them by priority, then run_at. So
+        each priority level (found by a loose scan, a seek each) is read in run_at order up to ``limit`` rows
+        and the levels are merged: a read costs levels x limit index entries, not a scan of the backlog.
+        """
+        Job = self.Job
+        pending = Job.status == PENDING  # a literal (models.StatusField): the partial claim index serves it
+        due_later = Job.run_at > Job.run_at.to_value(now)
+        if after is not None:
+            due_later &= keyset_after(Job.run_at, Job.id, after, ascending=True)
+        for condition in narrowing:
+            due_later &= condition
+        rows, level = [], None
+        for _ in range(MAX_PRIORITY_LEVELS):
+            seek = Job.select(pw.fn.MAX(Job.priority)).where(pending)
+            level = (seek.where(Job.priority < level) if level is not None else seek).scalar()
+            if level is None:
+                break
+            query = Job.select(*page_columns(Job)).where(pending & (Job.priority == level) & due_later)
+            query = query.order_by(Job.run_at, Job.id).limit(limit)
+            rows += self._window_reader.named(self.db.execute_sql(*query.sql()), keep=f"scheduled:{level}")
+        rows.sort(key=lambda row: (row.run_at, row.id))
+        return rows[:limit]
 
     def throughput(self, period: timedelta = timedelta(minutes=5)) -> dict[str, float]:
         """Jobs completed and attempts failed per minute over the last ``period``."""
@@ -291,3 +349,18 @@ def _seconds_since(value, now: datetime, field: pw.Field) -> float | None:
 def _last_sign_of_life(Job: type[Job]):
     """rules.last_sign_of_life in SQL: the heartbeat, or the claim if there is none yet."""
     return pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at)
+
+
+def page_columns(Job) -> list:
+    """A light row's columns: every column but the payload, the error cut to ``ROW_ERROR_CHARS``."""
+    columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
+    return [*columns, pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")]
+
+
+def keyset_after(time_column, id_column, after: tuple, *, ascending: bool):
+    """Rows strictly past ``after`` in (time, id) order (spelt out: SQLite plans row values poorly)."""
+    time, job_id = after
+    time_value = time_column.to_value(time)
+    if ascending:
+        return (time_column > time_value) | ((time_column == time_value) & (id_column > job_id))
+    return (time_column < time_value) | ((time_column == time_value) & (id_column < job_id))

@@ -19,8 +19,9 @@ from datetime import datetime
 import peewee as pw
 
 from ..rules import PENDING, RUNNING
-from .pages import SCHEDULED, Cursor, Page, page_columns
+from .pages import SCHEDULED, Cursor, Page
 from .query import JobQuery
+from .reads import page_columns
 
 INDEXED_FIELDS = frozenset({"id", "type", "queue", "status"})
 MATCH_LIMIT = 1000  # matches kept (the newest); a query matching more says "first 1,000"
@@ -125,17 +126,21 @@ def found_rows(repo, found: FoundJobs, *, type: str | None = None) -> list:
     return [row for row in rows if type is None or row.type == type]
 
 
-# The live tables' orders (JobReads._window_query), for rows already in memory.
+# The live tables' orders (JobReads.window_rows), for rows already in memory: each a key of a row and now.
 WINDOW_ORDER = {
-    PENDING: (lambda row: (-row.priority, row.run_at, row.id), False),
-    RUNNING: (lambda row: (row.heartbeat_at or row.claimed_at, row.id), False),
+    # Run order: the due jobs in claim order, then the jobs due later, soonest first.
+    PENDING: (
+        lambda row, now: (0, -row.priority, row.run_at, row.id) if row.run_at <= now else (1, row.run_at, row.id),
+        False,
+    ),
+    RUNNING: (lambda row, now: (row.heartbeat_at or row.claimed_at, row.id), False),
 }
-NEWEST_FIRST_ORDER = (lambda row: (row.updated_at, row.id), True)
+NEWEST_FIRST_ORDER = (lambda row, now: (row.updated_at, row.id), True)
 
 
-def in_window_order(rows: list, status: str) -> list:
+def in_window_order(rows: list, status: str, now: datetime) -> list:
     key, reverse = WINDOW_ORDER.get(status, NEWEST_FIRST_ORDER)
-    return sorted((row for row in rows if row.status == status), key=key, reverse=reverse)
+    return sorted((row for row in rows if row.status == status), key=lambda row: key(row, now), reverse=reverse)
 
 
 def found_page(rows: list, state: str, *, after: Cursor | None, limit: int, now: datetime) -> Page:
@@ -145,7 +150,7 @@ def found_page(rows: list, state: str, *, after: Cursor | None, limit: int, now:
         ordered = sorted(due_later, key=lambda row: (row.run_at, row.id))
         past = [row for row in ordered if after is None or (row.run_at, row.id) > after]
     else:
-        ordered = in_window_order(rows, state)
+        ordered = in_window_order(rows, state, now)
         past = [row for row in ordered if after is None or (row.updated_at, row.id) < after]
     shown = past[:limit]
     sort_time = "run_at" if state == SCHEDULED else "updated_at"

@@ -203,6 +203,13 @@ class Statements:
         index and sort what it found (with ``ANALYZE``'s statistics, or an index that would seem narrower)."""
         return pw.NodeList((self.Job, pw.SQL(f"INDEXED BY {QUEUE_CLAIM_INDEX if by_queue else CLAIM_INDEX}")))
 
+    def unindexed(self, column: pw.Field) -> pw.Node:
+        """``column`` as a term no index serves (SQLite's unary +): a read's range on it (the pending window's
+        ``run_at <= now``) leaves SQLite's choice of index what it was without it. A range on ``run_at`` made
+        ``jobs_type_due`` look the narrower for a type, and SQLite read and sorted every due job of the type
+        instead of the first ones in claim order."""
+        return pw.NodeList((pw.SQL("+"), column), glue="")
+
     def probe_source(self, Probe) -> pw.Node:
         # Named, as the claim's: SQLite's planner would as soon read the claim's index in its order.
         return pw.NodeList((Probe, pw.SQL(f"INDEXED BY {TYPE_INDEX}")))
@@ -514,6 +521,9 @@ class PostgresStatements(Statements):
         # PostgreSQL has no index hints: its claim reads the partial pending indexes by their predicate
         # and the statistics the workers keep fresh (statistics.py).
         return self.Job
+
+    def unindexed(self, column):
+        return column  # PostgreSQL weighs a range by its statistics
 
     def probe_source(self, Probe):
         return Probe
