@@ -89,6 +89,24 @@ def test_parse_priority(value, expected):
 
 
 @pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        # A number out of range says so, written as a string (the CLI, a form) as much as an int.
+        (2**31, "2147483648 is out of range: an integer from -2147483648 to 2147483647"),
+        ("99999999999", "99999999999 is out of range: an integer from -2147483648 to 2147483647"),
+        (" -2147483649 ", "-2147483649 is out of range: an integer from -2147483648 to 2147483647"),
+        ("urgent", "unknown priority 'urgent'; use one of low, medium, high, critical or an integer"),
+        ("1.5", "unknown priority '1.5'; use one of low, medium, high, critical or an integer"),
+        (True, "must be a label or an integer, not a boolean"),
+    ],
+)
+def test_a_bad_priority_says_what_to_fix(value, message):
+    with pytest.raises(ValidationError) as info:
+        parse_priority(value)
+    assert (info.value.field, str(info.value)) == ("priority", f"priority: {message}")
+
+
+@pytest.mark.parametrize(
     ("value", "label"),
     [(-3, "low"), (0, "low"), (9, "low"), (10, "medium"), (15, "medium"), (20, "high"), (99, "critical")],
 )

@@ -50,18 +50,18 @@ def parse_priority(value) -> int:
         raise ValidationError("priority", "must be a label or an integer, not a boolean")
     if isinstance(value, int):
         if not -(2**31) <= value < 2**31:
-            raise ValidationError("priority", "must fit in 32 bits")
+            raise ValidationError("priority", f"{value} is out of range: an integer from {-(2**31)} to {2**31 - 1}")
         return value
     if isinstance(value, str):
         text = value.strip()
-        try:
+        if text.upper() in Priority.__members__:
             return Priority[text.upper()].value
-        except KeyError:
-            pass
         try:
-            return parse_priority(int(text))
+            number = int(text)
         except ValueError:
             pass
+        else:
+            return parse_priority(number)  # its range checked as an int's (ValidationError is a ValueError)
     labels = ", ".join(p.name.lower() for p in Priority)
     raise ValidationError("priority", f"unknown priority {value!r}; use one of {labels} or an integer")
 
