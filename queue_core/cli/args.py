@@ -58,9 +58,13 @@ def non_negative_seconds(text: str) -> float:
 
 
 def positive_seconds(text: str) -> float:
-    value = non_negative_seconds(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds > 0")
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not 0 < value <= MAX_SECONDS:  # NaN too
+        # One message for 0 and -1 alike: "from 0 to ..." for -1 read as if 0 would do.
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number of seconds > 0, at most {MAX_SECONDS}")
     return value
 
 
