@@ -10,18 +10,11 @@ from collections.abc import Mapping
 
 from .errors import ValidationError
 from .store.models import parse_priority
-from .validation import MAX_TEXT_CHARS, validate_max_retries, validate_retry_backoff
+from .validation import validate_max_retries, validate_new_queue_name, validate_retry_backoff
 
 # Options a task or a schedule may set as defaults and an enqueue may override. None means "not set": the
 # repository's default applies (priority 0, 3 retries, the default queue, no timeout, the default back-off).
 JOB_OPTIONS = ("priority", "max_retries", "queue", "timeout", "retry_backoff")
-
-
-def validate_queue_name(value) -> str:
-    """A queue name follows the rules of a job type (issue 13), reported as ``queue``."""
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS or not value.isprintable():
-        raise ValidationError("queue", f"must be a non-empty string of at most {MAX_TEXT_CHARS} printable characters")
-    return value
 
 
 def validate_timeout(value) -> float:
@@ -34,7 +27,7 @@ def validate_timeout(value) -> float:
 _VALIDATORS = {
     "priority": parse_priority,
     "max_retries": validate_max_retries,
-    "queue": validate_queue_name,
+    "queue": validate_new_queue_name,
     "timeout": validate_timeout,
     "retry_backoff": validate_retry_backoff,
 }

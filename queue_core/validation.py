@@ -43,6 +43,21 @@ def validate_queue_name(value, field: str = "queue") -> str:
     return _validate_name(field, value, "mail")
 
 
+def validate_new_queue_name(value, field: str = "queue") -> str:
+    """The queue of a new job: ``validate_queue_name``, and a name a worker's ``--queues NAME=N,...`` can
+    name. A queue called "a,b", "x=2" or " mail" took jobs that no ``--queues`` worker would ever claim
+    (the option splits at "," and "=" and strips spaces), only a worker of every queue. Claims, pause and
+    resume still take any name, so jobs written before this rule stay reachable."""
+    name = validate_queue_name(value, field)
+    if "," in name or "=" in name or name != name.strip():
+        raise ValidationError(
+            field,
+            f"{name!r} cannot be named by a worker's --queues NAME=N,...: "
+            "use no ',' or '=' and no space at either end, e.g. 'mail'",
+        )
+    return name
+
+
 def _validate_name(field: str, value, example: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(field, f"must be a non-empty string, e.g. {example!r}")

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from queue_core import Queue
 from queue_core.errors import IdempotencyConflict, ValidationError
 
 
@@ -46,6 +47,28 @@ def test_bad_queue_names_are_refused_naming_the_field_and_nothing_is_written(rep
         repo.claim("w", queues=[name])
     assert error.value.field == "queues"
     assert repo.queues() == [] and sum(repo.counts().values()) == 0
+
+
+@pytest.mark.parametrize("name", ["mail,sms", "mail=2", " mail", "mail "])
+def test_a_new_job_refuses_a_queue_no_workers_queues_option_could_name(repo, tmp_path, name):
+    # --queues mail=2,sms splits at "," and "=" and strips spaces: a job in "mail,sms" would be claimed by a
+    # worker of every queue only. The rule is the create's; claims and pause still take any name, so jobs
+    # a database already holds under such a name stay reachable.
+    message = f"queue: {name!r} cannot be named by a worker's --queues NAME=N,...: use no ',' or '=' and no space"
+    with pytest.raises(ValidationError) as error:
+        repo.create("t", queue=name)
+    assert error.value.field == "queue" and str(error.value).startswith(message)
+    with pytest.raises(ValidationError) as error:
+        repo.create_many([{"type": "t"}, {"type": "t", "queue": name}])
+    assert error.value.field == "specs[1].queue"  # the batch writes none of its jobs
+    assert sum(repo.counts().values()) == 0
+    assert repo.pause_queue(name).paused and repo.resume_queue(name).paused is False
+    assert repo.claim("w", queues=[name]) is None
+    # The task API checks its options where they are written, with the same rule.
+    queue = Queue(f"sqlite:///{tmp_path / 'tasks.db'}")
+    with pytest.raises(ValidationError) as error:
+        queue.task("t", queue=name)
+    assert error.value.field == "queue"
 
 
 def test_a_paused_queue_is_skipped_by_claim_claim_many_and_complete_and_claim(repo):

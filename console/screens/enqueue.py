@@ -28,7 +28,7 @@ from queue_core.validation import (
     encode_payload,
     validate_idempotency_key,
     validate_max_retries,
-    validate_queue_name,
+    validate_new_queue_name,
     validate_type,
 )
 
@@ -130,7 +130,7 @@ class EnqueueScreen(Dialog):
         }
         validate_type(request["type"])
         encode_payload(request["payload"])
-        validate_queue_name(request["queue"])
+        validate_new_queue_name(request["queue"])
         parse_priority(request["priority"])
         validate_max_retries(request["max_retries"])
         validate_idempotency_key(request["idempotency_key"])

@@ -14,7 +14,7 @@ from ..validation import (
     validate_aware,
     validate_idempotency_key,
     validate_max_retries,
-    validate_queue_name,
+    validate_new_queue_name,
     validate_retry_backoff,
     validate_timeout,
     validate_type,
@@ -47,7 +47,7 @@ def validated_fields(
         "idempotency_key": validate_idempotency_key(idempotency_key),
         "run_at": now if run_at is None else validate_aware("run_at", run_at),
         "retry_backoff": validate_retry_backoff(retry_backoff),
-        "queue": validate_queue_name(queue),
+        "queue": validate_new_queue_name(queue),
         "timeout": validate_timeout(timeout),
         "status": PENDING,
         "retry_count": 0,
@@ -184,7 +184,7 @@ _CHECKED_ONCE = (
     validate_max_retries,
     partial(validate_aware, "run_at"),
     validate_retry_backoff,
-    validate_queue_name,
+    validate_new_queue_name,
     validate_timeout,
 )
 
