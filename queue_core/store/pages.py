@@ -18,7 +18,7 @@ import peewee as pw
 from ..errors import ValidationError
 from ..validation import validate_limit
 from .models import JobStatus
-from .reads import keyset_after, page_columns
+from .reads import keyset_after, narrowing_conditions, page_columns
 
 SCHEDULED = "scheduled"
 # Final states, newest first; "cancelled" is issue 13's status (no rows until its migration has run).
@@ -56,14 +56,14 @@ def page(
     Job = repo.Job
     if state == SCHEDULED:
         now = repo.now() if now is None else now
-        rows = repo.scheduled_rows(limit + 1, now, after=after, narrowing=_narrowing(Job, type, where))
+        rows = repo.scheduled_rows(limit + 1, now, after=after, narrowing=narrowing_conditions(Job, type, where))
         sort_time = "run_at"
     else:
         query = Job.select(*page_columns(Job)).where(Job.status == state)
         query = query.order_by(Job.updated_at.desc(), Job.id.desc())
         if after is not None:
             query = query.where(keyset_after(Job.updated_at, Job.id, after, ascending=False))
-        for condition in _narrowing(Job, type, where):
+        for condition in narrowing_conditions(Job, type, where):
             query = query.where(condition)
         rows = repo._window_reader.named(repo.db.execute_sql(*query.limit(limit + 1).sql()), keep=f"page:{state}")
         sort_time = "updated_at"
@@ -71,11 +71,6 @@ def page(
     rows = rows[:limit]
     next_after = (getattr(rows[-1], sort_time), rows[-1].id) if more else None
     return Page(state, rows, after, next_after)
-
-
-def _narrowing(Job, type, where) -> list:
-    """The type filter and an operator's query (store.query: bound values only), those given."""
-    return [c for c in (Job.type == type if type is not None else None, where) if c is not None]
 
 
 def filtered_counts(repo, where, *, type=None, cap: int) -> dict[str, int]:

@@ -217,8 +217,7 @@ class JobReads:
         if not pending or len(rows) >= limit:
             return rows
         # Room left: the jobs due later, soonest first, as the scheduled state's first page.
-        narrowing = [c for c in (self.Job.type == type if type is not None else None, where) if c is not None]
-        return rows + self.scheduled_rows(limit - len(rows), now, narrowing=narrowing)
+        return rows + self.scheduled_rows(limit - len(rows), now, narrowing=narrowing_conditions(self.Job, type, where))
 
     def _window_rows(self, m: Markers, status: str, typed: bool, limit: int):
         Job = self.Job
@@ -355,6 +354,11 @@ def page_columns(Job) -> list:
     """A light row's columns: every column but the payload, the error cut to ``ROW_ERROR_CHARS``."""
     columns = [field for field in Job._meta.sorted_fields if field.name not in ("payload", "error")]
     return [*columns, pw.fn.SUBSTR(Job.error, 1, ROW_ERROR_CHARS).alias("error")]
+
+
+def narrowing_conditions(Job, type, where) -> list:
+    """The type filter and an operator's query (store.query: bound values only), those given."""
+    return [c for c in (Job.type == type if type is not None else None, where) if c is not None]
 
 
 def keyset_after(time_column, id_column, after: tuple, *, ascending: bool):
