@@ -102,6 +102,7 @@ def test_on_sqlite_an_idle_claim_of_other_types_reads_next_to_nothing(repo):
 @pytest.mark.backends("sqlite")
 def test_on_sqlite_an_idle_claim_reads_none_of_its_types_jobs_scheduled_for_later(repo, clock):
     later = clock.now + timedelta(hours=1)
+    repo.create("email")  # due, of the same priority: the plain claim reads on from it, through the level
     repo.create_many([{"type": "remind", "run_at": later}] * 3000)
     gated = vm_steps(repo, lambda: claimed_ids(repo, ["remind"], None, gated=True))
     plain = vm_steps(repo, lambda: claimed_ids(repo, ["remind"], None, gated=False))
@@ -128,3 +129,79 @@ def test_on_sqlite_a_claim_reads_its_claim_index_in_order_whatever_the_statistic
     index = "jobs_pending_claim" if queues is None else "jobs_queue_claim"
     assert f"SEARCH jobs USING INDEX {index} " in plan and "TEMP B-TREE" not in plan, plan
     assert len(claimed_ids(repo, ["t"], queues, gated=gated)) == 3
+
+
+def expected_ids(jobs, types, queues, paused: set, now, n: int = 3) -> list[int]:
+    """The ids a claim of ``n`` should take, worked out in Python: due pending jobs of queues not paused (of
+    ``types`` and ``queues`` if given), highest priority first, then soonest due, then lowest id."""
+    due = [
+        job
+        for job in jobs
+        if job.run_at <= now
+        and job.queue not in paused
+        and (types is None or job.type in types)
+        and (queues is None or job.queue in queues)
+    ]
+    due.sort(key=lambda job: (-job.priority, job.run_at, job.id))
+    return sorted(job.id for job in due[:n])
+
+
+def test_a_claim_takes_the_due_jobs_in_claim_order_whatever_waits_at_higher_priorities(repo, clock):
+    # The claim starts at the highest priority that has a due job (Statements.due_level): a level whose
+    # jobs all wait for later is skipped, and nothing else may be. Held to a model of the claim order
+    # with priorities, times, types, queues and pauses drawn at random, rounds apart as jobs fall due.
+    rng = random.Random(11)
+    jobs, paused = [], set()
+    for round_ in range(8):
+        for _ in range(rng.randrange(0, 14)):
+            offset = rng.choice([-60, -1, 0, 20, 30, 90, 3600])
+            job, _ = repo.create(
+                rng.choice(TYPES),
+                queue=rng.choice(QUEUES),
+                priority=rng.choice([-5, -1, 0, 0, 1, 3, 100]),
+                run_at=clock.now + timedelta(seconds=offset),
+            )
+            jobs.append(job)
+        for queue in QUEUES:
+            if rng.random() < 0.3:
+                repo.pause_queue(queue)
+                paused.add(queue)
+            else:
+                repo.resume_queue(queue)
+                paused.discard(queue)
+        for types, queues in [*FILTERS, (None, None)]:
+            for gated in (True, False):
+                expected = expected_ids(jobs, types, queues, paused, clock.now)
+                assert claimed_ids(repo, types, queues, gated=gated) == expected, (round_, types, queues, gated)
+        clock.advance(seconds=25)
+    assert expected_ids(jobs, None, None, set(), clock.now)  # the rounds had due jobs to find
+
+
+def test_a_claim_behind_jobs_of_higher_priorities_scheduled_for_later_takes_the_due_ones(repo, clock):
+    later = clock.now + timedelta(hours=1)
+    repo.create_many([{"type": "t", "priority": "critical", "run_at": later}] * 5)
+    repo.create_many([{"type": "t", "priority": "high", "run_at": later + timedelta(seconds=1)}] * 5)
+    low = [repo.create("t", priority="low")[0].id for _ in range(2)]
+    clock.advance(1)
+    medium = repo.create("t", priority="medium")[0].id
+    assert [repo.claim("w").id for _ in range(3)] == [medium, *low]
+    assert repo.claim("w") is None  # nothing else is due
+    clock.advance(seconds=3601)
+    assert [repo.claim("w").priority for _ in range(10)] == [30] * 5 + [20] * 5  # due now: critical first
+    assert repo.claim("w") is None
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("gated", [False, True], ids=["beside-completions", "idle"])
+def test_on_sqlite_a_claim_passes_levels_that_wait_for_later_in_one_lookup_each(repo, clock, gated):
+    # Regression: the claim index holds pending jobs by priority, then run_at, and a claim read every job
+    # of a higher priority scheduled for later before it reached the due ones: 2.9 ms a claim on SQLite
+    # with 20,000 critical jobs due in an hour, holding the write lock.
+    later = clock.now + timedelta(hours=1)
+    repo.create_many([{"type": "t", "priority": "critical", "run_at": later}] * 3000)
+    repo.create_many([{"type": "t", "priority": "high", "run_at": later}] * 3000)
+    due, _ = repo.create("t", priority="low")
+    steps = vm_steps(repo, lambda: claimed_ids(repo, ["t"], None, gated=gated))
+    assert steps <= 2, steps  # without the skip: the 6,000 jobs read one by one, 30 thousand steps
+    assert claimed_ids(repo, ["t"], None, gated=gated) == [due.id]
+    assert claimed_ids(repo, None, None, gated=gated) == [due.id]

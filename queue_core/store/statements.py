@@ -162,6 +162,12 @@ class Statements:
         given): highest priority, then due first, then lowest id. ``gated``: see below."""
         Job = self.Job
         due = self._due_rows(Job, self.claim_source(queues is not None), types, queues, now)
+        # The claim index orders pending jobs by priority, then run_at: without this bound, a claim read past
+        # every job of a higher priority scheduled for later before it reached the due ones (20,000 critical
+        # jobs due in an hour: 2.9 ms a claim on SQLite, holding the write lock). See due_level.
+        level = self.due_level(now)
+        if level is not None:
+            due = due.where(Job.priority <= level)
         # The count written into the SQL (peewee binds a LIMIT): see _claim.
         limit = pw.SQL(str(int(n)))
         if gated and types is not None:
@@ -189,6 +195,45 @@ class Statements:
         if queues is not None:
             due = due.where(Job.queue.in_(queues))
         return due
+
+    def due_level(self, now) -> pw.Node | None:
+        """The highest priority a due pending job has (NULL when none is due; None: no bound, see
+        PostgresStatements), read on SQLite as a loose scan of the claim index: the first job of the
+        highest level; while that job is not yet due (so neither is any other of its level, which the index
+        holds soonest first), the first job of the next level down, one index lookup each. When the first
+        job is due, as it is unless jobs of a higher priority wait for their time, that is one lookup.
+
+        The levels are those of every pending job, whatever the claim's types and queues and the paused
+        queues: a level above the bound holds no due job at all, so the claim loses nothing by starting
+        below it. A claim of other types or queues still reads past the jobs it skips at and below the
+        bound, as it did before."""
+        table, index = f'"{self.Job._meta.table_name}"', f" INDEXED BY {CLAIM_INDEX}"
+        pending = f'"head"."status" = {self.pending.sql}'
+
+        def first(columns: str, below: str = "") -> str:
+            # The first pending job in claim order (below a level): one lookup in the claim index.
+            return (
+                f'SELECT {columns} FROM {table} AS "head"{index} WHERE {pending}{below}'
+                ' ORDER BY "head"."priority" DESC, "head"."run_at", "head"."id" LIMIT 1'
+            )
+
+        at = self.Job.run_at.to_value(now)  # bound as the column stores it
+        return pw.NodeList(
+            (
+                pw.SQL(
+                    '(WITH RECURSIVE "levels"("priority", "run_at") AS (SELECT * FROM ('
+                    + first('"head"."priority", "head"."run_at"')
+                    + ') AS "top" UNION ALL SELECT "next"."priority", "next"."run_at" FROM "levels"'
+                    + f' JOIN {table} AS "next" ON "next"."id" = ('
+                    + first('"head"."id"', ' AND "head"."priority" < "levels"."priority"')
+                    + ') WHERE "levels"."run_at" >'
+                ),
+                at,
+                pw.SQL(') SELECT "levels"."priority" FROM "levels" WHERE "levels"."run_at" <='),
+                at,
+                pw.SQL(")"),
+            )
+        )
 
     def _probe(self, types, queues, now) -> pw.Select:
         """A job the claim would find, looked up in the type index (schema.TYPE_INDEX): one range per type of
@@ -527,6 +572,13 @@ class PostgresStatements(Statements):
 
     def probe_source(self, Probe):
         return Probe
+
+    def due_level(self, now):
+        # No bound: PostgreSQL tests run_at <= now on each entry inside the index, without reading the row,
+        # so passing jobs scheduled for later costs little (20,000: 0.81 ms a claim against 0.55), while the
+        # bound's lookups cost a four-process drain 0.86x its rate in an A/B (README, "Claims behind jobs
+        # of a higher priority scheduled for later").
+        return None
 
     def probe_type_in(self, column, types):
         # An array, even of one type: ``type = $1`` with ``status = 'pending'`` would make the probe's ORDER BY
