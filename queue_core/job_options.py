@@ -5,23 +5,15 @@ Every option is a keyword of ``create`` (``JobRepository``'s and ``HttpQueue``'s
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
 from .errors import ValidationError
 from .store.models import parse_priority
-from .validation import validate_max_retries, validate_new_queue_name, validate_retry_backoff
+from .validation import validate_max_retries, validate_new_queue_name, validate_retry_backoff, validate_timeout
 
 # Options a task or a schedule may set as defaults and an enqueue may override. None means "not set": the
 # repository's default applies (priority 0, 3 retries, the default queue, no timeout, the default back-off).
 JOB_OPTIONS = ("priority", "max_retries", "queue", "timeout", "retry_backoff")
-
-
-def validate_timeout(value) -> float:
-    """Seconds an attempt may run (issue 14, item 4): a finite number above zero (no option: no limit)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ValidationError("timeout", f"must be a number of seconds above 0, got {value!r}")
-    return float(value)
 
 
 _VALIDATORS = {

@@ -76,7 +76,7 @@ def validate_timeout(value) -> float | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ValidationError("timeout", "must be a positive number of seconds, or None for no limit")
+        raise ValidationError("timeout", f"must be a number of seconds above 0, or None for no limit; got {value!r}")
     return float(value)
 
 

@@ -420,3 +420,16 @@ def test_a_worker_process_runs_the_tasks_of_its_handlers_module(db_url, live_rep
     assert sorted((tmp_path / "greeted.txt").read_text().splitlines()) == ["hello ann", "hi bob"]
     assert live_repo.counts()["completed"] == 2
     assert {job.priority for job in live_repo.list(status="completed")} == {20}
+
+
+@pytest.mark.parametrize("timeout", [-1, 0, math.inf, "30"])
+def test_a_bad_timeout_reads_the_same_from_the_decorator_and_from_create(handlers, repo, timeout):
+    # One validator: the task API's options and create() had two copies with two messages.
+    queue = Queue(registry=handlers)
+    with pytest.raises(ValidationError) as at_the_decorator:
+        queue.task("send-invoice", timeout=timeout)
+    with pytest.raises(ValidationError) as at_create:
+        repo.create("send-invoice", timeout=timeout)
+    assert str(at_the_decorator.value) == str(at_create.value)
+    assert "a number of seconds above 0" in str(at_create.value) and repr(timeout) in str(at_create.value)
+    assert sum(repo.counts().values()) == 0  # nothing written
