@@ -576,8 +576,8 @@ class PostgresStatements(Statements):
     def due_level(self, now):
         # No bound: PostgreSQL tests run_at <= now on each entry inside the index, without reading the row,
         # so passing jobs scheduled for later costs little (20,000: 0.81 ms a claim against 0.55), while the
-        # bound's lookups cost a four-process drain 0.86x its rate in an A/B (README, "Claims behind jobs
-        # of a higher priority scheduled for later").
+        # bound's lookups cost a four-process drain 0.86x its rate in an A/B (README, "Jobs scheduled for
+        # later at a higher priority").
         return None
 
     def probe_type_in(self, column, types):
