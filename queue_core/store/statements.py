@@ -164,7 +164,7 @@ class Statements:
         due = self._due_rows(Job, self.claim_source(queues is not None), types, queues, now)
         # The claim index orders pending jobs by priority, then run_at: without this bound, a claim read past
         # every job of a higher priority scheduled for later before it reached the due ones (20,000 critical
-        # jobs due in an hour: 2.9 ms a claim on SQLite, holding the write lock). See due_level.
+        # jobs due in an hour: 2.80 ms a claim on SQLite, holding the write lock). See due_level.
         level = self.due_level(now)
         if level is not None:
             due = due.where(Job.priority <= level)
@@ -509,7 +509,7 @@ class SqliteStatements(Statements):
         The id is the connection's last inserted rowid (this thread's own connection, read right after a
         plain INSERT that either inserted one row or raised), not ``RETURNING id``, whose row was built as a
         ``Job`` for its id alone and which SQLite runs in two steps through a table of results: 1.15x the
-        creates a second, 0.86x the CPU a create (in-process A/B, README "What changed").
+        creates a second, 0.86x the CPU a create (in-process A/B, tests/bench/HISTORY.md, "What changed").
 
         The values are bound without the compiled statement's field-by-field conversion: ``fields`` comes
         from ``specs.validated_fields``, whose values are all the driver's own types but the times, so only
@@ -575,7 +575,7 @@ class PostgresStatements(Statements):
 
     def due_level(self, now):
         # No bound: PostgreSQL tests run_at <= now on each entry inside the index, without reading the row,
-        # so passing jobs scheduled for later costs little (20,000: 0.81 ms a claim against 0.55), while the
+        # so passing jobs scheduled for later costs little (20,000: 0.82 ms a claim against 0.60), while the
         # bound's lookups cost a four-process drain 0.86x its rate in an A/B (README, "Jobs scheduled for
         # later at a higher priority").
         return None
