@@ -167,7 +167,7 @@ def build_queues_and_workers(repo: JobRepository, clock: ManualClock) -> None:
     # host-c:977 was last seen when it claimed the stale job: lost for six minutes.
     seen = {"host-a:412": SCENE_END - timedelta(seconds=5), "host-b:413": SCENE_END - timedelta(seconds=5)}
     workers = [
-        ("host-a:412", "host-a", 412, None, 4, (3, 30, 6)),
+        ("host-a:412", "host-a", 412, None, 4, (2, 30, 6)),
         ("host-b:413", "host-b", 413, ["default", "mail"], 2, (1, 0, 4)),
         ("host-c:977", "host-c", 977, ["default"], 1, (1, 0, 0)),
     ]

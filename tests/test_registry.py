@@ -48,11 +48,38 @@ def test_seen_refreshes_and_counts_and_lost_follows_each_workers_own_threshold(r
     clock.advance(2.5)
     assert states(repo) == {"patient": "running", "quick": "lost"}
     quick = next(worker for worker in repo.workers() if worker.id == "quick")
-    assert (quick.running, quick.completed, quick.failed, quick.silent_for) == (2, 10, 1, 2.5)
+    assert (quick.completed, quick.failed, quick.silent_for) == (10, 1, 2.5)
     repo.worker_seen("quick", running=0, completed=11, failed=1)
     assert states(repo)["quick"] == "running"  # seen again: alive
     clock.advance(61)
     assert states(repo) == {"patient": "lost", "quick": "lost"}
+
+
+def running(repo) -> dict[str, int]:
+    return {worker.id: worker.running for worker in repo.workers()}
+
+
+def test_a_workers_running_count_is_the_jobs_it_holds_now_not_its_last_report(repo, clock):
+    register(repo, "w1", stale_after=10)
+    register(repo, "w2", stale_after=10)
+    for _ in range(3):
+        repo.create("t")
+    first, second = repo.claim("w1", types=["t"]), repo.claim("w1", types=["t"])
+    other = repo.claim("w2", types=["t"])
+    # Reports made before those claims: the view shows what the jobs table holds.
+    repo.worker_seen("w1", running=0, completed=7, failed=0)
+    repo.worker_seen("w2", running=5, completed=0, failed=0)
+    assert running(repo) == {"w1": 2, "w2": 1}
+    assert repo.complete(first.id, worker_id="w1", attempt=first.attempt) is not None
+    assert running(repo) == {"w1": 1, "w2": 1}
+    assert next(worker for worker in repo.workers() if worker.id == "w1").completed == 7  # its own count
+    repo.worker_stopped("w2")  # gone without finishing: its claim holds the job until it is reaped
+    assert running(repo) == {"w1": 1, "w2": 1}
+    clock.advance(11)
+    repo.heartbeat([second.id], worker_id="w1")
+    assert repo.reap_stale(timedelta(seconds=10)) == 1
+    assert repo.find_by_id(other.id).status == "pending"
+    assert running(repo) == {"w1": 1, "w2": 0}
 
 
 def test_a_clean_stop_shows_as_stopped_and_a_restart_registers_afresh(repo, clock):

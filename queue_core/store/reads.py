@@ -36,7 +36,8 @@ class QueueState:
 @dataclass(frozen=True)
 class WorkerState:
     """A worker's registry row and its state: ``running``, ``stopped``, or ``lost`` (not seen for longer than
-    its own ``stale_after``); ``silent_for`` is the seconds since it was last seen."""
+    its own ``stale_after``); ``silent_for`` is the seconds since it was last seen. ``running`` is the jobs it
+    holds now, as the jobs table says; ``completed`` and ``failed`` are its own counts at its last beat."""
 
     id: str
     host: str
@@ -326,11 +327,18 @@ class JobReads:
 
     def workers(self) -> list[WorkerState]:
         """Every worker in the registry with its state, sorted by id."""
-        Worker = self.WorkerRecord
+        Worker, Job = self.WorkerRecord, self.Job
         now = self.now()
+        # The running jobs each worker holds, read now: the count it reported at its last beat (up to a
+        # heartbeat interval old, 0 until its first) disagreed with the jobs listed for it, and a lost
+        # worker's claims still hold their jobs until they are reaped.
+        held = dict(
+            Job.select(Job.worker_id, pw.fn.COUNT(Job.id)).where(Job.status == RUNNING).group_by(Job.worker_id).tuples()
+        )
         states = []
         for row in Worker.select().order_by(Worker.id):
             fields = {name: getattr(row, name) for name in Worker._meta.sorted_field_names}
+            fields["running"] = held.get(row.id, 0)
             fields["queues"] = row.queues if row.queues == "*" else json.loads(row.queues)
             fields["state"] = worker_state(row.stopped_at, row.last_seen_at, row.stale_after, now)
             fields["silent_for"] = max(0.0, (now - row.last_seen_at).total_seconds())
