@@ -204,10 +204,11 @@ def test_every_hot_path_statement_is_keyed_by_its_shape(repo):
     repo.complete_and_claim(job.id, worker_id="w", attempt=job.attempt)
     keys = set(repo.statements.compiled)
     # The claim's count is part of its shape (written into its SQL for PostgreSQL's generic plans), and
-    # whether it looks first for a job of its types (an idle claim does: test_claim_gate.py).
-    assert {key for key in keys if key[0].endswith("._claim")} == {("Statements._claim", 1, 4, None, True)}
+    # whether it looks first for a job of its types (an idle claim does: test_claim_gate.py), and whether it
+    # reads queue by queue past a paused one (none is paused here).
+    assert {key for key in keys if key[0].endswith("._claim")} == {("Statements._claim", 1, 4, None, True, False)}
     assert {key[1:] for key in keys if key[0].endswith("._complete")} == {(False, False), (True, True)}
-    assert any(key[0].endswith("._complete_and_claim") and key[1:] == (None, None) for key in keys)
+    assert any(key[0].endswith("._complete_and_claim") and key[1:] == (None, None, False) for key in keys)
     # SQLite reads back nothing (its clock is this host's; the id is the last rowid); PostgreSQL the row its
     # server clock stamped.
     assert any(key[0].endswith(("._insert", "._insert_row")) for key in keys)

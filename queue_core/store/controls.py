@@ -86,6 +86,7 @@ class OperatorControls:
             Queue.insert(name=name, paused=paused, updated_at=self.time.sql()).on_conflict(
                 conflict_target=[Queue.name], preserve=[Queue.paused, Queue.updated_at]
             ).execute()
+        self.statements.forget_pauses()  # this process's claims read past the paused queue from now on
         if not paused:
             self.statements.announce_pending()
         return self.queue_state(name)
