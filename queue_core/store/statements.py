@@ -192,10 +192,9 @@ class Statements:
     def _due_rows(self, Job, source, types, queues, now, *, probe=False, past_paused=False) -> pw.Select:
         """The ids of ``Job``'s due pending jobs of queues not paused (of ``types`` and ``queues`` if given),
         read from ``source`` (``Job``, or ``Job`` with the index to read)."""
-        Queue = self.QueueRecord
         # Read in the claim's own statement: a claim that commits after pause_queue's commit saw the pause
         # (SQLite has one writer; PostgreSQL's pause waits for claims in flight, see pause_lock).
-        paused = Queue.select(Queue.name).where(Queue.paused == True)  # noqa: E712 (SQL, not Python)
+        paused = self._paused_names()
         due = Job.select(Job.id).from_(source)
         due = due.where((Job.status == self.pending) & (Job.run_at <= now) & Job.queue.not_in(paused))
         if types is not None:
@@ -230,6 +229,11 @@ class Statements:
             self._pauses_seen = (now, any_paused)
         return any_paused
 
+    def _paused_names(self) -> pw.Select:
+        """The names of the paused queues, as a subquery a claim reads in its own statement."""
+        Queue = self.QueueRecord
+        return Queue.select(Queue.name).where(Queue.paused == True)  # noqa: E712 (SQL, not Python)
+
     def _not_paused(self, queues: list | None) -> pw.Node:
         """The queues a claim of ``queues`` may take from now, as a subquery: those named, or every queue that
         holds jobs (None), the paused ones left out."""
@@ -237,8 +241,7 @@ class Statements:
 
     def _named_not_paused(self, queues: list) -> pw.Node:
         """A claim's named queues that are not paused, as a subquery of ``VALUES``."""
-        Queue = self.QueueRecord
-        paused = Queue.select(Queue.name).where(Queue.paused == True)  # noqa: E712 (SQL, not Python)
+        paused = self._paused_names()
         rows = pw.CommaNodeList([pw.NodeList((pw.SQL("("), queue, pw.SQL(")")), glue="") for queue in queues])
         return pw.NodeList(
             (
@@ -257,14 +260,13 @@ class Statements:
     def _queues_not_paused(self) -> pw.Node:
         """The names of the queues that hold jobs and are not paused, as a subquery: a loose scan of the queue
         claim index (the next name after the last, one lookup each), the paused ones left out."""
-        Queue = self.QueueRecord
         table, index = f'"{self.Job._meta.table_name}"', f"INDEXED BY {QUEUE_CLAIM_INDEX}"
 
         def next_name(after: str) -> str:
             return f'(SELECT "q"."queue" FROM {table} AS "q" {index}{after} ORDER BY "q"."queue" LIMIT 1)'
 
         after_last = next_name(' WHERE "q"."queue" > "names"."name"')
-        paused = Queue.select(Queue.name).where(Queue.paused == True)  # noqa: E712 (SQL, not Python)
+        paused = self._paused_names()
         return pw.NodeList(
             (
                 pw.SQL(
