@@ -34,7 +34,7 @@ def claim_statement(repo: JobRepository, types: list[str] = CLAIM_TYPES, *, gate
     looks first whether any job of its types is there) or as a busy one does beside its completions."""
     statements = repo.statements
     types = _padded(types)
-    claim = statements.compiled.statement(statements._claim, 4, _count(types), None, gated)
+    claim = statements.compiled.statement(statements._claim, 4, _count(types), None, gated, False)
     return claim.sql, claim.params(statements.time.bind({"worker_id": "w", **numbered("type", types)}))
 
 
