@@ -209,9 +209,9 @@ class Statements:
         """Whether a claim reads queue by queue, past the paused ones: while a queue is paused (SQLite).
 
         The claim index holds a paused queue's pending jobs in claim order among the others, and a claim
-        skipped them one by one: with 200,000 of them every claim took 75-82 ms on SQLite, holding the write
-        lock, from the moment an operator paused their queue; a claim naming that queue (a slot of it,
-        ``--queues reports=2,...``, claiming at every wake-up) 113 ms. While a queue is paused, a claim
+        skipped them one by one: with 200,000 of them every claim took 79-82 ms on SQLite, holding the write
+        lock, from the moment an operator paused their queue; a claim naming that queue and another 124 ms,
+        and a slot of that queue (``--queues reports=2,...``) claimed at every wake-up. While a queue is paused, a claim
         reads each queue it may take from through the queue claim index, and only those not paused: the
         queues that hold jobs (a loose scan of that index, one lookup a name), or those it names.
         SQLite reads each queue's claim order only until the LIMIT can no longer change, then sorts the
