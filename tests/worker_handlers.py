@@ -57,3 +57,13 @@ def zombie(payload: dict) -> None:
     attempt = current_job().attempt
     if attempt in payload.get("fail_attempts", []):
         raise RuntimeError(f"attempt {attempt} failed")
+
+
+@handler("marked_sleep")
+def marked_sleep(payload: dict) -> None:
+    """Create the file ``payload["started"]``, then sleep: a test that signals the worker waits for the file,
+    because the claim's row says "running" a moment before the worker has taken the job in hand, and a stop
+    in that moment rightly gives the job back unstarted."""
+    with open(payload["started"], "x"):
+        pass
+    time.sleep(payload["seconds"])
