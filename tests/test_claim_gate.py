@@ -217,7 +217,7 @@ def test_on_sqlite_a_claim_passes_levels_that_wait_for_later_in_one_lookup_each(
 )
 def test_on_sqlite_a_claim_passes_a_paused_queues_backlog_without_reading_it(repo, types, gated):
     # Regression: a paused queue's pending jobs stay in the claim index, in claim order among the others,
-    # and every claim of every queue skipped them one by one: 75 ms a claim behind 200,000 on SQLite, holding
+    # and every claim of every queue skipped them one by one: 79-82 ms a claim behind 200,000 on SQLite, holding
     # the write lock, from the moment an operator paused their queue.
     repo.create_many([{"type": "t", "queue": "reports"}] * 6000)
     mail, _ = repo.create("t", queue="mail")
@@ -256,7 +256,7 @@ def test_on_sqlite_another_process_pause_reaches_this_ones_claims_within_a_secon
 @pytest.mark.backends("sqlite")
 @pytest.mark.parametrize("gated", [False, True], ids=["beside-completions", "idle"])
 def test_on_sqlite_a_claim_of_named_queues_reads_none_of_a_paused_ones_jobs(repo, gated):
-    # Regression: a claim of named queues skipped a paused one's jobs one by one (113 ms a claim behind
+    # Regression: a claim of named queues skipped a paused one's jobs one by one (124 ms a claim behind
     # 200,000 on SQLite, holding the write lock), and a slot of that queue claimed at every wake-up.
     repo.create_many([{"type": "t", "queue": "reports"}] * 6000)
     mail, _ = repo.create("t", queue="mail")
