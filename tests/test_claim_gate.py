@@ -15,6 +15,7 @@ from datetime import timedelta
 import pytest
 
 from queue_core.store.repository import JobRepository
+from queue_core.store.statements import LOOK_PAST_PAUSED
 
 TYPES = ["a", "b", "c"]
 QUEUES = ["q1", "q2", "default"]
@@ -210,10 +211,8 @@ def test_on_sqlite_a_claim_passes_levels_that_wait_for_later_in_one_lookup_each(
 @pytest.mark.backends("sqlite")
 @pytest.mark.parametrize(
     "types, gated",
-    # An idle claim of types first looks through the type index, which still reads the paused queue's jobs of
-    # those types (README, "Pausing a queue with a backlog"); the claim itself does not.
-    [(["t"], False), (None, False), (None, True)],
-    ids=["typed-beside-completions", "any-type-beside-completions", "any-type-idle"],
+    [(["t"], False), (["t"], True), (None, False), (None, True)],
+    ids=["typed-beside-completions", "typed-idle", "any-type-beside-completions", "any-type-idle"],
 )
 def test_on_sqlite_a_claim_passes_a_paused_queues_backlog_without_reading_it(repo, types, gated):
     # Regression: a paused queue's pending jobs stay in the claim index, in claim order among the others,
@@ -264,8 +263,29 @@ def test_on_sqlite_a_claim_of_named_queues_reads_none_of_a_paused_ones_jobs(repo
     steps = vm_steps(repo, lambda: claimed_ids(repo, ["t"], ["reports"], gated=gated))
     assert steps <= 2, steps  # its only queue is paused: nothing read (30 thousand steps before)
     assert claimed_ids(repo, ["t"], ["reports"], gated=gated) == []
-    steps = vm_steps(repo, lambda: claimed_ids(repo, ["t"], ["reports", "mail"], gated=False))
-    assert steps <= 2, steps
+    for gated_ in (False, True):
+        steps = vm_steps(repo, lambda g=gated_: claimed_ids(repo, ["t"], ["reports", "mail"], gated=g))
+        assert steps <= 2, (gated_, steps)
     assert claimed_ids(repo, ["t"], ["reports", "mail"], gated=gated) == [mail.id]
     repo.resume_queue("reports")
     assert len(claimed_ids(repo, ["t"], ["reports"], gated=gated)) == 3
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("backlog", [LOOK_PAST_PAUSED - 1, LOOK_PAST_PAUSED, LOOK_PAST_PAUSED + 1, 3000])
+def test_on_sqlite_an_idle_claim_finds_a_job_behind_a_paused_backlog_of_its_types(repo, clock, backlog):
+    # The idle claim's look reads only the first LOOK_PAST_PAUSED + 1 due jobs of its types while a queue is
+    # paused: at any size of the paused backlog, before and past that bound, it must still find a job of its
+    # types in another queue, and find none where there is none.
+    repo.create_many([{"type": "t", "queue": "reports"}] * backlog)
+    repo.pause_queue("reports")
+    repo.create("u", queue="mail")  # another type in a queue not paused: not the claim's
+    assert claimed_ids(repo, ["t"], None, gated=True) == []
+    assert claimed_ids(repo, ["t"], ["reports", "mail"], gated=True) == []
+    clock.advance(seconds=1)
+    mail, _ = repo.create("t", queue="mail")  # behind the backlog in the type index's order
+    assert claimed_ids(repo, ["t"], None, gated=True) == [mail.id]
+    assert claimed_ids(repo, ["t", "u"], ["reports", "mail"], gated=True) == [mail.id - 1, mail.id]
+    assert claimed_ids(repo, ["t"], ["reports"], gated=True) == []
+    steps = vm_steps(repo, lambda: claimed_ids(repo, ["t"], None, gated=True))
+    assert steps <= 2, steps
