@@ -1,0 +1,153 @@
+"""The worker program's log lines: a job event's line written straight to the stream is the line the logging
+module writes, and anything else listening on the way gets every event through the logging module."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import random
+import sys
+import time
+from datetime import UTC, datetime
+
+import pytest
+
+from queue_core.worker import cli
+from queue_core.worker.events import WorkerEvent
+
+NOW = 1764936036.123456  # 2025-12-05T12:00:36.123Z
+
+
+@pytest.fixture
+def worker_logging(monkeypatch):
+    """``configure_logging`` into a buffer at a fixed time; the process's logging as it was afterwards."""
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level, logging.getLogger("httpx").level, cli._lines)
+    monkeypatch.setattr(time, "time", lambda: NOW)
+
+    def configure(fmt: str, level: str = "info") -> io.StringIO:
+        buffer = io.StringIO()
+        # Here, not at setup: pytest puts its own capture in sys.stderr when the test starts.
+        monkeypatch.setattr(sys, "stderr", buffer)
+        cli.configure_logging(level, fmt)
+        return buffer
+
+    yield configure
+    root.handlers[:], level, httpx_level, cli._lines = saved
+    root.setLevel(level)
+    logging.getLogger("httpx").setLevel(httpx_level)
+
+
+def event(kind: str, **fields) -> WorkerEvent:
+    values = {"worker_id": "w1", "job_id": 7, "job_type": "echo", "attempt": 2, "duration": 0.25, "error": None}
+    values.update(fields)
+    message = f"{kind} job=7 type=echo attempt=2 worker=w1 duration=0.250s"
+    return WorkerEvent(kind=kind, message=message, **values)
+
+
+def through_logging_module(buffer: io.StringIO, ev: WorkerEvent) -> str:
+    """The line the logging module writes for ``ev``: a filter that lets everything through keeps the direct
+    path out of the way."""
+    keep_all = logging.Filter()
+    cli.logger.addFilter(keep_all)
+    try:
+        before = buffer.tell()
+        cli.log_event(ev)
+        return buffer.getvalue()[before:]
+    finally:
+        cli.logger.removeFilter(keep_all)
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize(
+    "ev",
+    [event("claimed", duration=None), event("completed"), event("failed", error='boom "quoted" ü')],
+    ids=["claimed", "completed", "failed"],
+)
+def test_a_job_event_line_is_the_line_the_logging_module_writes(worker_logging, fmt, ev):
+    buffer = worker_logging(fmt)
+    assert cli._lines.write(cli.EVENT_LEVELS.get(ev.kind, logging.INFO), ev)  # the direct path took it
+    direct = buffer.getvalue()
+    assert direct == through_logging_module(buffer, ev)
+    assert direct.count("\n") == 1 and direct.endswith("\n")
+    if fmt == "text":
+        level = "WARNING" if ev.kind == "failed" else "INFO"
+        assert direct == f"2025-12-05T12:00:36.123Z {level} {ev.message}\n"
+    else:
+        data = json.loads(direct)
+        assert (data["time"], data["logger"], data["event"], data["job_id"]) == (
+            "2025-12-05T12:00:36.123Z",
+            "queue_core.worker",
+            ev.kind,
+            7,
+        )
+        assert data["error"] == ev.error and data["message"] == ev.message
+
+
+@pytest.mark.parametrize(
+    "listener",
+    [
+        "handler on queue_core",
+        "second root handler",
+        "filter on the worker's logger",
+        "logger not propagating",
+        "another formatter",
+    ],
+)
+def test_anything_else_on_the_way_gets_the_event_through_the_logging_module(worker_logging, listener):
+    buffer = worker_logging("text")
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            seen.append(record)
+
+    keep = Keep()
+    parent, root = logging.getLogger("queue_core"), logging.getLogger()
+    if listener == "handler on queue_core":
+        parent.addHandler(keep)
+    elif listener == "second root handler":
+        root.addHandler(keep)
+    elif listener == "filter on the worker's logger":
+        cli.logger.addFilter(lambda record: seen.append(record) or True)
+    elif listener == "logger not propagating":
+        cli.logger.propagate = False
+        cli.logger.addHandler(keep)
+    else:
+        root.handlers[0].setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
+    try:
+        ev = event("completed")
+        assert cli._lines.write(logging.INFO, ev) is False
+        cli.log_event(ev)
+    finally:
+        parent.removeHandler(keep)
+        root.removeHandler(keep)
+        cli.logger.filters.clear()
+        cli.logger.propagate = True
+        cli.logger.removeHandler(keep)
+    if listener != "another formatter":
+        assert [record.worker_event for record in seen] == [ev]
+    expected = {
+        "logger not propagating": "",
+        "another formatter": f"INFO:queue_core.worker:{ev.message}\n",
+    }.get(listener, f"2025-12-05T12:00:36.123Z INFO {ev.message}\n")
+    assert buffer.getvalue() == expected
+
+
+def test_a_level_that_drops_the_event_writes_nothing(worker_logging):
+    buffer = worker_logging("text", level="warning")
+    cli.log_event(event("completed"))
+    assert buffer.getvalue() == ""
+    cli.log_event(event("failed", error="x"))
+    assert buffer.getvalue().startswith("2025-12-05T12:00:36.123Z WARNING failed job=7")
+
+
+def test_the_stamp_is_datetime_s_to_the_millisecond():
+    rng = random.Random(3)
+    stamps = [0.0, NOW, 1727647850.6, 1764936036.9999996, 1764936036.9994999, 1764936036.0004999]
+    stamps += [rng.uniform(1.7e9, 1.8e9) for _ in range(20_000)]
+    stamps += [rng.randrange(1_700_000_000, 1_800_000_000) + rng.randrange(1000) / 1000 for _ in range(20_000)]
+    for created in stamps:
+        expected = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        assert cli._timestamp(created) == expected, created
