@@ -199,9 +199,9 @@ class EventLines:
     """Writes a worker event's line straight to the stream that ``configure_logging`` set up, the line the
     logging module would write, while nothing else could see or change it: no other handler or filter on
     the way, no level that drops it. A worker at the default level writes two lines a job, and the logging
-    module's path (a ``LogRecord``, the caller's frame, the handler's filters) cost ~11-16 µs a line, as
-    much as the rest of the worker's Python for that job; this costs a third of that. Anything it does
-    not expect, and any error, is left to the logging module."""
+    module's path (a ``LogRecord``, the caller's frame, the filters, a datetime) cost 18-19 µs a text line,
+    16 % of a one-slot worker's busy slot thread; this costs 4.5 µs (JSON: 24-32 against 14). Anything it
+    does not expect, and any error, is left to the logging module."""
 
     def __init__(self, handler: logging.StreamHandler, json_format: bool):
         self.handler = handler
