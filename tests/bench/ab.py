@@ -14,7 +14,7 @@ Scenarios: ``create`` (``JobRepository.create`` one by one, in one process), ``c
 ``drain`` (``python -m queue_core.worker --burst`` processes on a backlog of no-op jobs, timed from the
 first claim to the last completion as the rows record them, CPU of the workers from ``getrusage``).
 PostgreSQL rounds use a throwaway database ``queue_core_ab`` on ``$BENCH_PG`` (default
-``postgresql://postgres@127.0.0.1:5432``), dropped and made again before each round.
+``postgresql://postgres@127.0.0.1:5432``), dropped and made again before each round, and dropped at the end.
 """
 
 from __future__ import annotations
@@ -83,15 +83,19 @@ def main(argv: list[str] | None = None) -> int:
         compile_bytecode(side)  # as the bench does for its own checkout: both sides start from bytecode
     rates: dict[Path, list[float]] = {side: [] for side in sides}
     cpus: dict[Path, list[float]] = {side: [] for side in sides}
-    for round_number in range(args.rounds):
-        for side in sides if round_number % 2 == 0 else sides[::-1]:
-            workdir = tempfile.mkdtemp(prefix="queue_core_ab_")
-            try:
-                rate, cpu = one_round(side, args, workdir)
-            finally:
-                shutil.rmtree(workdir, ignore_errors=True)
-            rates[side].append(rate)
-            cpus[side].append(cpu)
+    try:
+        for round_number in range(args.rounds):
+            for side in sides if round_number % 2 == 0 else sides[::-1]:
+                workdir = tempfile.mkdtemp(prefix="queue_core_ab_")
+                try:
+                    rate, cpu = one_round(side, args, workdir)
+                finally:
+                    shutil.rmtree(workdir, ignore_errors=True)
+                rates[side].append(rate)
+                cpus[side].append(cpu)
+    finally:
+        if args.backend == "postgresql":
+            pg_admin(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)")  # the last round's
     unit = "jobs/s" if args.scenario != "drain" else "jobs/s (first claim to last completion)"
     for name, side in zip("AB", sides, strict=True):
         print(
@@ -144,12 +148,16 @@ def child(side: Path, env: dict, scenario: str, url: str, n: int) -> dict:
 def fresh_url(backend: str, workdir: str) -> str:
     if backend == "sqlite":
         return f"sqlite:///{workdir}/queue.db"
+    pg_admin(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)", f"CREATE DATABASE {PG_DATABASE}")
+    return f"{PG_SERVER}/{PG_DATABASE}"
+
+
+def pg_admin(*statements: str) -> None:
     import psycopg
 
     with psycopg.connect(f"{PG_SERVER}/postgres", autocommit=True) as admin:
-        admin.execute(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)")
-        admin.execute(f"CREATE DATABASE {PG_DATABASE}")
-    return f"{PG_SERVER}/{PG_DATABASE}"
+        for statement in statements:
+            admin.execute(statement)
 
 
 if __name__ == "__main__":
