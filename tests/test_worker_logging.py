@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from queue_core.worker import cli
+from queue_core.worker import logs
 from queue_core.worker.events import WorkerEvent
 
 NOW = 1764936036.123456  # 2025-12-05T12:00:36.123Z
@@ -23,18 +23,18 @@ NOW = 1764936036.123456  # 2025-12-05T12:00:36.123Z
 def worker_logging(monkeypatch):
     """``configure_logging`` into a buffer at a fixed time; the process's logging as it was afterwards."""
     root = logging.getLogger()
-    saved = (root.handlers[:], root.level, logging.getLogger("httpx").level, cli._lines)
+    saved = (root.handlers[:], root.level, logging.getLogger("httpx").level, logs._lines)
     monkeypatch.setattr(time, "time", lambda: NOW)
 
     def configure(fmt: str, level: str = "info") -> io.StringIO:
         buffer = io.StringIO()
         # Here, not at setup: pytest puts its own capture in sys.stderr when the test starts.
         monkeypatch.setattr(sys, "stderr", buffer)
-        cli.configure_logging(level, fmt)
+        logs.configure_logging(level, fmt)
         return buffer
 
     yield configure
-    root.handlers[:], level, httpx_level, cli._lines = saved
+    root.handlers[:], level, httpx_level, logs._lines = saved
     root.setLevel(level)
     logging.getLogger("httpx").setLevel(httpx_level)
 
@@ -50,13 +50,13 @@ def through_logging_module(buffer: io.StringIO, ev: WorkerEvent) -> str:
     """The line the logging module writes for ``ev``: a filter that lets everything through keeps the direct
     path out of the way."""
     keep_all = logging.Filter()
-    cli.logger.addFilter(keep_all)
+    logs.logger.addFilter(keep_all)
     try:
         before = buffer.tell()
-        cli.log_event(ev)
+        logs.log_event(ev)
         return buffer.getvalue()[before:]
     finally:
-        cli.logger.removeFilter(keep_all)
+        logs.logger.removeFilter(keep_all)
 
 
 @pytest.mark.parametrize("fmt", ["text", "json"])
@@ -67,7 +67,7 @@ def through_logging_module(buffer: io.StringIO, ev: WorkerEvent) -> str:
 )
 def test_a_job_event_line_is_the_line_the_logging_module_writes(worker_logging, fmt, ev):
     buffer = worker_logging(fmt)
-    assert cli._lines.write(cli.EVENT_LEVELS.get(ev.kind, logging.INFO), ev)  # the direct path took it
+    assert logs._lines.write(logs.EVENT_LEVELS.get(ev.kind, logging.INFO), ev)  # the direct path took it
     direct = buffer.getvalue()
     assert direct == through_logging_module(buffer, ev)
     assert direct.count("\n") == 1 and direct.endswith("\n")
@@ -110,22 +110,22 @@ def test_anything_else_on_the_way_gets_the_event_through_the_logging_module(work
     elif listener == "second root handler":
         root.addHandler(keep)
     elif listener == "filter on the worker's logger":
-        cli.logger.addFilter(lambda record: seen.append(record) or True)
+        logs.logger.addFilter(lambda record: seen.append(record) or True)
     elif listener == "logger not propagating":
-        cli.logger.propagate = False
-        cli.logger.addHandler(keep)
+        logs.logger.propagate = False
+        logs.logger.addHandler(keep)
     else:
         root.handlers[0].setFormatter(logging.Formatter("%(levelname)s:%(name)s:%(message)s"))
     try:
         ev = event("completed")
-        assert cli._lines.write(logging.INFO, ev) is False
-        cli.log_event(ev)
+        assert logs._lines.write(logging.INFO, ev) is False
+        logs.log_event(ev)
     finally:
         parent.removeHandler(keep)
         root.removeHandler(keep)
-        cli.logger.filters.clear()
-        cli.logger.propagate = True
-        cli.logger.removeHandler(keep)
+        logs.logger.filters.clear()
+        logs.logger.propagate = True
+        logs.logger.removeHandler(keep)
     if listener != "another formatter":
         assert [record.worker_event for record in seen] == [ev]
     expected = {
@@ -137,9 +137,9 @@ def test_anything_else_on_the_way_gets_the_event_through_the_logging_module(work
 
 def test_a_level_that_drops_the_event_writes_nothing(worker_logging):
     buffer = worker_logging("text", level="warning")
-    cli.log_event(event("completed"))
+    logs.log_event(event("completed"))
     assert buffer.getvalue() == ""
-    cli.log_event(event("failed", error="x"))
+    logs.log_event(event("failed", error="x"))
     assert buffer.getvalue().startswith("2025-12-05T12:00:36.123Z WARNING failed job=7")
 
 
@@ -150,4 +150,4 @@ def test_the_stamp_is_datetime_s_to_the_millisecond():
     stamps += [rng.randrange(1_700_000_000, 1_800_000_000) + rng.randrange(1000) / 1000 for _ in range(20_000)]
     for created in stamps:
         expected = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-        assert cli._timestamp(created) == expected, created
+        assert logs._timestamp(created) == expected, created

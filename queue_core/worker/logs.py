@@ -1,0 +1,144 @@
+"""The worker program's log: one line per worker event on stderr, as text or JSON (``--log-format``).
+
+``configure_logging`` makes the root logger write to stderr; ``log_event`` is the worker's event
+subscriber. A job event's line goes straight to the stream while nothing else listens (``EventLines``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+import time
+from datetime import UTC, datetime
+
+from .events import WorkerEvent
+
+logger = logging.getLogger("queue_core.worker")
+
+EVENT_LEVELS = {
+    "failed": logging.WARNING,
+    "released": logging.WARNING,
+    "lost": logging.WARNING,
+    "unconfirmed": logging.WARNING,
+    "unwritten": logging.WARNING,
+    "overrun": logging.WARNING,
+    "error": logging.ERROR,
+}
+EVENT_FIELDS = ("kind", "worker_id", "job_id", "job_type", "attempt", "duration", "error")
+_second: tuple[int, str] = (-1, "")  # the last second a line was stamped in, formatted (a line's date and time)
+
+
+def _timestamp(created: float) -> str:
+    """``created`` (a ``time.time()``) as ``2026-12-05T12:00:36.123Z``, milliseconds truncated. The second is
+    formatted once: a datetime a line cost 1.8 µs, a third of a job line's cost on the direct path."""
+    global _second
+    second = int(created)
+    micro = round((created - second) * 1_000_000)  # to the microsecond, half to even, as datetime rounds
+    if micro == 1_000_000:
+        second, micro = second + 1, 0
+    if second != _second[0]:
+        _second = (second, datetime.fromtimestamp(second, UTC).strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{_second[1]}.{micro // 1000:03d}Z"
+
+
+def text_line(created: float, levelname: str, message: str) -> str:
+    return f"{_timestamp(created)} {levelname} {message}"
+
+
+def json_line(created: float, levelname: str, name: str, event: WorkerEvent | None, message: str, exc: str = "") -> str:
+    data = {"time": _timestamp(created), "level": levelname.lower(), "logger": name}
+    if event is not None:
+        for field in EVENT_FIELDS:
+            data["event" if field == "kind" else field] = getattr(event, field)
+    data["message"] = message
+    if exc:
+        data["exception"] = exc
+    return json.dumps(data, ensure_ascii=False)
+
+
+class TextFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        line = text_line(record.created, record.levelname, record.getMessage())
+        if record.exc_info:
+            line += "\n" + self.formatException(record.exc_info)
+        return line
+
+
+class JSONFormatter(logging.Formatter):
+    """One JSON object per line; a worker event's fields are top-level keys (``event`` is its kind)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        event = getattr(record, "worker_event", None)
+        exc = self.formatException(record.exc_info) if record.exc_info else ""
+        return json_line(record.created, record.levelname, record.name, event, record.getMessage(), exc)
+
+
+class EventLines:
+    """Writes a worker event's line straight to the stream that ``configure_logging`` set up, the line the
+    logging module would write, while nothing else could see or change it: no other handler or filter on
+    the way, no level that drops it. A worker at the default level writes two lines a job, and the logging
+    module's path (a ``LogRecord``, the caller's frame, the filters, a datetime) cost 18-19 µs a text line,
+    16 % of a one-slot worker's busy slot thread; this costs 4.5 µs (JSON: 24-32 against 14). Anything it
+    does not expect, and any error, is left to the logging module."""
+
+    def __init__(self, handler: logging.StreamHandler, json_format: bool):
+        self.handler = handler
+        self.formatter = handler.formatter
+        self.json_format = json_format
+
+    def write(self, level: int, event: WorkerEvent) -> bool:
+        """Whether the line was written here (else the caller logs it the usual way)."""
+        handler = self.handler
+        if not self._alone(level):
+            return False
+        created, levelname = time.time(), logging.getLevelName(level)
+        if self.json_format:
+            line = json_line(created, levelname, logger.name, event, event.message)
+        else:
+            line = text_line(created, levelname, event.message)
+        try:
+            with handler.lock:
+                handler.stream.write(line + handler.terminator)
+                handler.stream.flush()
+        except Exception:
+            return False  # the logging module's path reports it (handleError)
+        return True
+
+    def _alone(self, level: int) -> bool:
+        """Whether the line would go to this handler only, unchanged: the level lets it through, the worker's
+        logger has no filter (a logger's filters see only what is logged on it, not what its children
+        pass up), and no logger on the way up has a handler but the root's one handler, this one."""
+        if not logger.isEnabledFor(level) or logger.filters or logger.disabled:
+            return False
+        handler = self.handler
+        if handler.level > level or handler.filters or handler.formatter is not self.formatter:
+            return False
+        current = logger
+        while current.parent is not None:
+            if current.handlers or not current.propagate:
+                return False
+            current = current.parent
+        return current.handlers == [handler]  # the root's
+
+
+_lines: EventLines | None = None
+
+
+def configure_logging(level: str, fmt: str) -> None:
+    global _lines
+    stream = logging.StreamHandler(sys.stderr)
+    stream.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [stream]
+    root.setLevel(level.upper())
+    # httpx (the --api client) logs every request at INFO; a polling worker would drown its job lines.
+    logging.getLogger("httpx").setLevel(max(logging.WARNING, root.level))
+    _lines = EventLines(stream, json_format=fmt == "json")
+
+
+def log_event(event: WorkerEvent) -> None:
+    level = EVENT_LEVELS.get(event.kind, logging.INFO)
+    if _lines is not None and _lines.write(level, event):
+        return
+    logger.log(level, "%s", event.message, extra={"worker_event": event})
