@@ -263,9 +263,8 @@ def test_on_sqlite_a_claim_of_named_queues_reads_none_of_a_paused_ones_jobs(repo
     steps = vm_steps(repo, lambda: claimed_ids(repo, ["t"], ["reports"], gated=gated))
     assert steps <= 2, steps  # its only queue is paused: nothing read (30 thousand steps before)
     assert claimed_ids(repo, ["t"], ["reports"], gated=gated) == []
-    for gated_ in (False, True):
-        steps = vm_steps(repo, lambda g=gated_: claimed_ids(repo, ["t"], ["reports", "mail"], gated=g))
-        assert steps <= 2, (gated_, steps)
+    steps = vm_steps(repo, lambda: claimed_ids(repo, ["t"], ["reports", "mail"], gated=gated))
+    assert steps <= 2, steps
     assert claimed_ids(repo, ["t"], ["reports", "mail"], gated=gated) == [mail.id]
     repo.resume_queue("reports")
     assert len(claimed_ids(repo, ["t"], ["reports"], gated=gated)) == 3

@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import logging
 import os
 import signal
 import sys
@@ -36,9 +35,8 @@ from ..store.repository import JobRepository
 from ..tasks import registered_schedules
 from ..validation import validate_api_url, validate_token, validate_worker_id
 from .defaults import DEFAULTS, MAX_CONCURRENCY, check_ack_delay, valid_queue_slots
-from .events import EVENT_KINDS
 from .handlers import registry
-from .logs import EVENT_LEVELS, configure_logging, log_event, logger
+from .logs import configure_logging, log_event, logged_kinds, logger
 from .loop import Worker, default_worker_id
 from .protocol import JobQueue
 from .scheduler import Scheduler
@@ -217,8 +215,7 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
             scheduler=Scheduler(queue, schedules) if schedules else None,
             ack_delay=args.ack_delay,
         )
-        # Only the kinds the log level lets through: a worker at --log-level warning builds no event per job.
-        worker.subscribe(log_event, [k for k in EVENT_KINDS if logger.isEnabledFor(EVENT_LEVELS.get(k, logging.INFO))])
+        worker.subscribe(log_event, logged_kinds())
         metrics = start_metrics(worker, args.metrics_port)
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once; SQLite: a watcher of other
         # connections' commits (PRAGMA data_version every 20 ms) does.

@@ -12,7 +12,7 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from .events import WorkerEvent
+from .events import EVENT_KINDS, WorkerEvent
 
 logger = logging.getLogger("queue_core.worker")
 
@@ -137,8 +137,17 @@ def configure_logging(level: str, fmt: str) -> None:
     _lines = EventLines(stream, json_format=fmt == "json")
 
 
+def event_level(kind: str) -> int:
+    return EVENT_LEVELS.get(kind, logging.INFO)
+
+
+def logged_kinds() -> list[str]:
+    """The event kinds the log level lets through: a worker at ``--log-level warning`` builds no event per job."""
+    return [kind for kind in EVENT_KINDS if logger.isEnabledFor(event_level(kind))]
+
+
 def log_event(event: WorkerEvent) -> None:
-    level = EVENT_LEVELS.get(event.kind, logging.INFO)
+    level = event_level(event.kind)
     if _lines is not None and _lines.write(level, event):
         return
     logger.log(level, "%s", event.message, extra={"worker_event": event})

@@ -34,6 +34,7 @@ from .measure import compile_bytecode
 
 PG_SERVER = os.environ.get("BENCH_PG", "postgresql://postgres@127.0.0.1:5432")
 PG_DATABASE = "queue_core_ab"
+DROP_PG_DATABASE = f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)"
 
 # Run inside a checkout (its own queue_core first on the path): fill or time, print one JSON line.
 CHILD = r"""
@@ -95,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
                 cpus[side].append(cpu)
     finally:
         if args.backend == "postgresql":
-            pg_admin(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)")  # the last round's
+            pg_admin(DROP_PG_DATABASE)  # the last round's
     unit = "jobs/s" if args.scenario != "drain" else "jobs/s (first claim to last completion)"
     for name, side in zip("AB", sides, strict=True):
         print(
@@ -148,7 +149,7 @@ def child(side: Path, env: dict, scenario: str, url: str, n: int) -> dict:
 def fresh_url(backend: str, workdir: str) -> str:
     if backend == "sqlite":
         return f"sqlite:///{workdir}/queue.db"
-    pg_admin(f"DROP DATABASE IF EXISTS {PG_DATABASE} WITH (FORCE)", f"CREATE DATABASE {PG_DATABASE}")
+    pg_admin(DROP_PG_DATABASE, f"CREATE DATABASE {PG_DATABASE}")
     return f"{PG_SERVER}/{PG_DATABASE}"
 
 
