@@ -230,8 +230,7 @@ def test_on_sqlite_a_claim_passes_a_paused_queues_backlog_without_reading_it(rep
     assert claimed_ids(repo, types, None, gated=gated) != [mail.id, default.id]
 
 
-@pytest.mark.backends("sqlite")
-def test_on_sqlite_another_process_pause_reaches_this_ones_claims_within_a_second(db_url, repo, monkeypatch):
+def test_another_process_pause_reaches_this_ones_claims_within_a_second(db_url, repo, monkeypatch):
     # Which statement a claim runs is a choice of speed only (both leave paused queues out), so the look at
     # the pauses is kept for PAUSES_RECHECKED seconds; a pause made here is seen at once.
     from queue_core.store import statements as statements_module
