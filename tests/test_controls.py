@@ -81,11 +81,16 @@ def test_a_paused_queue_is_skipped_by_claim_claim_many_and_complete_and_claim(re
     assert state.paused and state.name == "mail"
     assert repo.claim("w", queues=["mail"]) is None
     assert [job.id for job in repo.claim_many("w2", 10)] == [other.id]
-    # The running job of a paused queue still finishes; the claim half skips the paused queue.
+    # The running job of a paused queue still finishes; the claim half skips the paused queue (its job of a
+    # higher priority) and takes the next job of another.
+    extra, _ = repo.create("t")
     done, following = repo.complete_and_claim(held.id, worker_id="w", attempt=held.attempt)
-    assert done.status == "completed" and following is None
+    assert done.status == "completed" and following.id == extra.id
+    last, _ = repo.create("t", queue="mail", priority=9)
+    done, claimed = repo.complete_and_claim_many([(following.id, following.attempt, None)], 2, worker_id="w")
+    assert done == [(following.id, following.attempt)] and claimed == []  # both jobs left are in the paused queue
     assert repo.resume_queue("mail").paused is False
-    assert repo.claim("w").id == runner.id
+    assert [job.id for job in repo.claim_many("w", 3)] == [runner.id, last.id]
 
 
 def test_pausing_an_unknown_queue_is_fine_and_holds_its_first_job(repo):
