@@ -239,6 +239,8 @@ def test_another_process_pause_reaches_this_ones_claims_within_a_second(db_url, 
     now = [1000.0]
     monkeypatch.setattr(statements_module, "monotonic", lambda: now[0])
     other = JobRepository(open_database(db_url))  # another process's repository, on the same file
+    for queue in ("reports", "mail"):
+        repo.create("t", queue=queue)
     assert repo.statements.reads_past_paused() is False
     other.pause_queue("reports")
     assert repo.statements.reads_past_paused() is False  # looked within the last second
@@ -249,6 +251,25 @@ def test_another_process_pause_reaches_this_ones_claims_within_a_second(db_url, 
     repo.pause_queue("mail")
     assert repo.statements.reads_past_paused() is True
     other.db.close()
+
+
+def test_a_paused_queue_without_pending_jobs_leaves_every_claim_the_plain_statement(repo, clock):
+    # Nothing to read past, and the queue-by-queue read costs more than the plain one: an operator's pause
+    # of a queue that is empty, or holds only jobs not pending, changes no statement.
+    done, _ = repo.create("t", queue="reports")
+    repo.claim("w", queues=["reports"])
+    repo.complete(done.id, worker_id="w")
+    repo.create("t", queue="reports", run_at=clock.now)
+    repo.claim("w", queues=["reports"])  # running, not pending
+    repo.pause_queue("idle")
+    repo.pause_queue("reports")
+    assert repo.statements.reads_past_paused() is False
+    job, _ = repo.create("t", queue="reports")
+    repo.statements.forget_pauses()  # (a create does not; the next look, within a second, sees it)
+    assert repo.statements.reads_past_paused() is True
+    assert claimed_ids(repo, None, None, gated=False) == []  # either statement leaves the paused queue out
+    repo.resume_queue("reports")
+    assert claimed_ids(repo, None, None, gated=False) == [job.id]
 
 
 @pytest.mark.backends("sqlite")

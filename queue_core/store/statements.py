@@ -211,7 +211,7 @@ class Statements:
         return due
 
     def reads_past_paused(self) -> bool:
-        """Whether a claim reads queue by queue, past the paused ones: while a queue is paused.
+        """Whether a claim reads queue by queue, past the paused ones: while a paused queue holds pending jobs.
 
         The claim index holds a paused queue's pending jobs in claim order among the others, and a claim
         skipped them one by one: with 200,000 of them every claim took 79-82 ms on SQLite, holding the write
@@ -226,12 +226,16 @@ class Statements:
         Which statement is a choice of speed only: both leave paused queues out, reading the pauses in
         the statement itself. So the look at the pauses is kept for ``PAUSES_RECHECKED`` seconds (another
         process's pause or resume reaches this one's claims within it), and forgotten at once when this
-        repository pauses or resumes a queue."""
+        repository pauses or resumes a queue. A paused queue that holds no pending job has nothing to read
+        past, and the queue-by-queue read costs more than the plain one (on PostgreSQL ~50 µs of the
+        server's CPU a claim): the look counts only paused queues that hold pending jobs."""
         seen, any_paused = self._pauses_seen
         now = monotonic()
         if now - seen >= PAUSES_RECHECKED:
-            Queue = self.QueueRecord
-            any_paused = Queue.select(pw.SQL("1")).where(Queue.paused == True).exists()  # noqa: E712
+            Queue, Job = self.QueueRecord, self.Job
+            backlog = Job.select(pw.SQL("1")).where((Job.queue == Queue.name) & (Job.status == self.pending))
+            held = pw.NodeList((pw.SQL("EXISTS"), backlog))
+            any_paused = Queue.select(pw.SQL("1")).where((Queue.paused == True) & held).exists()  # noqa: E712
             self._pauses_seen = (now, any_paused)
         return any_paused
 
