@@ -750,7 +750,12 @@ class PostgresStatements(Statements):
             (Each.status == self.pending) & (Each.run_at <= now) & in_queue
         )
         if types is not None:
-            first = first.where(Each.type.in_(types))
+            # The types as a term no index serves: a table never analyzed made the type index look the
+            # narrower, and a claim of one type read every due job of it (200,000 of the paused queue) and
+            # sorted them, 30 ms. A queue's read skips the other types' jobs in claim order instead, as
+            # SQLite's does; an idle claim's look keeps that from reading a queue with none of its types.
+            typed = pw.NodeList((pw.SQL("("), Each.type, pw.SQL("|| '')")))
+            first = first.where(typed.in_(types))
         first = first.order_by(Each.queue, Each.priority.desc(), Each.run_at, Each.id).limit(limit)
         first = first.for_update("FOR UPDATE SKIP LOCKED")
         source = pw.NodeList(
