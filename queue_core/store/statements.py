@@ -132,6 +132,8 @@ class Statements:
     # (status = 'pending') from the SQL text (SQLite's INDEXED BY is refused otherwise; PostgreSQL's generic
     # plans cannot see a bound value).
     pending: object = pw.SQL(f"'{PENDING}'")
+    # The aggregate that is true when any row's condition is (SQLite's booleans are 0 and 1).
+    any_of = "max"
     # The last look at the pauses: (time.monotonic() then, any queue paused). See reads_past_paused.
     _pauses_seen: tuple[float, bool] = NO_LOOK_YET
 
@@ -268,26 +270,27 @@ class Statements:
         self._pauses_seen = NO_LOOK_YET
 
     def _queues_not_paused(self) -> pw.Node:
-        """The names of the queues that hold jobs and are not paused, as a subquery: a loose scan of the queue
-        claim index (the next name after the last, one lookup each), the paused ones left out."""
-        table, index = f'"{self.Job._meta.table_name}"', f"INDEXED BY {QUEUE_CLAIM_INDEX}"
-
-        def next_name(after: str) -> str:
-            return f'(SELECT "q"."queue" FROM {table} AS "q" {index}{after} ORDER BY "q"."queue" LIMIT 1)'
-
-        after_last = next_name(' WHERE "q"."queue" > "names"."name"')
-        paused = self._paused_names()
+        """The names of the queues that hold jobs and are not paused, as a subquery: a loose scan of a queue
+        index (the next name after the last, one lookup each, ``_next_queue_name``), the paused ones left out."""
+        after_last = self._next_queue_name('"q"."queue" > "names"."name"')
         return pw.NodeList(
             (
                 pw.SQL(
-                    f'(WITH RECURSIVE "names"("name") AS (SELECT {next_name("")} UNION ALL SELECT {after_last}'
-                    ' FROM "names" WHERE "names"."name" IS NOT NULL) SELECT "names"."name" FROM "names"'
-                    ' WHERE "names"."name" IS NOT NULL AND "names"."name" NOT IN'
+                    f'(WITH RECURSIVE "names"("name") AS (SELECT {self._next_queue_name()} UNION ALL SELECT'
+                    f' {after_last} FROM "names" WHERE "names"."name" IS NOT NULL) SELECT "names"."name" FROM'
+                    ' "names" WHERE "names"."name" IS NOT NULL AND "names"."name" NOT IN'
                 ),
-                paused,
+                self._paused_names(),
                 pw.SQL(")"),
             )
         )
+
+    def _next_queue_name(self, after: str = "") -> str:
+        """The first queue name (after the condition ``after`` on ``"q"."queue"``, if given) in the queue claim
+        index, which on SQLite holds every job: one lookup."""
+        table, index = f'"{self.Job._meta.table_name}"', f"INDEXED BY {QUEUE_CLAIM_INDEX}"
+        where = f" WHERE {after}" if after else ""
+        return f'(SELECT "q"."queue" FROM {table} AS "q" {index}{where} ORDER BY "q"."queue" LIMIT 1)'
 
     def due_level(self, now) -> pw.Node | None:
         """The highest priority a due pending job has (NULL when none is due; None: no bound, see
@@ -368,8 +371,6 @@ class Statements:
                 pw.SQL('AS "first"))'),
             )
         )
-
-    any_of = "max"  # the aggregate that is true when any row's condition is (SQLite's booleans are 0 and 1)
 
     def claim_source(self, by_queue: bool) -> pw.Node:
         """What a claim reads: on SQLite the jobs through the claim index that holds them in claim order
@@ -703,6 +704,7 @@ class _AsWritten(pw.Node):
 
 class PostgresStatements(Statements):
     for_update = "FOR UPDATE"
+    any_of = "bool_or"
 
     def announce_pending(self) -> None:
         self.db.execute(pw.Select(columns=[_pending_notification()]))
@@ -718,12 +720,11 @@ class PostgresStatements(Statements):
     def probe_source(self, Probe):
         return Probe
 
-    any_of = "bool_or"
-
     def due(self, n, types, queues, now, gated: bool = False, past_paused: bool = False):
-        """As on SQLite; while a queue is paused (``past_paused``), queue by queue (``_due_queue_by_queue``)."""
+        """As on SQLite, and locked (``FOR UPDATE SKIP LOCKED``: concurrent claimers skip each other's rows);
+        while a queue is paused (``past_paused``), read and locked queue by queue (``_due_queue_by_queue``)."""
         if not past_paused:
-            return super().due(n, types, queues, now, gated)
+            return super().due(n, types, queues, now, gated).for_update("FOR UPDATE SKIP LOCKED")
         return self._due_queue_by_queue(n, types, queues, now, gated)
 
     def _due_queue_by_queue(self, n, types, queues, now, gated):
@@ -764,29 +765,12 @@ class PostgresStatements(Statements):
         due = pw.Select(from_list=[_AsWritten(source)], columns=[pw.SQL('"c"."id"')])
         if gated and types is not None:
             due = due.where(self._past_paused_look(types, queues, now))
-        due = due.order_by(pw.SQL('"c"."priority" DESC'), pw.SQL('"c"."run_at"'), pw.SQL('"c"."id"')).limit(limit)
-        due.locks_its_rows = True
-        return due
+        return due.order_by(pw.SQL('"c"."priority" DESC'), pw.SQL('"c"."run_at"'), pw.SQL('"c"."id"')).limit(limit)
 
-    def _queues_not_paused(self):
-        # The queues that hold pending jobs, by a loose scan of the pending queue index (one lookup a name).
-        table, pending = f'"{self.Job._meta.table_name}"', f'"n"."status" = {self.pending.sql}'
-
-        def first_name(after: str = "") -> str:
-            return f'(SELECT min("n"."queue") FROM {table} AS "n" WHERE {pending}{after})'
-
-        after_last = first_name(' AND "n"."queue" > "names"."name"')
-        return pw.NodeList(
-            (
-                pw.SQL(
-                    f'(WITH RECURSIVE "names"("name") AS (SELECT {first_name()} UNION ALL SELECT {after_last}'
-                    ' FROM "names" WHERE "names"."name" IS NOT NULL) SELECT "names"."name" FROM "names"'
-                    ' WHERE "names"."name" IS NOT NULL AND "names"."name" NOT IN'
-                ),
-                self._paused_names(),
-                pw.SQL(")"),
-            )
-        )
+    def _next_queue_name(self, after=""):
+        # In the pending queue index: the queues that hold pending jobs.
+        table, pending = f'"{self.Job._meta.table_name}"', f'"q"."status" = {self.pending.sql}'
+        return f'(SELECT min("q"."queue") FROM {table} AS "q" WHERE {pending}{f" AND {after}" if after else ""})'
 
     def due_level(self, now):
         # No bound: PostgreSQL tests run_at <= now on each entry inside the index, without reading the row,
@@ -874,10 +858,8 @@ class PostgresStatements(Statements):
         return rows.with_cte(done, chosen, claimed).bind(self.db)
 
     def _claimed(self, worker_id, due, now):
-        """(the CTE locking the ``due`` jobs, the UPDATE ... RETURNING that claims them)."""
+        """(the CTE of the ``due`` jobs, which ``due`` locks, the UPDATE ... RETURNING that claims them)."""
         Job = self.Job
-        if not getattr(due, "locks_its_rows", False):  # a claim read queue by queue locks each queue's jobs itself
-            due = due.for_update("FOR UPDATE SKIP LOCKED")
         chosen = due.cte(CLAIMABLE, materialized=True)
         # By id from the locked ids (one index probe each), never a join the planner may choose to run as a
         # scan of every job: a generic plan did, taking a LIMIT it could not read for a tenth of the table.
