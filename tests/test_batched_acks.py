@@ -229,6 +229,71 @@ def test_a_slot_does_not_wait_for_slots_of_other_queues(live_repo, make_worker):
     assert worker._slots.gather(session, 0, ran=0.001) is False
 
 
+def handed(session, slot):
+    """A job a claim handed to ``slot`` that its thread has not taken yet."""
+    from queue_core.worker.session import Running
+
+    job = type("Job", (), {"id": 200 + slot, "attempt": 1})()
+    entry = Running(job=job, started=time.monotonic(), thread=session.threads[slot], slot=slot)
+    session.running[entry.key] = entry
+    session.mail[slot] = entry
+    return entry
+
+
+def slot_threads_of(session):
+    session.threads.extend(threading.Thread(target=lambda: None, name=f"slot-{n}") for n in range(4))
+
+
+def test_a_free_slot_takes_over_the_last_job_handed_to_a_slot_of_its_queues_that_has_not_taken_it(
+    live_repo, make_worker
+):
+    _, session = gathering_worker(make_worker, live_repo, queues={"default": 3, "mail": 1})
+    slot_threads_of(session)
+    first, second, other_queue = handed(session, 1), handed(session, 2), handed(session, 3)
+
+    assert session.steal_mail(0) is second  # the last handed: the first is the one its claim woke
+    assert (second.slot, second.thread) == (0, session.threads[0])  # a stop that abandons it abandons slot 0's thread
+    assert session.idle[("default",)] == [2]  # slot 2 is free again, for the group's next claim to feed
+    assert session.steal_mail(0) is first
+    assert session.steal_mail(0) is None  # slot 3 claims from "mail": its job is not slot 0's to run
+    assert session.mail == {3: other_queue} and session.idle[("default",)] == [2, 1]
+    assert [entry.thread for entry in session.take_leftovers()].count(session.threads[0]) == 2
+
+
+def test_a_slot_that_takes_its_job_wakes_the_next_slot_of_its_queues_with_one(live_repo, make_worker):
+    _, session = gathering_worker(make_worker, live_repo, queues={"default": 3, "mail": 1})
+    slot_threads_of(session)
+    handed(session, 3)  # another queue's: not woken by the default queue's slots
+    entries = [handed(session, 1), handed(session, 2)]
+
+    assert session.take_mail(1) is entries[0]
+    assert [wake.is_set() for wake in session.slot_wakes] == [False, False, True, False]
+    assert session.take_mail(2) is entries[1]
+    assert [wake.is_set() for wake in session.slot_wakes] == [False, False, True, False]  # none left to wake
+
+
+def test_short_jobs_run_in_whole_rounds_when_free_slots_take_over_jobs_handed_to_others(
+    live_repo, handlers, make_worker
+):
+    queue = ClaimLog(live_repo)
+    threads = []
+
+    def handler(payload):
+        threads.append(threading.current_thread().name)
+        queue.ran(current_job().id, "finish")
+
+    handlers.register("t", handler)
+    live_repo.create_many([{"type": "t"} for _ in range(200)])
+
+    # A wait generous enough that a loaded machine's thread scheduling cannot end it before the round does.
+    make_worker(queue, concurrency=4, ack_delay=1.0).run(burst=True)
+
+    assert live_repo.counts()["completed"] == 200 and len(threads) == 200
+    assert max(queue.held_at_claims) <= 4  # taking over a job never claims one for a slot that is not free
+    rounds = [ns for ns in queue.ns if ns[1] > 0]
+    assert rounds.count((4, 4)) >= 45, queue.ns  # every round but the first and the last few
+
+
 def test_a_lost_claim_in_a_batch_is_reported_lost_and_the_rest_still_complete(live_repo, handlers, events, make_worker):
     # The first job's claim is taken back by an operator's reap while it runs: its completion matches nothing.
     release = threading.Event()

@@ -10,6 +10,12 @@ While one slot claims for its queues, the others that fall idle wait for it: it 
 or, if it found as many jobs as it asked for (there may be more), wakes them to claim again. And a slot
 whose job was short waits a moment for the others' short jobs to end (``gather``), so that the round's
 claim serves them all rather than the first to finish alone.
+
+A claim wakes the first slot it fed, and each wakes the next as it takes its job. A slot that finished its
+own job before a slot of its queues took the job handed to it runs that job itself (``Session.steal_mail``):
+with jobs shorter than a thread's wake-up, the slot that claimed runs the round, and the others are not
+woken, idle for the next claim to feed. A job claimed for a free slot still starts at once, on whichever
+thread is free first.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ class Slots:
             alone = session.slot_queues.count(session.slot_queues[slot]) == 1  # no other slot to wait for
             while True:
                 entry = session.take_mail(slot)
+                if entry is None and ran is not None and not alone:
+                    entry = session.steal_mail(slot)  # free again before the slot it was handed to woke
                 if entry is not None:
                     ran = self.execute(session, entry)
                     delay = worker.poll_interval
@@ -100,7 +108,7 @@ class Slots:
         worker = self.worker
         group = session.slot_queues[slot]
         with worker._lock:
-            mailed = session.mail.pop(slot, None)
+            mailed = session.take_mail(slot)
             if mailed is not None:
                 # Fed by a claim that ended after this slot last looked for mail: run that job, claim none.
                 return mailed, False, True, False
@@ -136,9 +144,10 @@ class Slots:
             # A burst's empty claim that a job finished during proves nothing (that job may have gone back
             # to pending unseen): this slot claims again at once rather than after a poll interval.
             again = session.burst and not jobs and session.finished != finished_before
-        # A claim that got all it asked for may have left more: the latecomers claim at once.
+        # The first slot fed is woken (it wakes the next: Session.wake_next). A claim that got all it asked
+        # for may have left more: the latecomers claim at once.
         for other in [
-            *(other for other, _ in fed),
+            *(other for other, _ in fed[:1]),
             *(latecomers if len(jobs) == n else ()),
             *([slot] if again else ()),
         ]:
