@@ -68,8 +68,9 @@ def default_worker_id() -> str:
 class Worker:
     """Runs registered handlers for jobs claimed from ``queue`` on ``concurrency`` threads.
 
-    Each thread claims one job at a time, only of types the registry has handlers for; idle threads poll
-    with a back-off from ``poll_interval`` doubling to ``max_poll_interval`` (``wakeup()`` cuts it short).
+    Each thread runs one job at a time, only of types the registry has handlers for; idle threads claim
+    together, one statement for all of them (``slots``), and poll with a back-off from ``poll_interval``
+    doubling to ``max_poll_interval`` (``wakeup()`` cuts it short).
     A heartbeat thread refreshes running jobs every ``min(stale_after / 3, 10)`` seconds and reaps other
     workers' claims older than ``stale_after`` every ``stale_after / 2`` seconds. With ``prune_after``, the same
     thread deletes finished jobs older than that many seconds, a batch per beat, at start and then hourly.
