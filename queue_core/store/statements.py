@@ -51,7 +51,7 @@ POSTGRES_NOW = pw.SQL("(now() AT TIME ZONE 'UTC')")
 # How long a claim trusts its last look at the pauses (Statements.reads_past_paused), seconds.
 PAUSES_RECHECKED = 1.0
 NO_LOOK_YET = (float("-inf"), False)  # (when, any queue paused)
-# How many of its types' due jobs an idle claim's look reads, while a queue is paused (Statements._look_past_paused).
+# How many of its types' due jobs an idle claim's look reads, while a queue is paused (Statements._past_paused_look).
 LOOK_PAST_PAUSED = 32
 # Every column a new job sets; the rest start NULL. Values are already in their stored form.
 INSERT_COLUMNS = (
@@ -191,7 +191,7 @@ class Statements:
             # its worker was busy with these types a moment ago, the look would cost a one-slot drain a few
             # per cent, and the long read is paid once, when the work runs out.
             if past_paused:
-                limit = self._look_past_paused(types, queues, now, limit)
+                limit = self._limit_past_paused(types, queues, now, limit)
             else:
                 due, limit = self.gated(due, self._probe(types, queues, now), limit)
         return due.order_by(Job.priority.desc(), Job.run_at, Job.id).limit(limit)
@@ -338,7 +338,7 @@ class Statements:
         probe = self._due_rows(Probe, self.probe_source(Probe), types, queues, now, probe=True)
         return probe.order_by(Probe.type, Probe.status).limit(pw.SQL("1"))
 
-    def _look_past_paused(self, types, queues, now, limit: pw.Node) -> pw.Node:
+    def _limit_past_paused(self, types, queues, now, limit: pw.Node) -> pw.Node:
         """The LIMIT of an idle claim's read while a queue is paused (SQLite): ``limit`` if ``_past_paused_look``
         finds that the claim may find a job, else 0. When no queue the claim may take from is unpaused (an idle
         slot of a paused queue), the look reads nothing: SQLite tests a LIMIT before it reads a row."""
