@@ -116,6 +116,15 @@ def repo(db, clock) -> JobRepository:
 
 
 @pytest.fixture
+def worker_env(db_url):
+    """The environment of a worker process the test starts: the test's database, and the tests' handlers
+    importable."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join([root, os.path.join(root, "tests")])
+    return {**os.environ, "QUEUE_DB_URL": db_url, "PYTHONPATH": path}
+
+
+@pytest.fixture
 def live_repo(db) -> JobRepository:
     """A repository on the real clock, for tests where real threads or processes share the database."""
     return JobRepository(db)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import socket
 import sqlite3
@@ -44,12 +43,6 @@ def wait_until(predicate, what: str, timeout=WAIT):
     while not predicate():
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.02)
-
-
-@pytest.fixture
-def worker_env(db_url):
-    path = os.pathsep.join([str(ROOT), str(ROOT / "tests")])
-    return {**os.environ, "QUEUE_DB_URL": db_url, "PYTHONPATH": path}
 
 
 @pytest.fixture

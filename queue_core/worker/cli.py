@@ -34,10 +34,11 @@ from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
 from ..tasks import registered_schedules
 from ..validation import validate_api_url, validate_token, validate_worker_id
-from .defaults import DEFAULTS, MAX_CONCURRENCY, check_ack_delay, valid_queue_slots
+from .defaults import DEFAULTS, MAX_CONCURRENCY, MAX_PROCESSES, check_ack_delay, valid_queue_slots
 from .handlers import registry
 from .logs import configure_logging, log_event, logged_kinds, logger
 from .loop import Worker, default_worker_id
+from .pool import Member, WorkerPool
 from .protocol import JobQueue
 from .scheduler import Scheduler
 
@@ -62,6 +63,10 @@ def queue_slots(text: str) -> dict[str, int]:
         return valid_queue_slots(slots)
     except QueueError as exc:
         raise argparse.ArgumentTypeError(f"{text!r}: {exc.message}") from None
+
+
+def process_count(text: str) -> int:
+    return bounded_number(text, int, 1, MAX_PROCESSES, "a whole number")
 
 
 def port_number(text: str) -> int:
@@ -106,6 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help=f"jobs run at once, one thread each (default {d.concurrency})",
     )
+    processes_help = "worker processes, forked from this one once it has started, each with its own slots "
+    processes_help += "(--concurrency or --queues); one that dies is replaced (default 1: this process)"
+    add("--processes", type=process_count, default=1, metavar="N", help=processes_help)
     queues_help = "claim only from these queues, each with its own slots: mail=2,default=4 (a name alone: 1 slot; "
     queues_help += "default: every queue, on --concurrency slots)"
     add("--queues", type=queue_slots, default=d.queues, metavar="NAME[=N],...", help=queues_help)
@@ -173,6 +181,20 @@ def conflicting_arguments(args) -> str | None:
         return "--prune-after needs --db: prune where the database is, not over the HTTP API"
     if args.token and not args.api:
         return "--token is for --api; a --db worker talks to the database directly"
+    if args.processes > 1:
+        if not hasattr(os, "fork"):
+            return "--processes needs os.fork, which this system lacks: start one worker command per process"
+        if args.worker_id is not None:
+            try:
+                validate_worker_id(member_worker_id(args.worker_id, args.processes - 1))
+            except QueueError as exc:
+                return f"--worker-id with --processes {args.processes} (its processes add -1, -2, ...): {exc}"
+        if args.metrics_port is not None and args.metrics_port + args.processes - 1 > 65535:
+            last = args.metrics_port + args.processes - 1
+            return (
+                f"--metrics-port {args.metrics_port} with --processes {args.processes}: process k serves on the "
+                f"port + k, up to {last}, past 65535; give a lower port"
+            )
     if args.queues is not None and args.concurrency != DEFAULTS.concurrency:
         return "give --queues or --concurrency, not both: with --queues each queue has its own slots"
     try:
@@ -195,15 +217,48 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
     problem = import_handler_modules(args.handlers) or conflicting_arguments(args)
     if problem:
         return fail(problem)
+    if args.processes == 1:
+        return serve(args, freeze_after_startup=freeze_after_startup)
     try:
-        schedules = [] if args.no_scheduler else registered_schedules(registry)
+        # Once, before any process forks: a bad URL or an unreachable database is one line, and a new schema
+        # is made (or an old one upgraded) by one process instead of raced by N. No connection crosses a fork.
+        close = open_queue(args)[2]
+    except QueueError as exc:
+        return fail(str(exc))
+    close()
+    if freeze_after_startup:
+        gc.freeze()  # what the processes share stays shared: no collection in one of them touches its pages
+    pool = WorkerPool(
+        args.processes,
+        lambda member: serve(args, freeze_after_startup=freeze_after_startup, member=member),
+        burst=args.burst,
+        shutdown_timeout=args.shutdown_timeout,
+    )
+    return pool.run()
+
+
+def member_worker_id(worker_id: str, index: int) -> str:
+    """The worker id of a pool's process ``index`` (0-based) when ``--worker-id`` names the pool."""
+    return f"{worker_id}-{index + 1}"
+
+
+def serve(args, *, freeze_after_startup: bool = False, member: Member | None = None) -> int:
+    """Run one worker with ``args`` until it stops; its exit code. ``member``: a process of a ``--processes``
+    pool, stopped by its parent rather than by signals; the first one runs the periodic jobs, and the k-th
+    (from 0) serves metrics on ``--metrics-port`` + k."""
+    index = 0 if member is None else member.index
+    worker_id = args.worker_id or default_worker_id()
+    if member is not None and args.worker_id is not None:
+        worker_id = member_worker_id(args.worker_id, index)
+    try:
+        schedules = [] if args.no_scheduler or index > 0 else registered_schedules(registry)
         queue, database, close = open_queue(args)
     except QueueError as exc:
         return fail(str(exc))
     try:
         worker = Worker(
             queue,
-            worker_id=args.worker_id or default_worker_id(),
+            worker_id=worker_id,
             concurrency=args.concurrency,
             registry=registry,
             poll_interval=args.poll_interval,
@@ -216,12 +271,16 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
             ack_delay=args.ack_delay,
         )
         worker.subscribe(log_event, logged_kinds())
-        metrics = start_metrics(worker, args.metrics_port)
+        metrics = start_metrics(worker, None if args.metrics_port is None else args.metrics_port + index)
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once; SQLite: a watcher of other
         # connections' commits (PRAGMA data_version every 20 ms) does.
         # No database over the HTTP API: that worker polls the server.
         listener = None if args.burst or database is None else listen_for_jobs(database, worker.wakeup)
-        previous = install_signal_handlers(worker)
+        if member is None:
+            previous = install_signal_handlers(worker)
+        else:
+            previous = {}
+            member.obey(worker)
         if freeze_after_startup:
             # What start-up made (modules, classes, handlers, the connection) lives as long as the process:
             # moved out of the cyclic collector's way, no full collection walks it again, nor does the

@@ -14,6 +14,7 @@ from ..errors import ValidationError
 from ..validation import validate_queue_name
 
 MAX_CONCURRENCY = 256
+MAX_PROCESSES = 256  # --processes
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,7 @@ def postgres_plan(ctx: Context) -> list:
         *REFERENCE_AND_OURS,
         ("procrastinate", lambda c: peers.procrastinate_scenarios(c, drain_processes)),
         ("pgqueuer", lambda c: peers.pgqueuer_scenarios(c, drain_processes)),
-        ("workers", lambda c: workers.worker_drains(c, [1, 2, 4], concurrent=[4])),
+        ("workers", lambda c: workers.worker_drains(c, [1, 2, 4], concurrent=[4], pooled=[4])),
         # Four times the usual backlog: a claim that grew with the backlog (one planned without statistics
         # sorted every pending job) shows as a rate well below the drain above.
         ("workers", lambda c: workers.worker_drains(replace(c, n=4 * c.n), [], concurrent=[4], backlog=True)),
@@ -218,6 +218,14 @@ TARGETS = [
     (
         "PostgreSQL drain, 4 processes (--concurrency 4) ≥ 5× pgqueuer's 4 processes, start-up in both",
         "postgresql.ours.drain_4p_c4",
+        "postgresql.pgqueuer.drain_4p",
+        5.0,
+    ),
+    # How our product runs four processes: one command forks them once it has started (pgqueuer has no such
+    # option; its four processes are four commands).
+    (
+        "… the same, our 4 processes as one command (--processes 4), start-up in both",
+        "postgresql.ours.drain_4p_c4_pool",
         "postgresql.pgqueuer.drain_4p",
         5.0,
     ),

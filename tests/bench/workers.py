@@ -38,22 +38,28 @@ def worker_drains(
     *,
     backlog: bool = False,
     one_cpu: bool = False,
+    pooled: list[int] = (),
 ) -> list[Result]:
     """One Result per process count (default settings), and per count in ``concurrent`` with
     ``--concurrency 4``, plus the "database is locked" count over all of them and worker RSS. ``backlog``:
     the drains only, labelled as the drain of a backlog of ctx.n jobs (a claim's cost as the backlog grows).
     ``one_cpu``: also one process ``--concurrency 4`` kept on one CPU (``taskset -c``), which shows what
-    handing the GIL between slot threads on different CPUs costs (README, Performance)."""
+    handing the GIL between slot threads on different CPUs costs (README, Performance). ``pooled``: also
+    these process counts with ``--concurrency 4`` as one command, ``--processes N``, whose processes fork
+    from one that has started (the others are N commands, each starting on its own)."""
     cpu = first_cpu() if one_cpu else None
-    runs = [(p, 1, None) for p in process_counts] + [(p, 4, None) for p in concurrent]
-    runs += [(1, 4, cpu)] if one_cpu else []
+    runs = [(p, 1, None, False) for p in process_counts] + [(p, 4, None, False) for p in concurrent]
+    runs += [(1, 4, cpu, False)] if one_cpu else []
+    runs += [(p, 4, None, True) for p in pooled]
     key, what = ("backlog_", f"drain of a {ctx.n:,}-job backlog") if backlog else ("", "drain")
 
-    def named(p: int, c: int, on: int | None) -> tuple[str, str]:
+    def named(p: int, c: int, on: int | None, pool: bool) -> tuple[str, str]:
         """(key suffix, label suffix) of a run's settings."""
         suffix, label = ("" if c == 1 else f"_c{c}"), ("" if c == 1 else f" --concurrency {c}")
         if on is not None:
             suffix, label = f"{suffix}_one_cpu", f"{label}, on one CPU (taskset -c {on})"
+        if pool:
+            suffix, label = f"{suffix}_pool", f"{label}, one command (--processes {p})"
         return suffix, label
 
     drains, steady = {}, {}
@@ -72,14 +78,17 @@ def worker_drains(
     rss = ctx.result("ours.worker_rss", "ours: worker peak RSS (any drain)", unit="MB")
     locked_total, rss_values = 0, []
 
-    def one_round(run: tuple[int, int, int | None]) -> float:
+    def one_round(run: tuple[int, int, int | None, bool]) -> float:
         nonlocal locked_total
-        processes, concurrency, on = run
+        processes, concurrency, on, pool = run
         url = ctx.backend.fresh()
         ctx.backend.fill(url, ctx.n)
         extra = ["--burst", "--concurrency", str(concurrency)]
+        commands = [worker_args(url, f"bench{i}", *extra) for i in range(processes)]
+        if pool:
+            commands = [worker_args(url, "bench", *extra, "--processes", str(processes))]
         with Stopwatch() as watch:
-            children = [spawn(worker_args(url, f"bench{i}", *extra), cpu=on) for i in range(processes)]
+            children = [spawn(command, cpu=on) for command in commands]
             outcomes = [reap(child, timeout=600) for child in children]
         for code, peak, stderr in outcomes:
             if code != 0:

@@ -1,0 +1,228 @@
+"""``python -m queue_core.worker --processes N``: one command, N forked worker processes, and their parent.
+
+Real processes and real signals, as in test_worker_cli; the pool's own bookkeeping (exit codes) with forked
+functions at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+
+import pytest
+import worker_handlers
+from test_worker_cli import WAIT, registered, run_worker, wait_until
+
+from queue_core.worker.pool import EXIT_CRASH, EXIT_OK, EXIT_USAGE, WorkerPool
+
+FAST = ["--poll-interval", "0.02", "--max-poll-interval", "0.1", "--handlers", "worker_handlers"]
+
+
+class Pool:
+    """A ``--processes`` command in a session of its own, so that a test can signal its whole process group
+    as a terminal's Ctrl-C or a service manager does."""
+
+    def __init__(self, env, tmp_path, *args):
+        self.log_path = tmp_path / "pool.log"
+        with open(self.log_path, "w") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "queue_core.worker", *FAST, *args],
+                cwd=tmp_path,
+                env=env,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,
+            )
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def wait(self, timeout=WAIT) -> int:
+        return self.proc.wait(timeout)
+
+
+@pytest.fixture
+def start_pool(worker_env, tmp_path):
+    started = []
+
+    def start(*args) -> Pool:
+        pool = Pool(worker_env, tmp_path, *args)
+        started.append(pool)
+        return pool
+
+    yield start
+    for pool in started:
+        if pool.proc.poll() is None:
+            os.killpg(pool.proc.pid, signal.SIGKILL)
+            pool.proc.wait()
+
+
+def alive(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped by whoever adopted it, does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def members(repo, prefix: str) -> dict[str, int]:
+    """Worker id -> pid of the running workers whose id starts with ``prefix``."""
+    return {w.id: w.pid for w in repo.workers() if w.id.startswith(prefix) and w.state == "running"}
+
+
+def test_a_pool_runs_each_job_exactly_once_on_processes_of_its_own(db, db_url, live_repo, worker_env, tmp_path):
+    count = 2000 if db_url.startswith("postgresql") else 1000
+    worker_handlers.create_table(db_url)
+    with db.atomic():
+        ids = [live_repo.create("record", {"i": i})[0].id for i in range(count)]
+
+    args = ["--processes", "3", "--concurrency", "2", "--burst", "--worker-id", "p"]
+    out = run_worker(worker_env, tmp_path, *FAST, *args)
+
+    assert out.returncode == 0, out.stderr
+    assert live_repo.counts() == {"pending": 0, "running": 0, "completed": count, "failed": 0, "cancelled": 0}
+    runs = db.execute_sql("SELECT job_id, COUNT(*) FROM test_executions GROUP BY job_id").fetchall()
+    assert sorted(job_id for job_id, _ in runs) == ids and {n for _, n in runs} == {1}
+    # Three processes, each its own worker: the rows name the one that ran them, from its own pid.
+    rows = db.execute_sql("SELECT DISTINCT worker_id, pid FROM test_executions").fetchall()
+    assert {worker for worker, _ in rows} <= {"p-1", "p-2", "p-3"}
+    pids = {registered(live_repo, f"p-{k}").pid for k in (1, 2, 3)}
+    assert len(pids) == 3 and {pid for _, pid in rows} <= pids
+    assert all(registered(live_repo, f"p-{k}").state == "stopped" for k in (1, 2, 3))
+    assert "started 3 worker processes" in out.stderr and "stopped 3 worker processes" in out.stderr
+    assert " ERROR " not in out.stderr
+
+
+def test_ctrl_c_to_the_whole_group_stops_the_pool_once_and_lets_jobs_finish(live_repo, start_pool, tmp_path):
+    started = tmp_path / "started"
+    job, _ = live_repo.create("marked_sleep", {"seconds": 1.5, "started": str(started)}, priority="high")
+    later, _ = live_repo.create("echo")
+    pool = start_pool("--processes", "2", "--worker-id", "g")
+    wait_until(started.exists, "the job's handler to start")
+    wait_until(lambda: len(members(live_repo, "g-")) == 2, "both processes to register")
+
+    os.killpg(pool.proc.pid, signal.SIGINT)  # the parent and both processes get it, as from a terminal
+
+    assert pool.wait() == 0, pool.log()
+    log = pool.log()
+    assert live_repo.find_by_id(job.id).status == "completed"  # not released: the signal counted once
+    assert log.count("SIGINT received") == 1 and "released" not in log, log
+    assert log.index("SIGINT received") < log.index(f"completed job={job.id}") < log.index("stopped 2 worker")
+    # The other process was idle: it stopped without claiming, and so did the busy one after its job.
+    assert live_repo.find_by_id(later.id).status in ("pending", "completed")
+    assert {registered(live_repo, f"g-{k}").state for k in (1, 2)} == {"stopped"}
+
+
+def test_a_second_signal_to_the_parent_releases_running_jobs(live_repo, start_pool, tmp_path):
+    started = tmp_path / "started"
+    job, _ = live_repo.create("marked_sleep", {"seconds": 120, "started": str(started)})
+    pool = start_pool("--processes", "2", "--worker-id", "r", "--shutdown-timeout", "120")
+    wait_until(started.exists, "the job's handler to start")
+
+    pool.proc.send_signal(signal.SIGTERM)
+    wait_until(lambda: "SIGTERM received: stopping 2 worker processes" in pool.log(), "the first signal")
+    pool.proc.send_signal(signal.SIGTERM)
+
+    assert pool.wait() == 0, pool.log()
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.retry_count, after.worker_id) == ("pending", 0, None)
+    assert "released by a second stop request" in pool.log()
+
+
+def test_a_killed_process_is_replaced_and_the_pool_goes_on(live_repo, start_pool):
+    pool = start_pool("--processes", "2", "--worker-id", "k")
+    wait_until(lambda: len(members(live_repo, "k-")) == 2, "both processes to register")
+    victim = registered(live_repo, "k-2").pid
+
+    os.kill(victim, signal.SIGKILL)
+
+    wait_until(lambda: f"worker process 2 (pid {victim}) was killed by SIGKILL" in pool.log(), "the parent to see it")
+    wait_until(lambda: registered(live_repo, "k-2").pid not in (victim, None), "a replacement to register")
+    replacement = registered(live_repo, "k-2")
+    assert replacement.state == "running" and alive(replacement.pid)
+    job, _ = live_repo.create("echo", {"hello": "again"})
+    wait_until(lambda: live_repo.find_by_id(job.id).status == "completed", "the pool to run a new job")
+
+    pool.proc.send_signal(signal.SIGTERM)
+    assert pool.wait() == 0, pool.log()
+    assert "starting another in 1s" in pool.log()
+
+
+def test_processes_whose_parent_dies_finish_their_jobs_and_stop(live_repo, start_pool, tmp_path):
+    started = tmp_path / "started"
+    job, _ = live_repo.create("marked_sleep", {"seconds": 1.0, "started": str(started)})
+    pool = start_pool("--processes", "2", "--worker-id", "o")
+    wait_until(started.exists, "the job's handler to start")
+    wait_until(lambda: len(members(live_repo, "o-")) == 2, "both processes to register")
+    pids = members(live_repo, "o-").values()
+
+    pool.proc.kill()  # SIGKILL to the parent alone: its pipes close, which the processes read as a stop
+    pool.wait()
+
+    wait_until(lambda: not any(alive(pid) for pid in pids), "the orphaned processes to exit")
+    assert live_repo.find_by_id(job.id).status == "completed"
+    assert {registered(live_repo, f"o-{k}").state for k in (1, 2)} == {"stopped"}
+
+
+def test_a_process_that_cannot_start_stops_the_pool_with_its_error(live_repo, worker_env, tmp_path):
+    with socket.socket() as taken:  # the second process's metrics port is in use
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        second = taken.getsockname()[1]
+        args = [*FAST, "--processes", "2", "--metrics-port", str(second - 1), "--worker-id", "m"]
+        out = run_worker(worker_env, tmp_path, *args)
+
+    assert out.returncode == 2, out.stderr
+    assert f"cannot serve metrics on 127.0.0.1:{second}" in out.stderr
+    assert "worker process 2 (pid" in out.stderr and "exited with code 2: stopping the others" in out.stderr
+    assert "Traceback" not in out.stderr
+    assert registered(live_repo, "m-1").state == "stopped"  # stopped by the pool, gracefully
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--processes", "0"], "--processes: '0' must be from 1 to 256"),
+        (["--processes", "two"], "--processes: 'two' is not a whole number"),
+        (
+            ["--processes", "4", "--metrics-port", "65534"],
+            "--metrics-port 65534 with --processes 4: process k serves on the port + k, up to 65537",
+        ),
+        (["--processes", "12", "--worker-id", "w" * 253], "--worker-id with --processes 12"),
+    ],
+)
+def test_bad_pool_settings_are_one_line_and_exit_2(live_repo, worker_env, tmp_path, args, message):
+    job, _ = live_repo.create("echo")
+    out = run_worker(worker_env, tmp_path, "--burst", *args)
+    assert out.returncode == 2, out.stderr
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], out.stderr
+    assert live_repo.find_by_id(job.id).status == "pending"
+
+
+# --- the parent's bookkeeping, with functions in place of workers ------------------------------------------
+
+
+def pool_exit(serve, processes=3) -> int:
+    return WorkerPool(processes, serve, burst=True, shutdown_timeout=1).run()
+
+
+@pytest.mark.parametrize(
+    ("codes", "expected"),
+    [((0, 0, 0), EXIT_OK), ((0, 1, 0), EXIT_CRASH), ((0, 0, 2), EXIT_USAGE)],
+)
+def test_the_pools_exit_code_is_its_worst_process(codes, expected):
+    assert pool_exit(lambda member: codes[member.index]) == expected
+
+
+def test_a_process_that_raises_counts_as_crashed():
+    def serve(member):
+        if member.index == 1:
+            raise RuntimeError("boom")
+        return 0
+
+    assert pool_exit(serve) == EXIT_CRASH
