@@ -29,7 +29,7 @@ from ..cli.args import (
     positive_seconds,
 )
 from ..errors import QueueError
-from ..store.database import ReconnectingPostgresqlDatabase
+from ..store.database import DATABASE_ERRORS, ReconnectingPostgresqlDatabase
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
 from ..tasks import registered_schedules
@@ -222,10 +222,18 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
     try:
         # Once, before any process forks: a bad URL or an unreachable database is one line, and a new schema
         # is made (or an old one upgraded) by one process instead of raced by N. No connection crosses a fork.
-        close = open_queue(args)[2]
+        queue, database, close = open_queue(args)
     except QueueError as exc:
         return fail(str(exc))
-    close()
+    try:
+        if database is not None:
+            # Stale planner statistics analyzed once here, not by every process at once, and none of their
+            # first claims planned without them (~20 ms each on a fresh 20,000-job backlog, 1.5 ms after).
+            queue.refresh_statistics()
+    except DATABASE_ERRORS as exc:  # the processes try again as they start
+        logger.warning("could not refresh the planner statistics: %s", exc)
+    finally:
+        close()
     if freeze_after_startup:
         gc.freeze()  # what the processes share stays shared: no collection in one of them touches its pages
     pool = WorkerPool(
