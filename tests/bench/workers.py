@@ -38,19 +38,19 @@ def worker_drains(
     *,
     backlog: bool = False,
     one_cpu: bool = False,
-    pooled: list[int] = (),
+    pooled: list[tuple[int, int]] = (),
 ) -> list[Result]:
     """One Result per process count (default settings), and per count in ``concurrent`` with
     ``--concurrency 4``, plus the "database is locked" count over all of them and worker RSS. ``backlog``:
     the drains only, labelled as the drain of a backlog of ctx.n jobs (a claim's cost as the backlog grows).
     ``one_cpu``: also one process ``--concurrency 4`` kept on one CPU (``taskset -c``), which shows what
     handing the GIL between slot threads on different CPUs costs (README, Performance). ``pooled``: also
-    these process counts with ``--concurrency 4`` as one command, ``--processes N``, whose processes fork
-    from one that has started (the others are N commands, each starting on its own)."""
+    these (processes, slots) as one command, ``--processes N --concurrency C``, whose processes fork from
+    one that has started (the others are N commands, each starting on its own)."""
     cpu = first_cpu() if one_cpu else None
     runs = [(p, 1, None, False) for p in process_counts] + [(p, 4, None, False) for p in concurrent]
     runs += [(1, 4, cpu, False)] if one_cpu else []
-    runs += [(p, 4, None, True) for p in pooled]
+    runs += [(p, c, None, True) for p, c in pooled]
     key, what = ("backlog_", f"drain of a {ctx.n:,}-job backlog") if backlog else ("", "drain")
 
     def named(p: int, c: int, on: int | None, pool: bool) -> tuple[str, str]:
