@@ -255,29 +255,13 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
     pool, stopped by its parent rather than by signals; the first one runs the periodic jobs, and the k-th
     (from 0) serves metrics on ``--metrics-port`` + k."""
     index = 0 if member is None else member.index
-    worker_id = args.worker_id or default_worker_id()
-    if member is not None and args.worker_id is not None:
-        worker_id = member_worker_id(args.worker_id, index)
     try:
         schedules = [] if args.no_scheduler or index > 0 else registered_schedules(registry)
         queue, database, close = open_queue(args)
     except QueueError as exc:
         return fail(str(exc))
     try:
-        worker = Worker(
-            queue,
-            worker_id=worker_id,
-            concurrency=args.concurrency,
-            registry=registry,
-            poll_interval=args.poll_interval,
-            max_poll_interval=args.max_poll_interval,
-            stale_after=args.stale_after,
-            shutdown_timeout=args.shutdown_timeout,
-            prune_after=args.prune_after,
-            queues=args.queues,
-            scheduler=Scheduler(queue, schedules) if schedules else None,
-            ack_delay=args.ack_delay,
-        )
+        worker = build_worker(args, queue, schedules, member)
         worker.subscribe(log_event, logged_kinds())
         metrics = start_metrics(worker, None if args.metrics_port is None else args.metrics_port + index)
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once; SQLite: a watcher of other
@@ -311,6 +295,28 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
     finally:
         close()
     return EXIT_OK
+
+
+def build_worker(args, queue: JobQueue, schedules: list, member: Member | None) -> Worker:
+    """The worker ``args`` describe, on ``queue``; a pool's process k is ``ID-k`` when ``--worker-id`` names
+    the pool (its own ``host-pid`` otherwise)."""
+    worker_id = args.worker_id or default_worker_id()
+    if member is not None and args.worker_id is not None:
+        worker_id = member_worker_id(args.worker_id, member.index)
+    return Worker(
+        queue,
+        worker_id=worker_id,
+        concurrency=args.concurrency,
+        registry=registry,
+        poll_interval=args.poll_interval,
+        max_poll_interval=args.max_poll_interval,
+        stale_after=args.stale_after,
+        shutdown_timeout=args.shutdown_timeout,
+        prune_after=args.prune_after,
+        queues=args.queues,
+        scheduler=Scheduler(queue, schedules) if schedules else None,
+        ack_delay=args.ack_delay,
+    )
 
 
 def start_metrics(worker: Worker, port: int | None):

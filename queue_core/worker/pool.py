@@ -76,6 +76,7 @@ class WorkerPool:
         self.processes, self.serve, self.burst, self.shutdown_timeout = processes, serve, burst, shutdown_timeout
         self.children: dict[int, tuple[int, int, float]] = {}  # pid -> (index, pipe's write end, started at)
         self.signals = 0  # stop signals received
+        self.stopping = False  # told to stop (by a signal, or a process that could not start): no replacements
         self.code = EXIT_OK
 
     def run(self) -> int:
@@ -102,7 +103,7 @@ class WorkerPool:
             index, control, started_at = self.children.pop(pid)
             os.close(control)
             code = os.waitstatus_to_exitcode(status)
-            if code == EXIT_OK or self.signals:
+            if code == EXIT_OK or self.stopping:
                 self.code = max(self.code, EXIT_CRASH if code else EXIT_OK)
                 continue
             if code == EXIT_USAGE:  # its settings (a metrics port in use, ...): a replacement would fail alike
@@ -110,8 +111,8 @@ class WorkerPool:
                     "worker process %d (pid %d) %s: stopping the others", index + 1, pid, describe_exit(status)
                 )
                 self.code = EXIT_USAGE
+                self.stopping = True
                 self._tell_all(STOP)
-                self.signals = max(self.signals, 1)  # no replacements from here on
                 continue
             if self.burst:
                 logger.error("worker process %d (pid %d) %s", index + 1, pid, describe_exit(status))
@@ -130,9 +131,9 @@ class WorkerPool:
     def _sleep(self, seconds: float) -> bool:
         """Wait ``seconds`` unless a stop signal comes; True if none came."""
         deadline = time.monotonic() + seconds
-        while not self.signals and time.monotonic() < deadline:
+        while not self.stopping and time.monotonic() < deadline:
             time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
-        return not self.signals
+        return not self.stopping
 
     def _fork(self, index: int) -> None:
         reader, writer = os.pipe()
@@ -171,6 +172,7 @@ class WorkerPool:
     def _on_signal(self, signum, _frame) -> None:
         name = signal.Signals(signum).name
         self.signals += 1
+        self.stopping = True
         if self.signals == 1:
             logger.info(
                 "%s received: stopping %d worker processes; running jobs get up to %gs to finish (send it again "
