@@ -6,6 +6,7 @@ functions at the end.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -16,7 +17,8 @@ import pytest
 import worker_handlers
 from test_worker_cli import WAIT, registered, run_worker, wait_until
 
-from queue_core.worker.pool import EXIT_CRASH, EXIT_OK, EXIT_USAGE, WorkerPool
+from queue_core.worker import pool as pool_module
+from queue_core.worker.pool import EXIT_CRASH, EXIT_OK, EXIT_USAGE, WorkerPool, describe_exit
 
 FAST = ["--poll-interval", "0.02", "--max-poll-interval", "0.1", "--handlers", "worker_handlers"]
 
@@ -54,10 +56,10 @@ def start_pool(worker_env, tmp_path):
         return pool
 
     yield start
-    for pool in started:
-        if pool.proc.poll() is None:
+    for pool in started:  # the parent and whatever it left behind (a failed test may leave orphans)
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(pool.proc.pid, signal.SIGKILL)
-            pool.proc.wait()
+        pool.proc.wait()
 
 
 def alive(pid: int) -> bool:
@@ -97,23 +99,28 @@ def test_a_pool_runs_each_job_exactly_once_on_processes_of_its_own(db, db_url, l
     assert " ERROR " not in out.stderr
 
 
+def gated_job(repo, tmp_path):
+    """A job that runs until the test creates the file it returns."""
+    started, release = tmp_path / "started", tmp_path / "release"
+    job, _ = repo.create("gated", {"started": str(started), "release": str(release)}, priority="high")
+    return job, started, release
+
+
 def test_ctrl_c_to_the_whole_group_stops_the_pool_once_and_lets_jobs_finish(live_repo, start_pool, tmp_path):
-    started = tmp_path / "started"
-    job, _ = live_repo.create("marked_sleep", {"seconds": 1.5, "started": str(started)}, priority="high")
-    later, _ = live_repo.create("echo")
+    job, started, release = gated_job(live_repo, tmp_path)
     pool = start_pool("--processes", "2", "--worker-id", "g")
     wait_until(started.exists, "the job's handler to start")
     wait_until(lambda: len(members(live_repo, "g-")) == 2, "both processes to register")
 
     os.killpg(pool.proc.pid, signal.SIGINT)  # the parent and both processes get it, as from a terminal
+    wait_until(lambda: "SIGINT received" in pool.log(), "the parent to take the signal")
+    release.touch()
 
     assert pool.wait() == 0, pool.log()
     log = pool.log()
     assert live_repo.find_by_id(job.id).status == "completed"  # not released: the signal counted once
     assert log.count("SIGINT received") == 1 and "released" not in log, log
     assert log.index("SIGINT received") < log.index(f"completed job={job.id}") < log.index("stopped 2 worker")
-    # The other process was idle: it stopped without claiming, and so did the busy one after its job.
-    assert live_repo.find_by_id(later.id).status in ("pending", "completed")
     assert {registered(live_repo, f"g-{k}").state for k in (1, 2)} == {"stopped"}
 
 
@@ -153,27 +160,48 @@ def test_a_killed_process_is_replaced_and_the_pool_goes_on(live_repo, start_pool
 
 
 def test_processes_whose_parent_dies_finish_their_jobs_and_stop(live_repo, start_pool, tmp_path):
-    started = tmp_path / "started"
-    job, _ = live_repo.create("marked_sleep", {"seconds": 1.0, "started": str(started)})
+    job, started, release = gated_job(live_repo, tmp_path)
     pool = start_pool("--processes", "2", "--worker-id", "o")
     wait_until(started.exists, "the job's handler to start")
     wait_until(lambda: len(members(live_repo, "o-")) == 2, "both processes to register")
-    pids = members(live_repo, "o-").values()
+    busy = live_repo.find_by_id(job.id).worker_id
+    pids = members(live_repo, "o-")
+    idle = next(worker for worker in pids if worker != busy)
 
     pool.proc.kill()  # SIGKILL to the parent alone: its pipes close, which the processes read as a stop
     pool.wait()
+    wait_until(lambda: not alive(pids[idle]), "the idle process to stop")
+    later, _ = live_repo.create("echo")  # no process claims any more
+    release.touch()
 
-    wait_until(lambda: not any(alive(pid) for pid in pids), "the orphaned processes to exit")
-    assert live_repo.find_by_id(job.id).status == "completed"
+    wait_until(lambda: not alive(pids[busy]), "the busy process to finish its job and stop")
+    assert live_repo.find_by_id(job.id).status == "completed"  # finished after its parent was gone
+    assert live_repo.find_by_id(later.id).status == "pending"
     assert {registered(live_repo, f"o-{k}").state for k in (1, 2)} == {"stopped"}
 
 
-def test_a_process_that_cannot_start_stops_the_pool_with_its_error(live_repo, worker_env, tmp_path):
-    with socket.socket() as taken:  # the second process's metrics port is in use
+def adjacent_ports() -> tuple[int, socket.socket]:
+    """A free port P and a socket listening on P + 1."""
+    for _ in range(100):
+        taken = socket.socket()
         taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1] - 1
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                taken.close()
+                continue
         taken.listen()
-        second = taken.getsockname()[1]
-        args = [*FAST, "--processes", "2", "--metrics-port", str(second - 1), "--worker-id", "m"]
+        return port, taken
+    raise AssertionError("no two adjacent ports were free")
+
+
+def test_a_process_that_cannot_start_stops_the_pool_with_its_error(live_repo, worker_env, tmp_path):
+    first, taken = adjacent_ports()  # the second process's metrics port is in use
+    second = first + 1
+    with taken:
+        args = [*FAST, "--processes", "2", "--metrics-port", str(first), "--worker-id", "m"]
         out = run_worker(worker_env, tmp_path, *args)
 
     assert out.returncode == 2, out.stderr
@@ -207,8 +235,8 @@ def test_bad_pool_settings_are_one_line_and_exit_2(live_repo, worker_env, tmp_pa
 # --- the parent's bookkeeping, with functions in place of workers ------------------------------------------
 
 
-def pool_exit(serve, processes=3) -> int:
-    return WorkerPool(processes, serve, burst=True, shutdown_timeout=1).run()
+def pool_exit(serve, processes=3, burst=True) -> int:
+    return WorkerPool(processes, serve, burst=burst, shutdown_timeout=1).run()
 
 
 @pytest.mark.parametrize(
@@ -226,3 +254,47 @@ def test_a_process_that_raises_counts_as_crashed():
         return 0
 
     assert pool_exit(serve) == EXIT_CRASH
+
+
+def runs_in_turn(tmp_path, codes):
+    """A serve function that returns ``codes`` one per call, across processes (a file counts the calls)."""
+    calls = tmp_path / "calls"
+
+    def serve(member):
+        with open(calls, "a") as out:
+            out.write("x")
+        return codes[len(calls.read_text()) - 1]
+
+    return serve, calls
+
+
+def test_a_process_that_dies_is_replaced_and_a_replacements_exit_2_is_a_crash(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool_module, "FIRST_RESTART_DELAY", 0.01)
+    # Crashed, then a replacement that could not reach the database (exit 2), then one that ran to its end.
+    serve, calls = runs_in_turn(tmp_path, [EXIT_CRASH, EXIT_USAGE, EXIT_OK])
+    assert pool_exit(serve, processes=1, burst=False) == EXIT_OK
+    assert calls.read_text() == "xxx"
+
+
+def test_a_first_process_that_exits_2_is_not_replaced(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool_module, "FIRST_RESTART_DELAY", 0.01)
+    serve, calls = runs_in_turn(tmp_path, [EXIT_USAGE, EXIT_OK])
+    assert pool_exit(serve, processes=1, burst=False) == EXIT_USAGE
+    assert calls.read_text() == "x"
+
+
+def test_a_program_a_job_starts_stops_on_its_own_sigterm():
+    # The processes' SIGTERM does nothing by a handler of their own, which a program they start does not
+    # inherit (SIG_IGN it would, and then ignore the SIGTERM of a timeout or a cancel).
+    probe = "import signal, sys; sys.exit(0 if signal.getsignal(signal.SIGTERM) == signal.SIG_DFL else 3)"
+
+    def serve(member):
+        return subprocess.run([sys.executable, "-c", probe]).returncode
+
+    assert pool_exit(serve, processes=1) == EXIT_OK
+
+
+def test_an_exit_by_a_signal_without_a_name_is_described():
+    assert describe_exit(signal.SIGKILL) == "was killed by SIGKILL"
+    assert describe_exit(signal.SIGRTMIN + 6) == f"was killed by signal {signal.SIGRTMIN + 6}"
+    assert describe_exit(3 << 8) == "exited with code 3"

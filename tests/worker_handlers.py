@@ -67,3 +67,14 @@ def marked_sleep(payload: dict) -> None:
     with open(payload["started"], "x"):
         pass
     time.sleep(payload["seconds"])
+
+
+@handler("gated")
+def gated(payload: dict) -> None:
+    """Create the file ``payload["started"]``, then wait until the test creates ``payload["release"]`` (at most
+    60 s): the job runs for exactly as long as the test needs it to, however loaded the machine."""
+    with open(payload["started"], "x"):
+        pass
+    deadline = time.monotonic() + 60
+    while not os.path.exists(payload["release"]) and time.monotonic() < deadline:
+        time.sleep(0.01)

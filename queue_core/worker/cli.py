@@ -241,6 +241,7 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
         lambda member: serve(args, freeze_after_startup=freeze_after_startup, member=member),
         burst=args.burst,
         shutdown_timeout=args.shutdown_timeout,
+        exit_hooks=freeze_after_startup,
     )
     return pool.run()
 

@@ -7,7 +7,7 @@ its own connections. The parent is a supervisor: it holds no connection and runs
 dies while the pool is not stopping is replaced (after 1 s, doubling up to 30 s while replacements keep dying
 young), unless the pool runs ``--burst``.
 
-Stopping: the processes ignore SIGINT and SIGTERM, so that a terminal's Ctrl-C or a service manager's
+Stopping: the processes' own SIGINT and SIGTERM do nothing, so that a terminal's Ctrl-C or a service manager's
 SIGTERM, which reach the whole process group, count once, not twice (a second signal releases running
 jobs). The parent passes each signal it receives to every process over a pipe of its own: the first stops
 them gracefully, the next releases their running jobs now; a process whose parent dies (the pipe closes)
@@ -16,6 +16,7 @@ stops gracefully.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import signal
@@ -64,17 +65,47 @@ class Member:
 
 def describe_exit(status: int) -> str:
     code = os.waitstatus_to_exitcode(status)
-    return f"was killed by {signal.Signals(-code).name}" if code < 0 else f"exited with code {code}"
+    if code >= 0:
+        return f"exited with code {code}"
+    try:
+        return f"was killed by {signal.Signals(-code).name}"
+    except ValueError:  # a real-time signal has no name
+        return f"was killed by signal {-code}"
+
+
+def ignore(_signum, _frame) -> None:
+    """A process's SIGINT and SIGTERM: nothing (its parent's word stops it). A handler, not SIG_IGN, which a
+    program a job starts would inherit, and then not stop on its own SIGTERM."""
+
+
+@dataclass
+class Child:
+    index: int
+    control: int  # the write end of its pipe
+    started_at: float
+    replacement: bool  # forked to replace one that died
 
 
 class WorkerPool:
     """Forks ``processes`` processes, each running ``serve(member)`` (which returns an exit code), and
     supervises them until they have all exited; ``run()`` returns the pool's exit code: 0 when every process
-    exited 0, 2 when one found a problem with its settings (the rest are stopped, none replaced), else 1."""
+    exited 0, 2 when one of the first found a problem with its settings (exit 2: the rest are stopped, none
+    replaced; a replacement's exit 2, as when the database is down for a while, is a crash like any other),
+    else 1. ``exit_hooks``: a process runs the ``atexit`` functions before it exits, as a worker of its own
+    would (only where the pool owns the program: a caller's hooks are not the processes' to run)."""
 
-    def __init__(self, processes: int, serve: Callable[[Member], int], *, burst: bool, shutdown_timeout: float):
+    def __init__(
+        self,
+        processes: int,
+        serve: Callable[[Member], int],
+        *,
+        burst: bool,
+        shutdown_timeout: float,
+        exit_hooks: bool = False,
+    ):
         self.processes, self.serve, self.burst, self.shutdown_timeout = processes, serve, burst, shutdown_timeout
-        self.children: dict[int, tuple[int, int, float]] = {}  # pid -> (index, pipe's write end, started at)
+        self.exit_hooks = exit_hooks
+        self.children: dict[int, Child] = {}  # by pid
         self.signals = 0  # stop signals received
         self.stopping = False  # told to stop (by a signal, or a process that could not start): no replacements
         self.code = EXIT_OK
@@ -83,10 +114,9 @@ class WorkerPool:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in SIGNALS}
         try:
             for index in range(self.processes):
-                self._fork(index)
-            logger.info(
-                "started %d worker processes: pids %s", self.processes, ",".join(str(pid) for pid in self.children)
-            )
+                self._fork(index, replacement=False)
+            pids = ",".join(str(pid) for pid in self.children)
+            logger.info("started %d worker processes: pids %s", len(self.children), pids)
             self._supervise()
         finally:
             for sig, handler in previous.items():
@@ -95,59 +125,62 @@ class WorkerPool:
         return self.code
 
     def _supervise(self) -> None:
-        delays: dict[int, float] = {}  # index -> the delay before its next replacement
-        while self.children:
-            pid, status = os.wait()  # resumed after a signal's handler (PEP 475)
-            if pid not in self.children:
+        delays: dict[int, float] = {}  # index -> the delay of its last replacement
+        due: dict[int, float] = {}  # index -> when its replacement is forked
+        while self.children or (due and not self.stopping):
+            if self.stopping:
+                due.clear()
+            for index, at in list(due.items()):
+                if at <= time.monotonic():
+                    del due[index]
+                    self._fork(index, replacement=True)
+            if due:  # a replacement to fork meanwhile: look for exits without blocking
+                pid, status = os.waitpid(-1, os.WNOHANG) if self.children else (0, 0)
+                if pid == 0:
+                    time.sleep(0.05)
+                    continue
+            else:
+                pid, status = os.wait()  # resumed after a signal's handler (PEP 475)
+            child = self.children.pop(pid, None)
+            if child is None:
                 continue
-            index, control, started_at = self.children.pop(pid)
-            os.close(control)
+            os.close(child.control)
             code = os.waitstatus_to_exitcode(status)
+            what = f"worker process {child.index + 1} (pid {pid}) {describe_exit(status)}"
             if code == EXIT_OK or self.stopping:
-                self.code = max(self.code, EXIT_CRASH if code else EXIT_OK)
-                continue
-            if code == EXIT_USAGE:  # its settings (a metrics port in use, ...): a replacement would fail alike
-                logger.error(
-                    "worker process %d (pid %d) %s: stopping the others", index + 1, pid, describe_exit(status)
-                )
-                self.code = EXIT_USAGE
-                self.stopping = True
+                self.code = max(self.code, code if code in (EXIT_OK, EXIT_USAGE) else EXIT_CRASH)
+            elif code == EXIT_USAGE and not child.replacement:
+                # Its settings (a metrics port in use...): a replacement would fail alike.
+                logger.error("%s: stopping the others", what)
+                self.code, self.stopping = EXIT_USAGE, True
                 self._tell_all(STOP)
-                continue
-            if self.burst:
-                logger.error("worker process %d (pid %d) %s", index + 1, pid, describe_exit(status))
+            elif self.burst:
+                logger.error("%s", what)
                 self.code = EXIT_CRASH
-                continue
-            delay = FIRST_RESTART_DELAY
-            if time.monotonic() - started_at < YOUNG:
-                delay = min(delays.get(index, FIRST_RESTART_DELAY / 2) * 2, MAX_RESTART_DELAY)
-            delays[index] = delay
-            logger.warning(
-                "worker process %d (pid %d) %s: starting another in %gs", index + 1, pid, describe_exit(status), delay
-            )
-            if self._sleep(delay):
-                self._fork(index)
+            else:
+                delay = FIRST_RESTART_DELAY
+                if time.monotonic() - child.started_at < YOUNG:
+                    delay = min(delays.get(child.index, FIRST_RESTART_DELAY / 2) * 2, MAX_RESTART_DELAY)
+                delays[child.index] = delay
+                due[child.index] = time.monotonic() + delay
+                logger.warning("%s: starting another in %gs", what, delay)
 
-    def _sleep(self, seconds: float) -> bool:
-        """Wait ``seconds`` unless a stop signal comes; True if none came."""
-        deadline = time.monotonic() + seconds
-        while not self.stopping and time.monotonic() < deadline:
-            time.sleep(min(0.05, max(0.0, deadline - time.monotonic())))
-        return not self.stopping
-
-    def _fork(self, index: int) -> None:
-        reader, writer = os.pipe()
+    def _fork(self, index: int, *, replacement: bool) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
-        # Signals wait until the child has set its own dispositions (one between the fork and that would run
-        # this parent's handler in the child) and the parent has the child in its table (so a stop reaches it).
+        # Signals wait until the child has set its own handlers (one between the fork and that would run this
+        # parent's handler in the child) and the parent has the child in its table (so a stop reaches it); a
+        # stop that came before is seen here, and no process is forked after it.
         signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
         try:
+            if self.stopping:
+                return
+            reader, writer = os.pipe()
             pid = os.fork()
             if pid == 0:
                 self._child(index, reader, writer)  # never returns
             os.close(reader)
-            self.children[pid] = (index, writer, time.monotonic())
+            self.children[pid] = Child(index, writer, time.monotonic(), replacement)
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
 
@@ -155,19 +188,23 @@ class WorkerPool:
         code = EXIT_CRASH
         try:
             for sig in SIGNALS:
-                signal.signal(sig, signal.SIG_IGN)
+                signal.signal(sig, ignore)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
             # Only the parent may hold a pipe's write end, or a sibling would keep it open past the parent.
-            for fd in [writer, *(control for _, control, _ in self.children.values())]:
+            for fd in [writer, *(child.control for child in self.children.values())]:
                 os.close(fd)
             self.children.clear()
             code = self.serve(Member(index, reader))
         except BaseException:
             logger.exception("worker process %d crashed", index + 1)
         finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os._exit(code)
+            try:
+                if self.exit_hooks:
+                    atexit._run_exitfuncs()  # what the interpreter's exit would run (logging's flush, a handler's)
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)  # not the parent's stack: its finally blocks and its caller are not this process's
 
     def _on_signal(self, signum, _frame) -> None:
         name = signal.Signals(signum).name
@@ -187,6 +224,6 @@ class WorkerPool:
             self._tell_all(STOP_NOW)
 
     def _tell_all(self, word: bytes) -> None:
-        for _, control, _ in self.children.values():
+        for child in self.children.values():
             with contextlib.suppress(OSError):  # that process has exited; the wait reaps it
-                os.write(control, word)
+                os.write(child.control, word)
