@@ -7,7 +7,13 @@ killed (at-least-once, and only where a kill explains it).
 
 from __future__ import annotations
 
+import contextlib
+import os
 import random
+import signal
+import socket
+import subprocess
+import sys
 import time
 
 import pytest
@@ -192,3 +198,80 @@ def test_chaos_over_pauses_cancels_and_timeouts(db_url, tmp_path, soak):
         f"{len(operator.cancelled)} cancels ({cancelled_running} while running), {timed_out} timed out, "
         f"{duplicates} re-runs after a kill, acks {acks}"
     )
+
+
+def children_of(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (from /proc)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (FileNotFoundError, ProcessLookupError):
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.timeout(3600)
+def test_a_pool_loses_nothing_while_its_processes_are_sigkilled_and_replaced(db_url, tmp_path, soak):
+    """``--processes 4``: the chaos loop SIGKILLs the pool's processes and the pool replaces them (each a
+    worker of its own, ``host-pid``); every job ends once, re-run only after a kill, and the pool stops
+    cleanly."""
+    jobs = 6_000 if soak else 1_500
+    rng = random.Random(20261205)
+    repo = JobRepository(open_database(db_url))
+    with repo.db.atomic():
+        for i in range(jobs):
+            repo.create("record", {"i": i, "max_sleep": 0.01}, max_retries=10, retry_backoff=0)
+    ledger = tmp_path / "ledger.db"
+    fleet = Fleet(db_url, ledger, tmp_path, stale_after=STALE_AFTER)  # its environment and ledger
+    log_path = tmp_path / "pool.log"
+    with open(log_path, "w") as log:
+        pool = subprocess.Popen(
+            [
+                sys.executable, "-m", "queue_core.worker", "--db", db_url, "--handlers", "chaos_handlers",
+                "--processes", "4", "--concurrency", "2", "--poll-interval", "0.05",
+                "--stale-after", str(STALE_AFTER), "--shutdown-timeout", "10",
+            ],
+            env=fleet.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+    host, killed = socket.gethostname(), set()
+    try:
+        deadline = time.monotonic() + (3000 if soak else 400)
+        while time.monotonic() < deadline:
+            counts = repo.counts()
+            if counts["pending"] == 0 and counts["running"] == 0:
+                break
+            time.sleep(rng.uniform(0.2, 0.6))
+            victims = children_of(pool.pid)
+            if counts["pending"] > jobs // 10 and victims:  # chaos while there is work to interrupt
+                victim = rng.choice(victims)
+                os.kill(victim, signal.SIGKILL)
+                killed.add(f"{host}-{victim}")
+        pool.send_signal(signal.SIGTERM)
+        exit_code = pool.wait(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pool.pid, signal.SIGKILL)
+        pool.wait()
+
+    log = log_path.read_text()
+    counts = repo.counts()
+    assert counts["pending"] == 0 and counts["running"] == 0, (counts, log[-3000:])
+    assert counts["completed"] + counts["failed"] == jobs
+    assert exit_code == 0, log[-3000:]
+    assert len(killed) >= 3, "the chaos loop should have killed processes mid-run"
+    assert log.count("was killed by SIGKILL: starting another") == len(killed), log[-3000:]
+    runs = fleet.runs()
+    for job in iter_all(repo):
+        executions = runs.get(job.id, [])
+        if job.status == "completed":
+            assert executions, f"job {job.id} completed without running"
+            assert all(worker_id in killed for _, worker_id in executions[:-1]), (job.id, executions)
+            assert executions[-1][1] == job.worker_id
+        else:
+            assert "lost its claim" in job.error, (job.id, job.error)
