@@ -183,6 +183,30 @@ def test_stale_claim_is_reaped_with_retry_count(repo, clock):
     assert repo.errors_for(job.id)[0].worker_id == "w-dead"
 
 
+def test_reap_worker_takes_back_every_claim_of_that_worker_at_once(repo, clock):
+    kept, _ = repo.create("t", max_retries=3)
+    last, _ = repo.create("t", max_retries=0)
+    cancelled, _ = repo.create("t")
+    other, _ = repo.create("t")
+    assert [job.id for job in repo.claim_many("w-gone", 3)] == [kept.id, last.id, cancelled.id]
+    repo.claim("w-alive")
+    repo.cancel(cancelled.id)  # running: a cancel request
+    clock.advance(1)  # fresh heartbeats: reap_stale would take nothing
+
+    assert repo.reap_worker("w-gone", "its process (pid 42) died") == 3
+
+    error = "worker w-gone lost its claim: its process (pid 42) died"
+    back = repo.find_by_id(kept.id)
+    assert (back.status, back.retry_count, back.worker_id, back.error) == ("pending", 1, None, error)
+    assert repo.find_by_id(last.id).status == "failed" and repo.find_by_id(last.id).error == error + "; no retries left"
+    assert repo.find_by_id(cancelled.id).status == "cancelled"
+    assert repo.find_by_id(other.id).status == "running"  # another worker's claim is not touched
+    assert [(e.worker_id, e.attempt, e.error) for e in repo.errors_for(kept.id)] == [("w-gone", 1, error)]
+    assert repo.reap_worker("w-gone", "again") == 0
+    with pytest.raises(ValidationError):
+        repo.reap_worker("", "no worker")
+
+
 def test_heartbeat_keeps_a_long_job_from_being_reaped(repo, clock):
     job, _ = repo.create("t")
     repo.claim("w1")

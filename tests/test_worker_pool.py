@@ -159,6 +159,28 @@ def test_a_killed_process_is_replaced_and_the_pool_goes_on(live_repo, start_pool
     assert "starting another in 1s" in pool.log()
 
 
+def test_a_replacement_takes_back_the_jobs_of_the_process_it_replaces_at_once(live_repo, start_pool):
+    # --stale-after 300 (the default): without the takeover the killed process's job would stay running for
+    # five minutes, and this test would time out waiting.
+    job, _ = live_repo.create("sleep", {"seconds": 1.0})
+    pool = start_pool("--processes", "2", "--worker-id", "t")
+    wait_until(lambda: live_repo.find_by_id(job.id).status == "running", "a process to claim the job")
+    holder = live_repo.find_by_id(job.id).worker_id
+    victim = registered(live_repo, holder).pid
+
+    os.kill(victim, signal.SIGKILL)
+
+    wait_until(lambda: live_repo.find_by_id(job.id).status == "completed", "the job to be taken back and run")
+    after = live_repo.find_by_id(job.id)
+    assert after.retry_count == 1 and after.attempt == 2
+    [lost] = live_repo.errors_for(job.id)
+    assert (lost.attempt, lost.worker_id) == (1, holder)
+    assert lost.error == f"worker {holder} lost its claim: its process (pid {victim}) died"
+    assert f"took back 1 job(s) of worker {holder}, whose process (pid {victim}) died" in pool.log()
+    pool.proc.send_signal(signal.SIGTERM)
+    assert pool.wait() == 0, pool.log()
+
+
 def test_processes_whose_parent_dies_finish_their_jobs_and_stop(live_repo, start_pool, tmp_path):
     job, started, release = gated_job(live_repo, tmp_path)
     pool = start_pool("--processes", "2", "--worker-id", "o")

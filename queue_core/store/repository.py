@@ -379,19 +379,34 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         cancelled. Returns how many jobs were reaped.
         """
         validate_age("older_than", older_than)
+
+        def why(job: Job, now: datetime) -> str:
+            seen = last_sign_of_life(job)
+            return (
+                f"no heartbeat for {(now - seen).total_seconds():.0f}s (stale after {older_than.total_seconds():.0f}s)"
+            )
+
+        return self._reap(lambda now: self._stale(cutoff_before(now, older_than)), why)
+
+    def reap_worker(self, worker_id: str, reason: str) -> int:
+        """Take back every claim ``worker_id`` holds, whatever its heartbeat, as ``reap_stale`` takes back a
+        stale one (the error says ``reason``): for a worker known to be gone, such as a pool's process that
+        its parent saw die, whose jobs need not wait to go stale. Returns how many jobs were reaped."""
+        worker_id = validate_worker_id(worker_id)
+        Job = self.Job
+        return self._reap(
+            lambda _now: (Job.status == RUNNING) & (Job.worker_id == worker_id), lambda _job, _now: reason
+        )
+
+    def _reap(self, condition, why) -> int:
+        """Take back the running jobs ``condition(now)`` selects, each with the error "worker W lost its claim:
+        ``why(job, now)``", in one transaction."""
         Job = self.Job
         with self.db.atomic():
             now = self.now()
-            cutoff = cutoff_before(now, older_than)
-            stale = list(
-                Job.select().where(self._stale(cutoff)).order_by(Job.id).for_update(self.statements.for_update)
-            )
+            stale = list(Job.select().where(condition(now)).order_by(Job.id).for_update(self.statements.for_update))
             for job in stale:
-                seen = last_sign_of_life(job)
-                error = (
-                    f"worker {job.worker_id} lost its claim: no heartbeat for "
-                    f"{(now - seen).total_seconds():.0f}s (stale after {older_than.total_seconds():.0f}s)"
-                )
+                error = f"worker {job.worker_id} lost its claim: {why(job, now)}"
                 self._record_error(job, error, now)
                 if job.cancel_requested:
                     changes = {"status": CANCELLED, "error": error, "updated_at": now}

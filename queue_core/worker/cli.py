@@ -263,6 +263,8 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
         return fail(str(exc))
     try:
         worker = build_worker(args, queue, schedules, member)
+        if member is not None and member.replaces is not None and database is not None:
+            take_back(queue, args, member)
         worker.subscribe(log_event, logged_kinds())
         metrics = start_metrics(worker, None if args.metrics_port is None else args.metrics_port + index)
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once; SQLite: a watcher of other
@@ -318,6 +320,21 @@ def build_worker(args, queue: JobQueue, schedules: list, member: Member | None) 
         scheduler=Scheduler(queue, schedules) if schedules else None,
         ack_delay=args.ack_delay,
     )
+
+
+def take_back(queue: JobRepository, args, member: Member) -> None:
+    """A replacement's first act: the jobs its predecessor held go back now (its parent saw it die: they
+    need not wait ``--stale-after`` for the reaper), as a reap would take them back. Best effort: after a
+    database error here the reaper still takes them back once they are stale."""
+    dead = member.replaces
+    worker_id = member_worker_id(args.worker_id, member.index) if args.worker_id else default_worker_id(dead)
+    try:
+        reaped = queue.reap_worker(worker_id, f"its process (pid {dead}) died")
+    except DATABASE_ERRORS as exc:
+        logger.warning("could not take back the jobs of worker %s, whose process died: %s", worker_id, exc)
+        return
+    if reaped:
+        logger.warning("took back %d job(s) of worker %s, whose process (pid %d) died", reaped, worker_id, dead)
 
 
 def start_metrics(worker: Worker, port: int | None):

@@ -61,8 +61,9 @@ class WorkerStats:
     unconfirmed: int = 0
 
 
-def default_worker_id() -> str:
-    return f"{socket.gethostname()}-{os.getpid()}"
+def default_worker_id(pid: int | None = None) -> str:
+    """``host-pid``: this process's, or that of process ``pid`` on this host."""
+    return f"{socket.gethostname()}-{os.getpid() if pid is None else pid}"
 
 
 class Worker:

@@ -42,6 +42,7 @@ class Member:
 
     index: int  # 0 .. N-1 (1 .. N in log lines); a replacement keeps the index of the process it replaces
     control: int  # the read end of its pipe from the parent
+    replaces: int | None = None  # the pid of the process that died, for a replacement
 
     def obey(self, worker: Worker) -> None:
         """Stop ``worker`` as the parent says: a graceful stop, a stop now, or (the pipe closed: the parent is
@@ -83,7 +84,7 @@ class Child:
     index: int
     control: int  # the write end of its pipe
     started_at: float
-    replacement: bool  # forked to replace one that died
+    replaces: int | None  # forked to replace the process of this pid, which died
 
 
 class WorkerPool:
@@ -114,7 +115,7 @@ class WorkerPool:
         previous = {sig: signal.signal(sig, self._on_signal) for sig in SIGNALS}
         try:
             for index in range(self.processes):
-                self._fork(index, replacement=False)
+                self._fork(index)
             pids = ",".join(str(pid) for pid in self.children)
             logger.info("started %d worker processes: pids %s", len(self.children), pids)
             self._supervise()
@@ -126,14 +127,14 @@ class WorkerPool:
 
     def _supervise(self) -> None:
         delays: dict[int, float] = {}  # index -> the delay of its last replacement
-        due: dict[int, float] = {}  # index -> when its replacement is forked
+        due: dict[int, tuple[float, int]] = {}  # index -> (when its replacement is forked, the dead one's pid)
         while self.children or (due and not self.stopping):
             if self.stopping:
                 due.clear()
-            for index, at in list(due.items()):
+            for index, (at, dead) in list(due.items()):
                 if at <= time.monotonic():
                     del due[index]
-                    self._fork(index, replacement=True)
+                    self._fork(index, replaces=dead)
             if due:  # a replacement to fork meanwhile: look for exits without blocking
                 pid, status = os.waitpid(-1, os.WNOHANG) if self.children else (0, 0)
                 if pid == 0:
@@ -149,7 +150,7 @@ class WorkerPool:
             what = f"worker process {child.index + 1} (pid {pid}) {describe_exit(status)}"
             if code == EXIT_OK or self.stopping:
                 self.code = max(self.code, code if code in (EXIT_OK, EXIT_USAGE) else EXIT_CRASH)
-            elif code == EXIT_USAGE and not child.replacement:
+            elif code == EXIT_USAGE and child.replaces is None:
                 # Its settings (a metrics port in use...): a replacement would fail alike.
                 logger.error("%s: stopping the others", what)
                 self.code, self.stopping = EXIT_USAGE, True
@@ -162,10 +163,10 @@ class WorkerPool:
                 if time.monotonic() - child.started_at < YOUNG:
                     delay = min(delays.get(child.index, FIRST_RESTART_DELAY / 2) * 2, MAX_RESTART_DELAY)
                 delays[child.index] = delay
-                due[child.index] = time.monotonic() + delay
+                due[child.index] = (time.monotonic() + delay, pid)
                 logger.warning("%s: starting another in %gs", what, delay)
 
-    def _fork(self, index: int, *, replacement: bool) -> None:
+    def _fork(self, index: int, *, replaces: int | None = None) -> None:
         sys.stdout.flush()
         sys.stderr.flush()
         # Signals wait until the child has set its own handlers (one between the fork and that would run this
@@ -178,13 +179,13 @@ class WorkerPool:
             reader, writer = os.pipe()
             pid = os.fork()
             if pid == 0:
-                self._child(index, reader, writer)  # never returns
+                self._child(Member(index, reader, replaces), writer)  # never returns
             os.close(reader)
-            self.children[pid] = Child(index, writer, time.monotonic(), replacement)
+            self.children[pid] = Child(index, writer, time.monotonic(), replaces)
         finally:
             signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
 
-    def _child(self, index: int, reader: int, writer: int) -> None:
+    def _child(self, member: Member, writer: int) -> None:
         code = EXIT_CRASH
         try:
             for sig in SIGNALS:
@@ -194,9 +195,9 @@ class WorkerPool:
             for fd in [writer, *(child.control for child in self.children.values())]:
                 os.close(fd)
             self.children.clear()
-            code = self.serve(Member(index, reader))
+            code = self.serve(member)
         except BaseException:
-            logger.exception("worker process %d crashed", index + 1)
+            logger.exception("worker process %d crashed", member.index + 1)
         finally:
             try:
                 if self.exit_hooks:

@@ -266,6 +266,7 @@ def test_a_pool_loses_nothing_while_its_processes_are_sigkilled_and_replaced(db_
     assert exit_code == 0, log[-3000:]
     assert len(killed) >= 3, "the chaos loop should have killed processes mid-run"
     assert log.count("was killed by SIGKILL: starting another") == len(killed), log[-3000:]
+    assert "took back" in log  # the replacements' takeover of a killed process's jobs, not the stale reaper
     runs = fleet.runs()
     for job in iter_all(repo):
         executions = runs.get(job.id, [])
