@@ -25,28 +25,43 @@ from queue_core.store.repository import JobRepository
 STALE_AFTER = 3.0  # heartbeats every 1 s: a loaded 2-core machine cannot starve a live worker that long
 
 
+def record_jobs(db_url: str, count: int) -> JobRepository:
+    """The repository, holding ``count`` short ``record`` jobs with retries enough to outlast the kills."""
+    repo = JobRepository(open_database(db_url))
+    with repo.db.atomic():
+        for i in range(count):
+            repo.create("record", {"i": i, "max_sleep": 0.01}, max_retries=10, retry_backoff=0)
+    return repo
+
+
+def chaos_until_drained(repo: JobRepository, jobs: int, rng: random.Random, soak: bool, kill) -> None:
+    """Every 0.2-0.6 s, ``kill()`` while more than a tenth of the jobs wait (chaos while there is work to
+    interrupt), until no job is pending or running (or the time is up: the caller's checks say what is left)."""
+    deadline = time.monotonic() + (3000 if soak else 400)
+    while time.monotonic() < deadline:
+        counts = repo.counts()
+        if counts["pending"] == 0 and counts["running"] == 0:
+            return
+        time.sleep(rng.uniform(0.2, 0.6))
+        if counts["pending"] > jobs // 10:
+            kill()
+
+
 @pytest.mark.timeout(3600)
 def test_nothing_lost_or_run_twice_under_sigkill(db_url, tmp_path, soak):
     jobs, workers = (20_000, 8) if soak else (1_500, 4)  # --soak: a longer run
     rng = random.Random(20261202)
-    repo = JobRepository(open_database(db_url))
-    with repo.db.atomic():
-        for i in range(jobs):
-            repo.create("record", {"i": i, "max_sleep": 0.01}, max_retries=10, retry_backoff=0)
+    repo = record_jobs(db_url, jobs)
     ledger = tmp_path / "ledger.db"
     fleet = Fleet(db_url, ledger, tmp_path, stale_after=STALE_AFTER)
     for _ in range(workers):
         fleet.start()
 
-    deadline = time.monotonic() + (3000 if soak else 400)
-    while time.monotonic() < deadline:
-        counts = repo.counts()
-        if counts["pending"] == 0 and counts["running"] == 0:
-            break
-        time.sleep(rng.uniform(0.2, 0.6))
-        if counts["pending"] > jobs // 10:  # chaos while there is work to interrupt
-            fleet.kill_one(rng)
-            fleet.start()
+    def kill_and_restart() -> None:
+        fleet.kill_one(rng)
+        fleet.start()
+
+    chaos_until_drained(repo, jobs, rng, soak, kill_and_restart)
     exit_codes = fleet.stop_all()
 
     counts = repo.counts()
@@ -223,10 +238,7 @@ def test_a_pool_loses_nothing_while_its_processes_are_sigkilled_and_replaced(db_
     cleanly."""
     jobs = 6_000 if soak else 1_500
     rng = random.Random(20261205)
-    repo = JobRepository(open_database(db_url))
-    with repo.db.atomic():
-        for i in range(jobs):
-            repo.create("record", {"i": i, "max_sleep": 0.01}, max_retries=10, retry_backoff=0)
+    repo = record_jobs(db_url, jobs)
     ledger = tmp_path / "ledger.db"
     fleet = Fleet(db_url, ledger, tmp_path, stale_after=STALE_AFTER)  # its environment and ledger
     log_path = tmp_path / "pool.log"
@@ -240,18 +252,15 @@ def test_a_pool_loses_nothing_while_its_processes_are_sigkilled_and_replaced(db_
             env=fleet.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
     host, killed = socket.gethostname(), set()
+
+    def kill_one() -> None:  # the pool replaces it
+        if victims := children_of(pool.pid):
+            victim = rng.choice(victims)
+            os.kill(victim, signal.SIGKILL)
+            killed.add(f"{host}-{victim}")
+
     try:
-        deadline = time.monotonic() + (3000 if soak else 400)
-        while time.monotonic() < deadline:
-            counts = repo.counts()
-            if counts["pending"] == 0 and counts["running"] == 0:
-                break
-            time.sleep(rng.uniform(0.2, 0.6))
-            victims = children_of(pool.pid)
-            if counts["pending"] > jobs // 10 and victims:  # chaos while there is work to interrupt
-                victim = rng.choice(victims)
-                os.kill(victim, signal.SIGKILL)
-                killed.add(f"{host}-{victim}")
+        chaos_until_drained(repo, jobs, rng, soak, kill_one)
         pool.send_signal(signal.SIGTERM)
         exit_code = pool.wait(timeout=60)
     finally:
