@@ -16,7 +16,6 @@ import peewee as pw
 import pytest
 import worker_handlers
 
-ROOT = Path(__file__).resolve().parents[1]
 WAIT = 60  # seconds to wait for something that should happen far sooner; only a guard against hangs
 
 

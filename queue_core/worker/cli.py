@@ -251,6 +251,14 @@ def member_worker_id(worker_id: str, index: int) -> str:
     return f"{worker_id}-{index + 1}"
 
 
+def worker_id_of(args, member: Member | None, pid: int | None = None) -> str:
+    """The id a worker of ``args`` runs under: ``--worker-id`` (``ID-k`` for a pool's process k, whose
+    replacement is ``ID-k`` again), else ``host-pid`` of this process or of ``pid``."""
+    if args.worker_id is None:
+        return default_worker_id(pid)
+    return args.worker_id if member is None else member_worker_id(args.worker_id, member.index)
+
+
 def serve(args, *, freeze_after_startup: bool = False, member: Member | None = None) -> int:
     """Run one worker with ``args`` until it stops; its exit code. ``member``: a process of a ``--processes``
     pool, stopped by its parent rather than by signals; the first one runs the periodic jobs, and the k-th
@@ -301,14 +309,10 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
 
 
 def build_worker(args, queue: JobQueue, schedules: list, member: Member | None) -> Worker:
-    """The worker ``args`` describe, on ``queue``; a pool's process k is ``ID-k`` when ``--worker-id`` names
-    the pool (its own ``host-pid`` otherwise)."""
-    worker_id = args.worker_id or default_worker_id()
-    if member is not None and args.worker_id is not None:
-        worker_id = member_worker_id(args.worker_id, member.index)
+    """The worker ``args`` describe, on ``queue`` (named by ``worker_id_of``)."""
     return Worker(
         queue,
-        worker_id=worker_id,
+        worker_id=worker_id_of(args, member),
         concurrency=args.concurrency,
         registry=registry,
         poll_interval=args.poll_interval,
@@ -327,7 +331,7 @@ def take_back(queue: JobRepository, args, member: Member) -> None:
     need not wait ``--stale-after`` for the reaper), as a reap would take them back. Best effort: after a
     database error here the reaper still takes them back once they are stale."""
     dead = member.replaces
-    worker_id = member_worker_id(args.worker_id, member.index) if args.worker_id else default_worker_id(dead)
+    worker_id = worker_id_of(args, member, dead)
     try:
         reaped = queue.reap_worker(worker_id, f"its process (pid {dead}) died")
     except DATABASE_ERRORS as exc:
