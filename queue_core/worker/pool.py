@@ -30,6 +30,7 @@ from .logs import logger
 from .loop import Worker
 
 STOP, STOP_NOW = b"s", b"n"  # what the parent writes to a process's pipe
+WORDS = (STOP, STOP_NOW)  # in the order a process must read them
 SIGNALS = (signal.SIGTERM, signal.SIGINT)
 FIRST_RESTART_DELAY, MAX_RESTART_DELAY = 1.0, 30.0  # seconds before a dead process is replaced
 YOUNG = 30.0  # seconds: a replacement that dies sooner doubles the next delay
@@ -85,6 +86,7 @@ class Child:
     control: int  # the write end of its pipe
     started_at: float
     replaces: int | None  # forked to replace the process of this pid, which died
+    told: int = 0  # how many of WORDS it has been sent
 
 
 class WorkerPool:
@@ -225,6 +227,17 @@ class WorkerPool:
             self._tell_all(STOP_NOW)
 
     def _tell_all(self, word: bytes) -> None:
-        for child in self.children.values():
-            with contextlib.suppress(OSError):  # that process has exited; the wait reaps it
-                os.write(child.control, word)
+        """Send each process ``word``, and first the words before it that it was not sent: a second signal
+        can arrive while the first one's handler runs (its handler then runs inside it), and a process told
+        "stop now" before "stop" would take the second signal for the first (a stop with no time to finish,
+        reported as the shutdown timeout's). Signals wait while a word is sent, so none cuts into another."""
+        level = WORDS.index(word) + 1
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+        try:
+            for child in self.children.values():
+                while child.told < level:
+                    with contextlib.suppress(OSError):  # that process has exited; the wait reaps it
+                        os.write(child.control, WORDS[child.told])
+                    child.told += 1
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
