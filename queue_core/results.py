@@ -24,7 +24,10 @@ def encode_result(value) -> str | None:
         raise ValidationError("result", "the handler's return value nests too deep to store as JSON") from None
     except (TypeError, ValueError) as exc:
         raise ValidationError("result", f"the handler's return value is not JSON-serialisable: {exc}") from None
-    size = len(text.encode("utf-8"))
+    try:
+        size = len(text.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise ValidationError("result", "the handler's return value holds a lone surrogate: not text") from None
     if size > MAX_RESULT_BYTES:
         raise ValidationError(
             "result", f"the handler's return value is {size} bytes as JSON, over the {MAX_RESULT_BYTES}-byte limit"

@@ -232,3 +232,16 @@ def test_server_refuses_a_non_ascii_token_from_the_environment(tmp_path):
     result = run_module("queue_core.server", "--db", f"sqlite:///{tmp_path}", QUEUE_API_TOKEN="sécret")
     assert result.returncode == 2, result.stderr
     assert_one_error_line(result.stderr, "QUEUE_API_TOKEN", "ASCII")
+
+
+@pytest.mark.parametrize("command", [["show", "1"], ["list", "--json"]])
+def test_a_payload_holding_a_lone_surrogate_is_shown_escaped_not_a_traceback(db_url, command):
+    # JSON allows "\ud800" and the payload keeps it, but no UTF-8 output can write it as it is.
+    db = open_database(db_url)
+    JobRepository(db).create("echo", {"a": "\ud800"})
+    db.close()
+    done = run_module("queue_core", "--db", db_url, *command)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert "\\ud800" in done.stdout
+    if command[-1] == "--json":
+        assert json.loads(done.stdout)["payload"] == {"a": "\ud800"}  # the escape is JSON's own

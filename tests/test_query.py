@@ -122,3 +122,15 @@ def test_quoted_values_round_trip(pairs):
     except QueryError:
         return  # e.g. id:"x" or status:"nope": refused with a reason
     assert [term.value for term in query.terms] == [v for _, v in pairs]
+
+
+def test_a_payload_holding_a_nul_leaves_payload_searches_working(repo):
+    # JSON allows the escape \u0000 and the payload column keeps it; PostgreSQL's jsonb refuses it, and one
+    # such row made every payload.KEY: search fail there.
+    odd, _ = repo.create("t", {"k": "a\u0000b"})
+    repo.create("t", {"k": "\\\u0000\u0000", "\u0000": 1})  # a backslash before two NULs; a NUL key
+    plain, _ = repo.create("t", {"k": "v"})
+    written_out, _ = repo.create("t", {"k": "\\u0000"})  # a backslash, then "u0000": six characters
+    assert ids(repo, "payload.k:v") == [plain.id]
+    assert ids(repo, "payload.k:\\u0000") == [written_out.id]
+    assert repo.find_by_id(odd.id).payload == {"k": "a\u0000b"}

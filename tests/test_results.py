@@ -49,8 +49,9 @@ def test_a_return_value_is_stored_and_read_back_as_json(queue, live_repo):
         ({1, 2}, "not JSON-serialisable"),
         (float("nan"), "not JSON-serialisable"),
         ("x" * (MAX_RESULT_BYTES + 1), f"over the {MAX_RESULT_BYTES}-byte limit"),
+        ({"path": "\udcff"}, "lone surrogate"),
     ],
-    ids=["set", "nan", "too big"],
+    ids=["set", "nan", "too big", "surrogate"],
 )
 def test_a_result_that_cannot_be_stored_fails_the_attempt_saying_why(queue, live_repo, value, says):
     @queue.task("bad", max_retries=0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from datetime import timedelta
@@ -206,6 +207,11 @@ def run(args, repo: JobRepository) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A payload may hold a lone surrogate (JSON allows "\\ud800"), which no UTF-8 output can show: written
+    # escaped rather than a traceback halfway through a listing.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
     try:
         db = open_for_command(args.db)
