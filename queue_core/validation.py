@@ -23,6 +23,9 @@ MAX_LIST_LIMIT = 1000
 MAX_PAYLOAD_DEPTH = 64
 # Types one claim may name: each is a bound parameter, and no worker serves more.
 MAX_TYPES = 100
+# The longest span of seconds any option takes (a timeout, a back-off, a delay): a century, more than anyone
+# means. Past it, a deadline leaves the platform's time range, and PostgreSQL's REAL column overflows.
+MAX_SECONDS = 100 * 365 * 24 * 3600
 
 
 def is_text(value: str) -> bool:
@@ -75,8 +78,11 @@ def validate_timeout(value) -> float | None:
     """Seconds an attempt may run; None: no limit."""
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
-        raise ValidationError("timeout", f"must be a number of seconds above 0, or None for no limit; got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_SECONDS:  # NaN too
+        raise ValidationError(
+            "timeout",
+            f"must be seconds above 0, at most {MAX_SECONDS}, or None for no limit; got {value!r}",
+        )
     return float(value)
 
 
@@ -221,8 +227,10 @@ def validate_idempotency_key(value) -> str | None:
 def validate_retry_backoff(value) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValidationError("retry_backoff", "must be a non-negative number of seconds (0 retries at once)")
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_SECONDS:  # NaN too
+        raise ValidationError(
+            "retry_backoff", f"must be a number of seconds from 0 (retries at once) to {MAX_SECONDS}; got {value!r}"
+        )
     return float(value)
 
 

@@ -125,3 +125,11 @@ def test_a_deeply_nested_payload_is_refused_and_writes_nothing(http, repo, depth
     assert response.status_code in (400, 422), response.text
     assert_problem(response, response.status_code)
     assert sum(repo.counts().values()) == 0
+
+
+@pytest.mark.parametrize("field", ["timeout", "retry_backoff"])
+def test_a_span_of_seconds_past_a_century_is_a_422_naming_it(http, repo, field):
+    # 1e300 seconds: SQLite stored it and the job's first attempt failed on its deadline; PostgreSQL's REAL
+    # overflowed, a 422 that named no field.
+    assert_problem(http.post("/jobs", json={"type": "echo", field: 1e300}), 422, field=field)
+    assert sum(repo.counts().values()) == 0

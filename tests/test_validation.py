@@ -39,6 +39,9 @@ BAD_CREATES = [
     ({"type": "t", "run_at": datetime(5, 1, 1, tzinfo=UTC)}, "run_at"),
     ({"type": "t", "retry_backoff": -1}, "retry_backoff"),
     ({"type": "t", "retry_backoff": float("inf")}, "retry_backoff"),
+    ({"type": "t", "retry_backoff": 1e300}, "retry_backoff"),  # PostgreSQL's REAL overflows
+    ({"type": "t", "timeout": 1e300}, "timeout"),  # the attempt's deadline is past the platform's time
+    ({"type": "t", "timeout": float("nan")}, "timeout"),
 ]
 
 

@@ -14,11 +14,10 @@ import peewee as pw
 
 from ..errors import DatabaseURLError, QueueError
 from ..store.database import DATABASE_ERRORS, default_url, open_database, without_password
-from ..validation import validate_token
+from ..validation import MAX_SECONDS, validate_token
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
-MAX_SECONDS = 100 * 365 * 24 * 3600  # a century: more than any delay or retention anyone means
 
 
 class CLIArgumentParser(argparse.ArgumentParser):

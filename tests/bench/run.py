@@ -58,7 +58,7 @@ def postgres_plan(ctx: Context) -> list:
         *REFERENCE_AND_OURS,
         ("procrastinate", lambda c: peers.procrastinate_scenarios(c, drain_processes)),
         ("pgqueuer", lambda c: peers.pgqueuer_scenarios(c, drain_processes)),
-        ("workers", lambda c: workers.worker_drains(c, [1, 2, 4], concurrent=[4], pooled=[(4, 4)])),
+        ("workers", lambda c: workers.worker_drains(c, [1, 2, 4], concurrent=[4], pooled=[(4, 4), (4, 1)])),
         # Four times the usual backlog: a claim that grew with the backlog (one planned without statistics
         # sorted every pending job) shows as a rate well below the drain above.
         ("workers", lambda c: workers.worker_drains(replace(c, n=4 * c.n), [], concurrent=[4], backlog=True)),
@@ -240,6 +240,12 @@ TARGETS = [
     (
         "… the same with default settings (1 slot a process) ≥ 3× raw, start-up in neither",
         "postgresql.ours.steady_4p",
+        "postgresql.raw.drain",
+        3.0,
+    ),
+    (
+        "… the same, our 4 processes as one command (--processes 4)",
+        "postgresql.ours.steady_4p_pool",
         "postgresql.raw.drain",
         3.0,
     ),
