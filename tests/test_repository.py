@@ -188,6 +188,8 @@ def test_reap_worker_takes_back_every_claim_of_that_worker_at_once(repo, clock):
     last, _ = repo.create("t", max_retries=0)
     cancelled, _ = repo.create("t")
     other, _ = repo.create("t")
+    for worker_id in ("w-gone", "w-alive"):
+        repo.register_worker(worker_id, host="h", pid=42, queues=None, concurrency=3, stale_after=300)
     assert [job.id for job in repo.claim_many("w-gone", 3)] == [kept.id, last.id, cancelled.id]
     repo.claim("w-alive")
     repo.cancel(cancelled.id)  # running: a cancel request
@@ -202,6 +204,11 @@ def test_reap_worker_takes_back_every_claim_of_that_worker_at_once(repo, clock):
     assert repo.find_by_id(cancelled.id).status == "cancelled"
     assert repo.find_by_id(other.id).status == "running"  # another worker's claim is not touched
     assert [(e.worker_id, e.attempt, e.error) for e in repo.errors_for(kept.id)] == [("w-gone", 1, error)]
+    # Its row in the registry no longer shows it running (it did until its stale_after passed).
+    assert {w.id: (w.state, w.running) for w in repo.workers()} == {
+        "w-gone": ("stopped", 0),
+        "w-alive": ("running", 1),
+    }
     assert repo.reap_worker("w-gone", "again") == 0
     with pytest.raises(ValidationError):
         repo.reap_worker("", "no worker")

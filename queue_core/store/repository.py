@@ -391,12 +391,17 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
     def reap_worker(self, worker_id: str, reason: str) -> int:
         """Take back every claim ``worker_id`` holds, whatever its heartbeat, as ``reap_stale`` takes back a
         stale one (the error says ``reason``): for a worker known to be gone, such as a pool's process that
-        its parent saw die, whose jobs need not wait to go stale. Returns how many jobs were reaped."""
+        its parent saw die, whose jobs need not wait to go stale. Its row in the worker registry shows it
+        stopped, as a worker that released its jobs does (it showed running until ``stale_after`` passed).
+        Returns how many jobs were reaped."""
         worker_id = validate_worker_id(worker_id)
         Job = self.Job
-        return self._reap(
-            lambda _now: (Job.status == RUNNING) & (Job.worker_id == worker_id), lambda _job, _now: reason
-        )
+        with self.db.atomic():
+            reaped = self._reap(
+                lambda _now: (Job.status == RUNNING) & (Job.worker_id == worker_id), lambda _job, _now: reason
+            )
+            self.worker_stopped(worker_id)
+        return reaped
 
     def _reap(self, condition, why) -> int:
         """Take back the running jobs ``condition(now)`` selects, each with the error "worker W lost its claim:
