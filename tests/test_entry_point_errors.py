@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -245,3 +246,19 @@ def test_a_payload_holding_a_lone_surrogate_is_shown_escaped_not_a_traceback(db_
     assert "\\ud800" in done.stdout
     if command[-1] == "--json":
         assert json.loads(done.stdout)["payload"] == {"a": "\ud800"}  # the escape is JSON's own
+
+
+def test_a_server_port_in_use_is_one_error_line(db_url):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = run_module("queue_core.server", "--db", db_url, "--port", str(port))
+    assert done.returncode == 2  # uvicorn's own: its log lines, then exit 3
+    assert_one_error_line(done.stderr, f"cannot listen on 127.0.0.1:{port}", "choose another --port")
+
+
+def test_a_server_host_that_is_no_address_is_one_error_line(db_url):
+    done = run_module("queue_core.server", "--db", db_url, "--host", "no-such-host.invalid", "--insecure")
+    assert done.returncode == 2
+    assert_one_error_line(done.stderr, "cannot listen on no-such-host.invalid")

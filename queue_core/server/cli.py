@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import errno
+import logging
 import os
+import socket
 import sys
 
 from ..cli.args import (
@@ -91,11 +94,41 @@ def main(argv: list[str] | None = None) -> int:
         db = open_for_command(args.db or default_url())
     except QueueError as exc:
         return fail(str(exc))
+    try:
+        sock = listen(args.host, args.port)
+    except QueueError as exc:
+        db.close()
+        return fail(str(exc))
     import uvicorn  # here, not at the top: --help and a bad argument answer without loading the server stack
 
     app = create_app(db, token=token, read_token=read_token, max_body_bytes=args.max_body_bytes)
     try:
-        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level)
+        config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level)
+        # uvicorn says where it listens only for sockets it bound itself.
+        shown = f"[{args.host}]" if ":" in args.host else args.host
+        logging.getLogger("uvicorn.error").info("Serving on http://%s:%d (Press CTRL+C to quit)", shown, args.port)
+        uvicorn.Server(config).run(sockets=[sock])
     finally:
+        sock.close()
         db.close()
     return 0
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket listening on ``host``:``port``, bound here rather than by uvicorn, whose failure to bind is
+    its own log lines and exit code 3; a QueueError saying what to change instead."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise QueueError(f"cannot listen on {host}: not an address or a host name known here ({exc})") from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn does: a restart need not wait
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        hint = "; stop what listens there or choose another --port" if exc.errno == errno.EADDRINUSE else ""
+        raise QueueError(f"cannot listen on {host}:{port}: {exc.strerror or exc}{hint}") from None
+    sock.set_inheritable(True)
+    return sock
