@@ -26,9 +26,9 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from .errors import ValidationError
+from .errors import QueueError, ValidationError
 from .job_options import JOB_OPTIONS, validate_job_options
-from .store.database import open_database
+from .store.database import open_database, without_password
 from .store.models import Job
 from .store.repository import JobRepository
 from .validation import validate_aware
@@ -58,6 +58,18 @@ def registered_schedules(registry: HandlerRegistry | None = None) -> list[Schedu
             if _definition(seen) != _definition(schedule):
                 raise ValidationError("name", f"two different schedules are named {schedule.name!r}")
     return sorted(found.values(), key=lambda schedule: schedule.name)
+
+
+def declared_database_url(registry: HandlerRegistry | None = None) -> str | None:
+    """The URL the Queues registering into ``registry`` (default: the worker CLI's) were given, if any names
+    one: where a worker of their ``--handlers`` modules started without ``--db`` or ``$QUEUE_DB_URL`` runs
+    (it used ``sqlite:///queue.db``, an empty file, and did nothing). QueueError if they name different ones."""
+    registry = default_registry() if registry is None else registry
+    urls = sorted({queue.url for queue in list(_queues) if queue.registry is registry and queue.url is not None})
+    if len(urls) > 1:
+        named = ", ".join(without_password(url) for url in urls)
+        raise QueueError(f"the --handlers modules' Queues name different databases ({named}); choose one with --db")
+    return urls[0] if urls else None
 
 
 def _definition(schedule: Schedule) -> tuple:

@@ -14,6 +14,7 @@ from ..store.database import DATABASE_ERRORS, default_url, without_password
 from ..store.models import JobStatus
 from ..store.repository import JobRepository
 from ..validation import MAX_LIST_LIMIT, parse_payload
+from ..worker.cli import adopt_queue_url
 from . import bulk, controls, schedules
 from .args import (
     EXIT_FAILURE,
@@ -213,6 +214,12 @@ def main(argv: list[str] | None = None) -> int:
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(errors="backslashreplace")
     args = build_parser().parse_args(argv)
+    if getattr(args, "handlers", None):
+        # The schedules of --handlers modules: imported before the database is opened, which their Queue
+        # may name (as a worker of them would serve it).
+        problem = schedules.import_handler_modules(args.handlers) or adopt_queue_url(args)
+        if problem:
+            return fail(problem)
     try:
         db = open_for_command(args.db)
     except QueueError as exc:

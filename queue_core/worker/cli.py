@@ -29,10 +29,10 @@ from ..cli.args import (
     positive_seconds,
 )
 from ..errors import QueueError
-from ..store.database import DATABASE_ERRORS, ReconnectingPostgresqlDatabase
+from ..store.database import DATABASE_ERRORS, ReconnectingPostgresqlDatabase, without_password
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
-from ..tasks import registered_schedules
+from ..tasks import declared_database_url, registered_schedules
 from ..validation import validate_api_url, validate_token, validate_worker_id
 from .defaults import DEFAULTS, MAX_CONCURRENCY, MAX_PROCESSES, check_ack_delay, valid_queue_slots
 from .handlers import registry
@@ -93,7 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run queued jobs with the registered handlers until stopped (SIGTERM/SIGINT).",
     )
     add = parser.add_argument
-    add("--db", default=None, help="database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)")
+    db_help = "database URL (default: $QUEUE_DB_URL, else the --handlers modules' Queue's, else sqlite:///queue.db)"
+    add("--db", default=None, help=db_help)
     api_help = "claim over the HTTP API at URL (queue_core.server) instead of --db"
     add("--api", type=api_url, default=None, metavar="URL", help=api_help)
     add("--token", type=api_token, default=None, help="bearer token for --api (default: $QUEUE_API_TOKEN)")
@@ -214,7 +215,7 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
     ``run``), never for a caller's process, whose garbage it would keep from the cyclic collector."""
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
-    problem = import_handler_modules(args.handlers) or conflicting_arguments(args)
+    problem = import_handler_modules(args.handlers) or conflicting_arguments(args) or adopt_queue_url(args)
     if problem:
         return fail(problem)
     if args.processes == 1:
@@ -244,6 +245,21 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
         exit_hooks=freeze_after_startup,
     )
     return pool.run()
+
+
+def adopt_queue_url(args) -> str | None:
+    """With neither ``--db``, ``--api`` nor ``$QUEUE_DB_URL``: the database the ``--handlers`` modules' Queue
+    names, as a worker of those tasks is expected to serve (``args.db`` set); the error line if they name
+    several, else None."""
+    if args.db is not None or getattr(args, "api", None) is not None or os.environ.get("QUEUE_DB_URL"):
+        return None
+    try:
+        args.db = declared_database_url(registry)
+    except QueueError as exc:
+        return str(exc)
+    if args.db is not None:
+        logger.info("using %s, the database the handler modules' Queue names", without_password(args.db))
+    return None
 
 
 def member_worker_id(worker_id: str, index: int) -> str:
