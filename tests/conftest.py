@@ -79,7 +79,10 @@ def with_search_path(url: str, schema: str) -> str:
 @pytest.fixture
 def db_url(request, tmp_path):
     if getattr(request, "param", "sqlite") == "sqlite":
-        yield f"sqlite:///{tmp_path / 'queue.db'}"
+        url = f"sqlite:///{tmp_path / 'queue.db'}"
+        # Made, as PostgreSQL's schema is: commands other than enqueue refuse a SQLite file that is not there.
+        open_database(url).close()
+        yield url
         return
     import psycopg
 

@@ -262,3 +262,20 @@ def test_a_server_host_that_is_no_address_is_one_error_line(db_url):
     done = run_module("queue_core.server", "--db", db_url, "--host", "no-such-host.invalid", "--insecure")
     assert done.returncode == 2
     assert_one_error_line(done.stderr, "cannot listen on no-such-host.invalid")
+
+
+@pytest.mark.parametrize("command", [["list"], ["show", "1"], ["stats"], ["workers"], ["retry", "1"]])
+def test_a_command_other_than_enqueue_refuses_a_sqlite_file_that_is_not_there(tmp_path, command):
+    # A mistyped path showed an empty queue, exited 0 and left a new file behind.
+    missing = tmp_path / "mistyped.db"
+    code, out, err = run_cli("--db", f"sqlite:///{missing}", *command)
+    assert code == 2 and out == ""
+    assert_one_error_line(err, f"no database at {missing}", "--db")
+    assert not missing.exists()
+
+
+def test_enqueue_makes_a_new_sqlite_file(tmp_path):
+    new = tmp_path / "new.db"
+    code, _, err = run_cli("--db", f"sqlite:///{new}", "enqueue", "echo")
+    assert code == 0, err
+    assert new.exists() and run_cli("--db", f"sqlite:///{new}", "list")[0] == 0

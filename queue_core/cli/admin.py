@@ -221,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             return fail(problem)
     try:
-        db = open_for_command(args.db)
+        # Only enqueue makes a new SQLite file: to every other command a missing one is a mistyped path.
+        db = open_for_command(args.db, create=args.command == "enqueue")
     except QueueError as exc:
         return fail(str(exc))
     try:

@@ -136,10 +136,12 @@ def default_url() -> str:
     return os.environ.get("QUEUE_DB_URL") or DEFAULT_URL
 
 
-def open_database(url: str | None = None, *, synchronous: str | None = None) -> pw.Database:
+def open_database(url: str | None = None, *, synchronous: str | None = None, create: bool = True) -> pw.Database:
     """Open ``url`` (a ``playhouse.db_url`` URL; default ``$QUEUE_DB_URL`` or ``sqlite:///queue.db``).
 
-    The schema is created or migrated on open, so any command can be the first to touch a new file.
+    The schema is created or migrated on open, so any command can be the first to touch a new file; with
+    ``create=False`` a SQLite file that does not exist is a DatabaseURLError instead (a command that only
+    reads or changes jobs would show a mistyped path as an empty queue, and leave a new file there).
     SQLite: WAL, a busy timeout, ``synchronous=NORMAL`` (durable against a process crash; a power loss
     may drop the last commits) unless ``synchronous="FULL"`` or ``?synchronous=full`` in the URL asks
     for durability against power loss too, at the cost of an fsync per commit.
@@ -149,6 +151,11 @@ def open_database(url: str | None = None, *, synchronous: str | None = None) -> 
     scheme = parsed.scheme.split("+")[0]
     if scheme == "sqlite":
         db = _open_sqlite(url, parsed, synchronous)
+        if not create and not os.path.exists(db.database):
+            raise DatabaseURLError(
+                f"no database at {db.database} ({url}): check --db or $QUEUE_DB_URL (enqueue or a worker makes"
+                " a new one)"
+            )
     elif scheme in ("postgres", "postgresql"):
         db = _open_postgres(url, parsed)
     else:
