@@ -49,6 +49,7 @@ class WorkerEvent:
     duration: float | None = None  # seconds the handler ran
     error: str | None = None
     message: str = ""  # one human-readable line: what the log prints
+    note: str = ""  # what the message adds to the fields above (why a job was lost, when it is retried...)
 
 
 class EventHub:
@@ -103,6 +104,7 @@ class EventHub:
             duration=duration,
             error=error,
             message=message,
+            note=note,
         )
         for callback in subscribers:
             try:

@@ -113,7 +113,7 @@ class Housekeeping:
                 if entry.job.id in held or entry.acking or session.running.get(entry.key) is not entry:
                     continue
                 entry.lost = True
-            note = "claim taken back while running (reaped); its outcome will be discarded"
+            note = "its claim was taken back while it ran (reaped, or failed by an operator); its outcome is discarded"
             self._events.emit("lost", entry.job, note=note)
         return held
 

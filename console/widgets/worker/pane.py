@@ -115,11 +115,11 @@ JOB_EVENTS = ("claimed", "completed", "failed")
 
 
 def describe(event) -> str:
-    """One line for the log: the common job events from their fields, the others in the worker's words.
+    """One line for the log: a job's events from their fields and note, the others in the worker's words.
 
     Plain text (the log shows it as text), cut to ``NOTE_CHARS``.
     """
-    if event.kind not in JOB_EVENTS and event.message:
+    if event.kind not in JOB_EVENTS and event.job_id is None and event.message:
         return one_line(event.message, NOTE_CHARS)
     parts = []
     if event.job_id is not None:
@@ -132,4 +132,6 @@ def describe(event) -> str:
         parts.append(f"{event.duration:.2f}s")
     if event.error:
         parts.append(one_line(event.error, NOTE_CHARS))
+    if event.note:
+        parts.append(one_line(event.note, NOTE_CHARS))
     return " · ".join(parts)
