@@ -133,3 +133,14 @@ def test_a_span_of_seconds_past_a_century_is_a_422_naming_it(http, repo, field):
     # overflowed, a 422 that named no field.
     assert_problem(http.post("/jobs", json={"type": "echo", field: 1e300}), 422, field=field)
     assert sum(repo.counts().values()) == 0
+
+
+@pytest.mark.parametrize(
+    ("queues", "field"), [(["a\nb"], "queues.0"), ("some", "queues"), (7, "queues")], ids=["bad name", "text", "number"]
+)
+def test_a_field_that_takes_several_shapes_is_named_as_the_client_sent_it(http, queues, field):
+    # pydantic names the member of the union it tried (queues.list[function-after[check(), str]].0) and
+    # reports each member's error ("Input should be '*'" beside the name's own).
+    body = {"host": "h", "pid": 1, "queues": queues, "concurrency": 1, "stale_after": 60}
+    problem = assert_problem(http.post("/workers/w1/register", json=body), 422, field=field)
+    assert [error["field"] for error in problem["errors"]] == [field]

@@ -53,7 +53,7 @@ def test_an_exception_fails_the_job_with_its_message(live_repo, handlers, events
     failures = {e.job_id: e for e in events.of("failed")}
     assert failures[retried.id].error == "card declined"
     assert 'error="card declined": retry 1/3 at ' in failures[retried.id].message
-    assert failures[final.id].message.endswith("no retries left after 1 attempts")
+    assert failures[final.id].message.endswith("no retries left after 1 attempt")
 
 
 def test_only_registered_types_are_claimed(live_repo, handlers, make_worker):

@@ -75,11 +75,37 @@ def problem_doc(description: str) -> dict:
 
 
 def field_name(loc) -> str:
-    """('body', 'payload') -> 'payload'; ('query', 'limit') -> 'limit'."""
-    parts = [str(part) for part in loc]
+    """('body', 'payload') -> 'payload'; ('query', 'limit') -> 'limit'. The member of a union pydantic tried
+    (``list[function-after[check(), str]]``, ``literal['*']``) is its own part of the location, and no name
+    a client sent: left out."""
+    parts = [str(part) for part in loc if not _union_member(part)]
     if len(parts) > 1 and parts[0] in ("body", "query", "path", "header"):
         parts = parts[1:]
     return ".".join(parts)
+
+
+def _union_member(part) -> bool:
+    return isinstance(part, str) and "[" in part
+
+
+def _field_errors(errors: list) -> list[dict]:
+    """One entry per error, by field. A value that fits no member of a union gets an error from each: the
+    errors of a literal member (``Input should be '*'``) are left out when another member says more."""
+    said = {_top(error) for error in errors if not _literal_member(error)}
+    return [
+        {"field": field_name(error.get("loc", ())), "message": error.get("msg", "invalid")}
+        for error in errors
+        if not (_literal_member(error) and _top(error) in said)
+    ]
+
+
+def _top(error: dict) -> str:
+    """The field an error is about, without the item or key within it (``queues`` of ``queues.0``)."""
+    return field_name(error.get("loc", ())).split(".")[0]
+
+
+def _literal_member(error: dict) -> bool:
+    return any(isinstance(part, str) and part.startswith("literal[") for part in error.get("loc", ()))
 
 
 def on_request_validation_error(request: Request, exc: RequestValidationError) -> Response:
@@ -92,7 +118,7 @@ def on_request_validation_error(request: Request, exc: RequestValidationError) -
         )
     if any(tuple(error.get("loc", ())) == ("body",) and isinstance(error.get("input"), bytes) for error in errors):
         return problem_response(415, "send the body as JSON with 'Content-Type: application/json'")
-    fields = [{"field": field_name(error.get("loc", ())), "message": error.get("msg", "invalid")} for error in errors]
+    fields = _field_errors(errors)
     detail = "; ".join(f"{f['field']}: {f['message']}" for f in fields)
     return problem_response(422, detail, type=VALIDATION, title="Invalid request", errors=fields)
 

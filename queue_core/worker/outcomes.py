@@ -20,7 +20,7 @@ from .session import Running
 def failure_note(job: ClaimedJob, result: ClaimedJob) -> str:
     """What became of a failed attempt: retried when, or failed for good."""
     if result.status == FAILED:
-        return f"no retries left after {job.attempt} attempts"
+        return f"no retries left after {job.attempt} attempt{'' if job.attempt == 1 else 's'}"
     retry_at = result.run_at.isoformat(timespec="milliseconds")
     return f"retry {result.retry_count}/{result.max_retries} at {retry_at}"
 

@@ -61,6 +61,16 @@ def test_enqueue_reap_and_queue_lines_parse_to_what_was_done():
     assert parse(command_line("pause", "reports")).name == "reports"
 
 
+def test_a_delay_reads_as_it_was_typed_not_as_the_clocks_gap():
+    # The form's now is a moment before the create's created_at: "2s" came out as --delay 1.99999.
+    created = datetime(2026, 1, 1, 12, 0, 0, 12)
+    job = SimpleNamespace(
+        type="t", payload={}, priority=0, max_retries=3, idempotency_key=None, queue="default", created_at=created
+    )
+    job.run_at = created + timedelta(seconds=2) - timedelta(microseconds=12)
+    assert "--delay 2 " in enqueue_line(job) + " "
+
+
 @pytest.mark.asyncio
 async def test_every_line_the_console_showed_is_a_real_command(pilot, scene):
     """Actions by key (enqueue, retry, cancel, pause, reap, a bulk retry), then each panel line parsed."""
