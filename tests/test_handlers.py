@@ -127,11 +127,20 @@ def test_demo_handlers_reject_bad_payloads_with_a_clear_message(name, payload, m
 
 
 def test_sleep_sleeps(monkeypatch):
+    clock = [100.0]
     slept = []
-    monkeypatch.setattr("queue_core.worker.handlers.time.sleep", slept.append)
+
+    def sleep(seconds):
+        slept.append(seconds)
+        clock[0] += seconds
+
+    monkeypatch.setattr("queue_core.worker.handlers.time.sleep", sleep)
+    monkeypatch.setattr("queue_core.worker.handlers.time.monotonic", lambda: clock[0])
     BUILTINS["sleep"]({"seconds": 0.25})
+    assert sum(slept) == pytest.approx(0.25)
     BUILTINS["sleep"]({})
-    assert slept == [0.25, 1.0]
+    assert sum(slept) == pytest.approx(1.25)
+    assert max(slept) <= 0.1 + 1e-9  # in slices, looking for a cancel request between them
 
 
 # Issue 19, defect 4: these were accepted, never run, and their jobs marked completed. Generators still are

@@ -18,6 +18,7 @@ from queue_core.errors import ValidationError
 from queue_core.store.repository import JobRepository
 from queue_core.worker import Worker
 from queue_core.worker.handlers import current_job
+from queue_core.worker.handlers import sleep as builtin_sleep
 
 
 def wait_until(predicate, what: str, timeout: float = WAIT):
@@ -321,3 +322,15 @@ def test_over_http_a_worker_registers_keeps_to_its_queues_and_honours_a_cancel(l
     row = the_worker(live_repo, "remote")
     assert row.state == "stopped" and list(row.queues) == ["mail"]
     assert not events.of("error"), [e.message for e in events.of("error")]
+
+
+def test_the_built_in_sleep_stops_when_its_job_is_cancelled(live_repo, handlers, events, make_worker):
+    # The console's demo cancels sleep jobs; the handler slept its full time and the job ended completed.
+    handlers.register("sleep", builtin_sleep)
+    job, _ = live_repo.create("sleep", {"seconds": 600})
+    worker = make_worker(stale_after=1.5)  # heartbeat every 0.5 s
+    worker.start()
+    cancel_when_running(live_repo, job.id)
+    events.wait_for("cancelled")
+    assert live_repo.find_by_id(job.id).status == "cancelled"
+    assert worker.stats.cancelled == 1 and worker.stats.completed == 0

@@ -205,8 +205,23 @@ def echo(payload: dict) -> None:
 
 
 def sleep(payload: dict) -> None:
-    """Sleep ``{"seconds": x}`` (default 1, at most a day): a stand-in for slow work."""
-    time.sleep(_number(payload, "seconds", 1.0, low=0, high=86_400))
+    """Sleep ``{"seconds": x}`` (default 1, at most a day): a stand-in for slow work, which stops early when
+    an operator cancels its job (as a long handler should: README, "Queues, pause, cancel and workers")."""
+    deadline = time.monotonic() + _number(payload, "seconds", 1.0, low=0, high=86_400)
+    while (left := deadline - time.monotonic()) > 0:
+        if _cancel_requested():
+            return
+        time.sleep(min(left, SLEEP_SLICE))
+
+
+SLEEP_SLICE = 0.1  # seconds the sleep handler sleeps between looks for a cancel request
+
+
+def _cancel_requested() -> bool:
+    try:
+        return bool(getattr(current_job(), "cancel_requested", False))
+    except NoCurrentJobError:  # called as a plain function
+        return False
 
 
 def fail(payload: dict) -> None:
