@@ -29,8 +29,20 @@ from .selection import JOB_VIEWS, Selection
 from .widgets.command_panel import CommandPanel
 
 BULK_BINDINGS = [
-    Binding("C", "bulk('cancel')", "Cancel…", id="bulk-cancel", tooltip="cancel the selection (asks first)"),
-    Binding("D", "bulk('delete')", "Delete…", id="bulk-delete", tooltip="delete the selection (asks first)"),
+    Binding(
+        "C",
+        "bulk('cancel')",
+        "Cancel…",
+        id="bulk-cancel",
+        tooltip="cancel the selection or the cursor job (asks first)",
+    ),
+    Binding(
+        "D",
+        "bulk('delete')",
+        "Delete…",
+        id="bulk-delete",
+        tooltip="delete the selection or the cursor job (asks first)",
+    ),
     # Not in the footer (it is full at 120 columns): in the help, the palette and the README.
     Binding(
         "space",
