@@ -5,9 +5,8 @@ did nothing."""
 from __future__ import annotations
 
 import subprocess
-import sys
 
-from live_server import child_env
+from live_server import run_module
 
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
@@ -34,14 +33,7 @@ def write_module(folder, name: str, url: str, kind: str = "shout") -> None:
 
 
 def run(folder, module: str, *args: str, **env: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", module, *args],
-        cwd=folder,
-        env=child_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    return run_module(module, *args, cwd=folder, **env)
 
 
 def enqueue_shout(url: str) -> int:
