@@ -81,7 +81,7 @@ def validate_timeout(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_SECONDS:  # NaN too
         raise ValidationError(
             "timeout",
-            f"must be seconds above 0, at most {MAX_SECONDS}, or None for no limit; got {value!r}",
+            f"must be a number of seconds above 0 (at most {MAX_SECONDS}), or None for no limit; got {value!r}",
         )
     return float(value)
 

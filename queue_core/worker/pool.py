@@ -110,6 +110,8 @@ class WorkerPool:
         self.exit_hooks = exit_hooks
         self.children: dict[int, Child] = {}  # by pid
         self.signals = 0  # stop signals received
+        self.wanted = 0  # how many of WORDS every process is to be sent
+        self.telling = False  # _tell_all is writing them
         self.stopping = False  # told to stop (by a signal, or a process that could not start): no replacements
         self.code = EXIT_OK
 
@@ -227,17 +229,26 @@ class WorkerPool:
             self._tell_all(STOP_NOW)
 
     def _tell_all(self, word: bytes) -> None:
-        """Send each process ``word``, and first the words before it that it was not sent: a second signal
-        can arrive while the first one's handler runs (its handler then runs inside it), and a process told
-        "stop now" before "stop" would take the second signal for the first (a stop with no time to finish,
-        reported as the shutdown timeout's). Signals wait while a word is sent, so none cuts into another."""
-        level = WORDS.index(word) + 1
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
+        """Send each process ``word``, and first the words before it that it was not sent, in order.
+
+        A signal's handler runs between any two steps of the main thread, so a second signal's runs inside the
+        first's, while its words are being written (blocking the signals would not stop it: another thread
+        may take one). A process told "stop now" before "stop" would take the second for the first (a stop
+        with no time to finish, reported as the shutdown timeout's). So a call made inside another only
+        raises the level wanted, and the outer call writes every word up to it; each word is counted sent
+        before it is written, so none is written twice."""
+        self.wanted = max(self.wanted, WORDS.index(word) + 1)
+        if self.telling:
+            return  # the call this one runs inside sends it
+        self.telling = True
         try:
-            for child in self.children.values():
-                while child.told < level:
-                    with contextlib.suppress(OSError):  # that process has exited; the wait reaps it
-                        os.write(child.control, WORDS[child.told])
+            for child in list(self.children.values()):
+                while child.told < self.wanted:
+                    next_word = WORDS[child.told]
                     child.told += 1
+                    with contextlib.suppress(OSError):  # that process has exited; the wait reaps it
+                        os.write(child.control, next_word)
         finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+            self.telling = False
+        if any(child.told < self.wanted for child in self.children.values()):
+            self._tell_all(word)  # raised after the loop had passed a process
