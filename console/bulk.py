@@ -140,7 +140,10 @@ class BulkActions:
         if plan.count > self.bulk_batch_size:
             notes.append(f"In batches of {self.bulk_batch_size:,}; escape stops after the current batch.")
         origin = f" {selection.what}" if selection and selection.what else ""
-        question = f"{verb} {plan.describe()}{origin}?" + "".join(f"\n{note}" for note in notes)
+        what = plan.describe()
+        if selection is None and plan.count == 1 and not plan.query:
+            what = f"{what.split(' ', 1)[1]} {plan.ids[0]}"  # the job under the cursor, by its id: "failed job 7"
+        question = f"{verb} {what}{origin}?" + "".join(f"\n{note}" for note in notes)
         title = f"{verb} {plan.count:,} job{'s' if plan.count != 1 else ''}"
         screen = ConfirmScreen(title, question, id="confirm-bulk")
         self.push_screen(screen, partial(self._confirmed, plan, selection))

@@ -72,7 +72,7 @@ async def test_retry_a_failed_job(pilot, scene):
     app = pilot.app
     table, job_id = await focus_table(pilot, "failed")
     assert scene.find_by_id(job_id).status == "failed"
-    assert await asked_then(pilot, "r", "y") == "Retry 1 failed job?"
+    assert await asked_then(pilot, "r", "y") == f"Retry failed job {job_id}?"
     await settle(pilot)
     job = scene.find_by_id(job_id)
     assert (job.status, job.retry_count) == ("pending", 0)

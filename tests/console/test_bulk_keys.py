@@ -150,7 +150,7 @@ async def test_D_deletes_the_job_under_the_cursor_when_nothing_is_selected(pilot
     count = len(statuses(scene))
     await pilot.press("D")
     await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
-    assert question(app) == "Delete 1 failed job?"
+    assert question(app) == f"Delete failed job {job_id}?"
     await pilot.press("y")
     await settle(pilot)
     assert scene.find_by_id(job_id) is None and len(statuses(scene)) == count - 1
@@ -162,13 +162,13 @@ async def test_r_on_the_job_under_the_cursor_asks_first_like_a_selection(pilot, 
     table = await focus_table(pilot, "failed")
     job_id = table.selected_job_id
     before = statuses(scene)
-    assert await asked(pilot, "r") == "Retry 1 failed job?"
+    assert await asked(pilot, "r") == f"Retry failed job {job_id}?"
     await pilot.press("escape")
     await settle(pilot)
     assert not isinstance(app.screen, ConfirmScreen)
     assert statuses(scene) == before and scene.find_by_id(job_id).status == "failed"
     assert f"python -m queue_core retry {job_id}" not in last_commands(app)
-    assert await asked(pilot, "r") == "Retry 1 failed job?"
+    assert await asked(pilot, "r") == f"Retry failed job {job_id}?"
     await pilot.press("y")
     await settle(pilot)
     assert_only([job_id], before, statuses(scene), "pending")

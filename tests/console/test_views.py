@@ -171,7 +171,7 @@ async def test_c_cancels_the_selected_pending_job_after_asking(make_app, scene, 
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
         job_id = app.focused.selected_job_id
-        assert await asked_then(pilot, "c", "escape") == "Cancel 1 pending job?"
+        assert await asked_then(pilot, "c", "escape") == f"Cancel pending job {job_id}?"
         await settle(pilot)
         assert not isinstance(app.screen, ConfirmScreen)
         assert scene.find_by_id(job_id).status == "pending"
@@ -190,7 +190,7 @@ async def test_c_on_a_running_job_asks_its_worker(make_app, scene):
         await pilot.press("tab")
         job_id = app.focused.selected_job_id
         question = await asked_then(pilot, "c", "y")
-        assert question.startswith("Cancel 1 running job?") and "its worker is asked to cancel it" in question
+        assert question.startswith(f"Cancel running job {job_id}?\n") and "its worker is asked to cancel it" in question
         await settle(pilot)
         job = scene.find_by_id(job_id)
         assert job.status == "running" and job.cancel_requested
