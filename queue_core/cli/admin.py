@@ -14,7 +14,7 @@ from ..store.database import DATABASE_ERRORS, default_url, without_password
 from ..store.models import JobStatus
 from ..store.repository import JobRepository
 from ..validation import MAX_LIST_LIMIT, parse_payload
-from ..worker.cli import adopt_queue_url
+from ..worker.cli import adopt_queue_url, import_handler_modules
 from . import bulk, controls, schedules
 from .args import (
     EXIT_FAILURE,
@@ -217,7 +217,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "handlers", None):
         # The schedules of --handlers modules: imported before the database is opened, which their Queue
         # may name (as a worker of them would serve it).
-        problem = schedules.import_handler_modules(args.handlers) or adopt_queue_url(args)
+        problem = import_handler_modules(args.handlers) or adopt_queue_url(args)
         if problem:
             return fail(problem)
     try:

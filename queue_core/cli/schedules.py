@@ -11,10 +11,8 @@ import json
 from ..clock import utc_now
 from ..store.repository import JobRepository
 from ..tasks import registered_schedules
-from ..worker.cli import import_handler_modules
 from ..worker.handlers import registry
 from ..worker.scheduler import ScheduleStatus, describe_schedules
-from .args import fail
 
 
 def add_parser(commands, parents) -> None:
@@ -42,9 +40,7 @@ def _as_dict(line: ScheduleStatus) -> dict:
 
 
 def run_schedules(args, repo: JobRepository) -> int:
-    problem = import_handler_modules(args.handlers)
-    if problem:
-        return fail(problem)
+    # The --handlers modules are imported by admin.main, before the database their Queue may name is opened.
     lines = describe_schedules(repo, registered_schedules(registry), utc_now())
     if args.json:
         for line in lines:

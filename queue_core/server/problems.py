@@ -90,18 +90,15 @@ def _union_member(part) -> bool:
 
 def _field_errors(errors: list) -> list[dict]:
     """One entry per error, by field. A value that fits no member of a union gets an error from each: the
-    errors of a literal member (``Input should be '*'``) are left out when another member says more."""
-    said = {_top(error) for error in errors if not _literal_member(error)}
+    errors of a literal member (``Input should be '*'``) are left out when another member says more about
+    that field (``queues`` of ``queues.0``)."""
+    named = [(field_name(error.get("loc", ())), _literal_member(error), error) for error in errors]
+    said = {field.split(".")[0] for field, literal, _ in named if not literal}
     return [
-        {"field": field_name(error.get("loc", ())), "message": error.get("msg", "invalid")}
-        for error in errors
-        if not (_literal_member(error) and _top(error) in said)
+        {"field": field, "message": error.get("msg", "invalid")}
+        for field, literal, error in named
+        if not (literal and field.split(".")[0] in said)
     ]
-
-
-def _top(error: dict) -> str:
-    """The field an error is about, without the item or key within it (``queues`` of ``queues.0``)."""
-    return field_name(error.get("loc", ())).split(".")[0]
 
 
 def _literal_member(error: dict) -> bool:
