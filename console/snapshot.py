@@ -85,8 +85,10 @@ def load_snapshot(
     only when that view is on screen. A ``FoundJobs`` query narrows to the matches its search found so far.
     """
     now = repo.now()
+    query_note = ""
     if isinstance(query, FoundJobs):
-        rows, counts, pages = _found(repo, query, type_filter, window, view, after, page_number, now)
+        rows, counts, pages, present = _found(repo, query, type_filter, window, view, after, page_number, now)
+        query_note = query.note(present)
     else:
         rows, counts, pages = _narrowed(repo, query, type_filter, window, view, after, page_number, now)
     if view in pages:
@@ -102,7 +104,7 @@ def load_snapshot(
         throughput=repo.throughput(THROUGHPUT_PERIOD),
         type_filter=type_filter,
         query_text=query.text if query else "",
-        query_note=query.note() if isinstance(query, FoundJobs) else "",
+        query_note=query_note,
         view=view,
         pages=pages,
         activity=activity,
@@ -132,16 +134,18 @@ def _narrowed(repo, query, type_filter, window, view, after, page_number, now) -
     return rows, counts, pages
 
 
-def _found(repo, found: FoundJobs, type_filter, window, view, after, page_number, now) -> tuple[dict, dict, dict]:
-    """The same, over the matches a search has found so far: read once by id, ordered here."""
-    matches = found_rows(repo, found, type=type_filter)
+def _found(repo, found: FoundJobs, type_filter, window, view, after, page_number, now) -> tuple[dict, dict, dict, int]:
+    """The same, over the matches a search has found so far: read once by id, ordered here; and how many of
+    those matches are still there (of any type: the header counts those deleted since apart)."""
+    present = found_rows(repo, found)
+    matches = present if type_filter is None else [row for row in present if row.type == type_filter]
     rows = {status: in_window_order(matches, status, now)[:window] for status in SHOWN_STATUSES}
     counts = {status.value: sum(row.status == status.value for row in matches) for status in JobStatus}
     pages = {}
     if view in PAGED_STATES:
         current = found_page(matches, view, after=after, limit=window, now=now)
         pages[view] = PageView(current, page_number, window)
-    return rows, counts, pages
+    return rows, counts, pages, len(present)
 
 
 _ACTIVITY_READS: WeakKeyDictionary = WeakKeyDictionary()

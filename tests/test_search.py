@@ -37,6 +37,7 @@ def test_a_search_stops_at_its_match_limit_or_its_time_budget(repo):
     make_jobs(repo, 30)
     [*_, full] = search(repo, parse_query("needle"), chunk=4, limit=3)
     assert len(full.ids) == 3 and full.done and "first 3 matches (the newest)" in full.text()
+    assert "first 1 match (2 deleted since) (the newest)" in full.text(2)
     ticks = itertools.count(0, 1.0)  # each reading of the clock is a second later
     steps = list(search(repo, parse_query("needle"), chunk=4, budget=2.5, clock=lambda: next(ticks)))
     assert steps[-1].stopped and not steps[-1].done and steps[-1].searched < 30
@@ -51,6 +52,7 @@ def test_found_jobs_narrow_a_read_to_the_matches_by_id(repo):
     assert sorted(job.id for job in Job.select(Job.id).where(found.condition(repo))) == sorted(matches)
     assert list(Job.select().where(FoundJobs(parse_query("needle")).condition(repo))) == []  # nothing yet
     assert found.text == "needle" and FoundJobs(parse_query("x")).note() == "searching…"
+    assert found.note(present=1).startswith("1 match (2 deleted since), every job searched")
 
 
 def test_an_empty_table_is_searched_at_once(repo):

@@ -48,17 +48,20 @@ class SearchProgress:
     def full(self) -> bool:
         return len(self.ids) >= self.limit
 
-    def text(self) -> str:
-        """What the header says about it: "first 37 matches in 0.2 s, still searching" and the like."""
-        found = f"{len(self.ids):,} match{'es' if len(self.ids) != 1 else ''}"
+    def text(self, gone: int = 0) -> str:
+        """What the header says about it: "first 37 matches in 0.2 s, still searching" and the like; ``gone``
+        of the matches found have been deleted since (a bulk delete of them, a prune): they are not counted."""
+        left = len(self.ids) - gone
+        found = f"{left:,} match{'es' if left != 1 else ''}"
         took = f"in {self.seconds:.1f} s" if self.seconds >= 0.1 else f"in {self.seconds * 1000:.0f} ms"
+        since = f" ({gone:,} deleted since)" if gone else ""
         if self.full:
-            return f"first {found} (the newest) {took}"
+            return f"first {found}{since} (the newest) {took}"
         if self.stopped:
-            return f"first {found} {took}: stopped, searched the newest {self.searched:,} of {self.total:,} jobs"
+            return f"first {found}{since} {took}: stopped, searched the newest {self.searched:,} of {self.total:,} jobs"
         if self.done:
-            return f"{found}, every job searched {took}"
-        return f"first {found} {took}, still searching"
+            return f"{found}{since}, every job searched {took}"
+        return f"first {found}{since} {took}, still searching"
 
 
 def search(
@@ -108,12 +111,16 @@ class FoundJobs:
     def condition(self, repo):
         return repo.Job.id.in_(self.progress.ids if self.progress else ())
 
-    def note(self) -> str:
-        return self.progress.text() if self.progress else "searching…"
+    def note(self, present: int | None = None) -> str:
+        """The header's words for it; ``present``: how many of the matches found are still there (None: all)."""
+        if self.progress is None:
+            return "searching…"
+        return self.progress.text(0 if present is None else max(0, len(self.progress.ids) - present))
 
 
 def found_rows(repo, found: FoundJobs, *, type: str | None = None) -> list:
-    """The matches found so far as light rows (store.pages), read by primary key in one go.
+    """The matches found so far that are still there, as light rows (store.pages), read by primary key in one
+    go; with ``type``, only that type's.
 
     Only the ids narrow the SQL: with a status beside them, a planner walks that status's index and checks
     every entry against the id list (350 ms for 1,000 ids at a million jobs instead of 3)."""

@@ -63,3 +63,37 @@ async def test_a_new_query_drops_the_old_search(make_app, scene, monkeypatch):
         await settle(pilot)
         assert app.found is None and app.snapshot.query_note == ""
         assert {job.type for jobs in app.snapshot.rows.values() for job in jobs} == {"send-invoice"}
+
+
+async def test_the_header_leaves_out_matches_deleted_after_the_search(make_app, scene):
+    """A searched query's matches are ids found once; one deleted since (here with D) is neither counted
+    nor shown, and the header says so rather than keep the count the search found."""
+    from console.screens.confirm import ConfirmScreen
+
+    job, _ = scene.create("charge", {"n": 1}, max_retries=0, queue="extra")  # a second match, not failed
+    scene.fail(scene.claim("w", queues=["extra"]).id, "card declined again")
+    scene.retry(job.id)
+    app = make_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"declined", "enter")  # free text: searched, not served by an index
+        await wait_for(pilot, lambda: app.found is not None and app.found.progress.done, "the search's end")
+        await settle(pilot)
+        every = {job.id for job in scene.Job.select().where(scene.Job.error.contains("declined"))}
+        failed = [job_id for job_id in every if scene.find_by_id(job_id).status == "failed"]
+        assert failed and len(every) >= 2, "the scene has failed jobs whose error says 'declined'"
+        stats = lambda: str(app.query_one("#stats").render())  # noqa: E731
+        assert f"{len(every)} matches, every job searched" in stats()
+        table = app.query_one("#failed")
+        table.focus()
+        await settle(pilot)
+        gone = table.selected_job_id
+        await pilot.press("D")
+        await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation")
+        await pilot.press("y")
+        await settle(pilot)
+        assert scene.find_by_id(gone) is None
+        left = len(every) - 1
+        match = f"{left} match{'es' if left != 1 else ''} (1 deleted since), every job searched"
+        await wait_for(pilot, lambda: match in stats(), f"the header saying {match!r}")
+        assert sum(app.snapshot.counts.values()) == left
