@@ -143,7 +143,7 @@ class QueueConsole(
         yield from self.compose_view_bar()
         yield from self.compose_views()
         yield CommandPanel(id="commands")
-        yield WorkerPane(clock=self.repo.now, id="worker-pane")
+        yield WorkerPane(clock=self.repo.local_now, id="worker-pane")  # no round trip on the UI thread
         yield Footer(compact=True)  # 12 keys: the roomy footer cut the last ones off at 120 columns
 
     def on_mount(self) -> None:
@@ -155,6 +155,10 @@ class QueueConsole(
             self.set_interval(self.refresh_interval, self.request_refresh)
         if self.start_worker_at_launch and not self.read_only:
             self.start_queue_worker()
+        self.watch_signals()
+
+    def on_unmount(self) -> None:
+        self.unwatch_signals()
 
     @property
     def tables(self) -> list[JobTable]:

@@ -6,6 +6,8 @@ keeps answering while running jobs finish, and quitting stops the worker first: 
 
 from __future__ import annotations
 
+import asyncio
+import signal
 from functools import partial
 
 from textual import work
@@ -110,6 +112,35 @@ class EmbeddedWorkerControls:
         if self.queue_worker is not None and self.queue_worker.is_running:
             self.queue_worker.stop()
         self._stop_job_listener()
+
+    # --- signals: a closed terminal, or a stop asked by another process -------------------------------
+
+    def watch_signals(self) -> None:
+        """SIGHUP (the terminal closed: tmux session killed, SSH dropped) and SIGTERM leave no job of the
+        embedded worker running: by default each killed the process at once, its jobs still ``running`` for
+        ``--stale-after``. SIGTERM quits as ``q`` does (a second one releases the running jobs now); SIGHUP
+        releases them now and exits, since no one is left to watch a graceful stop."""
+        loop = asyncio.get_running_loop()
+        for signum, handler in ((signal.SIGHUP, self.hang_up), (signal.SIGTERM, self.terminate)):
+            try:
+                loop.add_signal_handler(signum, handler)
+            except (NotImplementedError, RuntimeError, ValueError):  # no signals here (not the main thread)
+                return
+            self._signals = (*getattr(self, "_signals", ()), signum)
+
+    def unwatch_signals(self) -> None:
+        loop = asyncio.get_running_loop()
+        for signum in getattr(self, "_signals", ()):
+            loop.remove_signal_handler(signum)
+        self._signals = ()
+
+    def hang_up(self) -> None:
+        if self.queue_worker is not None and self.queue_worker.is_running:
+            self.queue_worker.request_stop(0)  # the way out (run_console's finally) then releases its jobs
+        self.exit()
+
+    def terminate(self) -> None:
+        self.call_next(self.action_quit)
 
     async def action_quit(self) -> None:
         if self.queue_worker is not None and (self.queue_worker.is_running or self._stopping_worker):

@@ -81,6 +81,11 @@ class JobReads:
         """
         return self.time.now()
 
+    def local_now(self) -> datetime:
+        """This host's current time (aware UTC), or the injected clock's: to stamp what a process shows, never a
+        database round trip (a console's worker log line, say, which must not fail when the database is down)."""
+        return self.time.local()
+
     def find_by_id(self, job_id: int) -> Job | None:
         return self.Job.get_or_none(self.Job.id == job_id)
 

@@ -27,7 +27,7 @@ from time import monotonic
 
 import peewee as pw
 
-from ..clock import Clock
+from ..clock import Clock, utc_now
 from ..errors import ValidationError
 from ..rules import COMPLETED, PENDING, RUNNING
 from . import statistics
@@ -91,6 +91,10 @@ class HostTime:
         """The current time for use inside one statement."""
         return self.now()
 
+    def local(self) -> datetime:
+        """This process's time: the same clock."""
+        return self.now()
+
     def marker(self, m: Markers, field: pw.Field):
         """A compiled statement's current time: a value each run binds (``bind``)."""
         return m.time("now", field)
@@ -110,6 +114,10 @@ class ServerTime:
     def now(self) -> datetime:
         # Inside a transaction now() is the transaction's start, the value every statement of it sees.
         return self.db.execute_sql("SELECT now()").fetchone()[0].astimezone(UTC)
+
+    def local(self) -> datetime:
+        """This host's time, read without a round trip (the server's clock is for what the queue writes)."""
+        return utc_now()
 
     def sql(self):
         return POSTGRES_NOW

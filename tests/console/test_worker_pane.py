@@ -6,7 +6,7 @@ import pytest
 from console_helpers import log_text, settle, wait_for
 
 from console.app import QueueConsole
-from console.messages import RefreshFailed, SnapshotLoaded
+from console.messages import RefreshFailed, SnapshotLoaded, WorkerEventReceived
 from queue_core.store.repository import JobRepository
 
 pytestmark = pytest.mark.asyncio
@@ -153,3 +153,29 @@ async def test_a_read_answered_after_the_app_closed_is_dropped(db):
     app.on_snapshot_loaded(SnapshotLoaded(late))  # the widgets are gone: nothing to show, nothing raised
     app.on_refresh_failed(RefreshFailed("OperationalError: database is locked"))
     assert app.snapshot is late
+
+
+async def test_the_log_stamps_events_without_the_database(db, monkeypatch):
+    """The pane's times are this host's: on PostgreSQL the queue's clock is a round trip, and the event that
+    arrives when the database is gone ("error") crashed the console when stamping it needed the database."""
+    from queue_core.worker.events import WorkerEvent
+
+    repo = JobRepository(db)  # no clock injected: the server's now() on PostgreSQL
+    app = console_on(repo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("w")  # the pane shows its log once a worker has run
+        await wait_for(pilot, lambda: "started" in log_text(app), "the worker's first line")
+
+        def gone(*args, **kwargs):
+            raise OSError("server closed the connection unexpectedly")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(repo.db, "execute_sql", gone)
+            patch.setattr(app, "request_refresh", lambda: None)  # the refresh's own handling is tested elsewhere
+            event = WorkerEvent("error", "w1", message="database error: the server is gone")
+            app.worker_pane.post_message(WorkerEventReceived(event))
+            await wait_for(pilot, lambda: "the server is gone" in log_text(app), "the error line in the log")
+            assert app.is_running
+        await pilot.press("w")
+        await wait_for(pilot, lambda: app.worker_pane.state == "stopped", "w stops the worker")
