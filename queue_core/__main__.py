@@ -1,5 +1,4 @@
-import sys
-
 from .cli.admin import main
+from .cli.args import exit_with
 
-sys.exit(main())
+exit_with(main)

@@ -112,3 +112,28 @@ def test_stats_never_prints_the_password(cli, db_url):
     with_password = db_url.replace("@", ":s3cret@", 1)  # trust auth on the test server ignores it
     out = cli("--db", with_password, "stats")
     assert "s3cret" not in out.stdout and json.loads(out.stdout)["db"]
+
+
+def test_a_reader_that_closes_the_pipe_early_ends_the_listing_quietly(db_url, worker_env):
+    """``list --json | head -c 10``: exit 141 as any Unix tool, and no BrokenPipeError traceback."""
+    from queue_core.store.database import open_database
+    from queue_core.store.repository import JobRepository
+
+    JobRepository(open_database(db_url)).create_many([{"type": "t", "payload": {"x": "y" * 200}}] * 2000)
+    command = [sys.executable, "-m", "queue_core", "--db", db_url, "list", "--limit", "1000", "--json"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=worker_env)
+    assert process.stdout.read(10).startswith(b"{")
+    process.stdout.close()  # the reader goes away with most of the listing unread
+    stderr = process.stderr.read().decode()
+    assert process.wait(timeout=60) == 141 and stderr == ""
+
+
+def test_ctrl_c_before_the_program_handles_it_is_exit_130_without_a_traceback(capsys):
+    from queue_core.cli.args import exit_with
+
+    def interrupted() -> int:
+        raise KeyboardInterrupt  # e.g. while --handlers modules import
+
+    with pytest.raises(SystemExit) as info:
+        exit_with(interrupted)
+    assert info.value.code == 130 and "Traceback" not in capsys.readouterr().err

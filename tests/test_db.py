@@ -485,3 +485,24 @@ def test_sqlite_statements_keep_peewee_errors_hooks_and_reconnects_on_the_lean_p
     assert any(sql.startswith('INSERT INTO "jobs"') for sql in seen), seen
     db.close()  # the next statement opens this thread's connection again, as peewee's autoconnect does
     assert db.execute_sql("SELECT COUNT(*) FROM jobs").fetchone() == (2,)
+
+
+@pytest.mark.parametrize(
+    "option",
+    ["busy_timeout=2147483648", "wal_autocheckpoint=99999999999", "busy_timeout=²", "page_size=²", "busy_timeout=-1"],
+)
+def test_a_sqlite_option_sqlite_cannot_hold_is_refused_not_read_as_zero(tmp_path, option):
+    path = tmp_path / "q.db"
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(f"sqlite:///{path}?{option}")
+    assert option.split("=")[0] in str(info.value) and not path.exists()
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["postgresql://queue@[::1", "postgresql://queue:secret@[::1/queue", "postgresql://queue:secret@db:port/queue"],
+)
+def test_a_url_that_does_not_parse_is_one_error_with_the_password_hidden(url):
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(url)
+    assert "bad database URL" in str(info.value) and "secret" not in str(info.value)

@@ -41,8 +41,8 @@ def worker_logging(monkeypatch):
 
 def event(kind: str, **fields) -> WorkerEvent:
     values = {"worker_id": "w1", "job_id": 7, "job_type": "echo", "attempt": 2, "duration": 0.25, "error": None}
+    message = fields.pop("message", f"{kind} job=7 type=echo attempt=2 worker=w1 duration=0.250s")
     values.update(fields)
-    message = f"{kind} job=7 type=echo attempt=2 worker=w1 duration=0.250s"
     return WorkerEvent(kind=kind, message=message, **values)
 
 
@@ -151,3 +151,18 @@ def test_the_stamp_is_datetime_s_to_the_millisecond():
     for created in stamps:
         expected = datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
         assert logs._timestamp(created) == expected, created
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_huge_error_is_cut_in_its_log_line(worker_logging, fmt):
+    """A handler's 200,000-character message made a 200,000-character line; the line keeps its first 2,000."""
+    from queue_core.worker.events import LOG_ERROR_CHARS, describe
+
+    huge = "x" * 200_000
+    message = describe("failed", "w1", None, 0.25, huge, "")
+    buffer = worker_logging(fmt)
+    logs.log_event(event("failed", error=huge, message=message))
+    line = buffer.getvalue()
+    copies = 2 if fmt == "json" else 1  # a JSON line has the error field beside the message
+    assert copies * LOG_ERROR_CHARS < len(line) < copies * (LOG_ERROR_CHARS + 300)
+    assert line.count("198,000 more characters") == copies

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
+import signal
 import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 import peewee as pw
 
@@ -34,6 +38,23 @@ class CLIArgumentParser(argparse.ArgumentParser):
 def one_line(message: str) -> str:
     """The message with control characters escaped, so an error is always exactly one line."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
+def exit_with(main: Callable[[], int]) -> NoReturn:
+    """Run a program's ``main`` and exit with its code; what a shell does to a program ends quietly, as it
+    does for any Unix tool: a reader that closed the pipe early (``... | head``) exits 141 with nothing more
+    written, and ctrl-C before the program handles signals itself (while ``--handlers`` modules import) 130."""
+    try:
+        code = main()
+        sys.stdout.flush()  # a closed pipe shows here, not at the interpreter's exit (where it is a traceback)
+    except BrokenPipeError:
+        # Nothing more can reach the reader; stdout is pointed at /dev/null so the exit's flush cannot fail too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        code = 128 + signal.SIGPIPE
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        code = 128 + signal.SIGINT
+    sys.exit(code)
 
 
 def fail(message: str) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sqlite3
 from urllib.parse import parse_qsl, urlparse
 
@@ -147,7 +148,11 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
     for durability against power loss too, at the cost of an fsync per commit.
     """
     url = url or default_url()
-    parsed = urlparse(url)
+    try:
+        parsed = urlparse(url)
+        parsed.port  # noqa: B018 - read for its check: a port that is no number (or out of range) raises here
+    except ValueError as exc:  # an unclosed [IPv6 host, a port that is not a number
+        raise DatabaseURLError(f"bad database URL {without_password(url)!r}: {exc}") from None
     scheme = parsed.scheme.split("+")[0]
     if scheme == "sqlite":
         db = _open_sqlite(url, parsed, synchronous)
@@ -181,11 +186,26 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
 
 
 def without_password(url: str) -> str:
-    """``url`` fit for an error message or a log: the password replaced by ``***``."""
-    parsed = urlparse(url)
+    """``url`` fit for an error message or a log: the password replaced by ``***`` (also in a URL that does not
+    parse, whose error message names it)."""
+    try:
+        parsed = urlparse(url)
+        parsed.port  # noqa: B018 - a port that is no number raises only when read
+    except ValueError:
+        return re.sub(r"(//[^/@]*?:)[^/@]*@", r"\1***@", url)
     if not parsed.password:
         return url
     return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
+
+
+# SQLite keeps busy_timeout and wal_autocheckpoint in a C int: a larger value in a PRAGMA silently became 0
+# (no busy wait at all; checkpoints off and a WAL that grows without bound).
+SQLITE_INT_MAX = 2**31 - 1
+
+
+def _whole(value: str, low: int) -> bool:
+    """``value`` is a whole number (ASCII digits: ``int`` refuses other digits) from ``low`` to SQLite's int."""
+    return value.isascii() and value.isdigit() and low <= int(value) <= SQLITE_INT_MAX
 
 
 def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
@@ -212,17 +232,20 @@ def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
     if mode not in SYNCHRONOUS_MODES:
         raise DatabaseURLError(f"synchronous must be one of {', '.join(SYNCHRONOUS_MODES)}, not {mode!r}")
     busy_ms = options.get("busy_timeout", str(BUSY_TIMEOUT_MS))
-    if not busy_ms.isdigit():
-        raise DatabaseURLError(f"busy_timeout must be a whole number of milliseconds, not {busy_ms!r}")
+    if not _whole(busy_ms, 0):
+        raise DatabaseURLError(
+            f"busy_timeout must be a whole number of milliseconds, 0 to {SQLITE_INT_MAX:,}, not {busy_ms!r}"
+        )
     page_size = options.get("page_size")
-    if page_size is not None and (not page_size.isdigit() or int(page_size) not in PAGE_SIZES):
+    if page_size is not None and (not _whole(page_size, 0) or int(page_size) not in PAGE_SIZES):
         raise DatabaseURLError(
             f"page_size must be a power of two from 512 to 65536 bytes (a new file's SQLite pages), not {page_size!r}"
         )
     checkpoint = options.get("wal_autocheckpoint", str(DEFAULT_WAL_AUTOCHECKPOINT))
-    if not checkpoint.isdigit() or int(checkpoint) == 0:
+    if not _whole(checkpoint, 1):
         raise DatabaseURLError(
-            f"wal_autocheckpoint must be a whole number of pages, 1 or more (SQLite's default 1000), not {checkpoint!r}"
+            f"wal_autocheckpoint must be a whole number of pages, 1 to {SQLITE_INT_MAX:,} (SQLite's default 1000), "
+            f"not {checkpoint!r}"
         )
     db = QueueSqliteDatabase(
         path,

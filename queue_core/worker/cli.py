@@ -23,6 +23,7 @@ from ..cli.args import (
     CLIArgumentParser,
     api_token,
     bounded_number,
+    exit_with,
     fail,
     non_negative_seconds,
     open_for_command,
@@ -207,7 +208,7 @@ def conflicting_arguments(args) -> str | None:
 
 def run() -> NoReturn:
     """The program (``python -m queue_core.worker``, ``queue-worker``): ``main`` with its start-up frozen."""
-    sys.exit(main(freeze_after_startup=True))
+    exit_with(lambda: main(freeze_after_startup=True))
 
 
 def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -> int:

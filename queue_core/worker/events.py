@@ -118,7 +118,7 @@ class EventHub:
             return
         then = "; retrying" if retrying else ""
         error = f"{type(exc).__name__}: {exception_message(exc)}"
-        message = f"error worker={self.worker_id} during={action} error={json.dumps(error)}{then}"
+        message = f"error worker={self.worker_id} during={action} error={json.dumps(clipped(error))}{then}"
         self.emit("error", error=error, message=message)
 
 
@@ -135,6 +135,18 @@ def exception_message(exc: BaseException) -> str:
     return message or type(exc).__name__
 
 
+# A log line carries at most this much of an error: a handler's 200,000-character message made a line as long
+# (the job's stored error keeps more, and the console's detail shows it).
+LOG_ERROR_CHARS = 2000
+
+
+def clipped(error: str, limit: int = LOG_ERROR_CHARS) -> str:
+    """``error`` cut to ``limit`` characters for a log line, saying how much was left out."""
+    if len(error) <= limit:
+        return error
+    return f"{error[:limit]}… ({len(error) - limit:,} more characters)"
+
+
 def describe(kind: str, worker_id: str, job, duration: float | None, error: str | None, note: str) -> str:
     """One log line: ``completed job=7 type=echo attempt=1 worker=w duration=0.012s``, then error and note."""
     parts = [kind]
@@ -144,6 +156,6 @@ def describe(kind: str, worker_id: str, job, duration: float | None, error: str 
     if duration is not None:
         parts.append(f"duration={duration:.3f}s")
     if error is not None:
-        parts.append(f"error={json.dumps(error, ensure_ascii=False)}")
+        parts.append(f"error={json.dumps(clipped(error), ensure_ascii=False)}")
     line = " ".join(parts)
     return f"{line}: {note}" if note else line

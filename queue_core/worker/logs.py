@@ -12,7 +12,7 @@ import sys
 import time
 from datetime import UTC, datetime
 
-from .events import EVENT_KINDS, WorkerEvent
+from .events import EVENT_KINDS, WorkerEvent, clipped
 
 logger = logging.getLogger("queue_core.worker")
 
@@ -51,6 +51,8 @@ def json_line(created: float, levelname: str, name: str, event: WorkerEvent | No
     if event is not None:
         for field in EVENT_FIELDS:
             data["event" if field == "kind" else field] = getattr(event, field)
+        if event.error is not None:
+            data["error"] = clipped(event.error)
     data["message"] = message
     if exc:
         data["exception"] = exc
