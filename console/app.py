@@ -238,10 +238,16 @@ class QueueConsole(
         self._last_refresh_error = None
         snapshot = message.snapshot
         asked = (self.type_filter, self.query_text, self.view, self.page_request()[1])
-        if (snapshot.type_filter, snapshot.query_text, snapshot.view, snapshot.page_number) == asked:
-            self.show_snapshot(snapshot)
-        else:
+        page = snapshot.pages.get(snapshot.view)
+        if (snapshot.type_filter, snapshot.query_text, snapshot.view, snapshot.page_number) != asked:
             self._reload = True  # the filter, the view or the page changed while this was loading
+        elif page is not None and page.number > 1 and not page.rows:
+            # Every job from this page on is gone (a bulk delete, a prune): back to the first page, not an
+            # empty page 2 under a header that counts jobs.
+            self._page_cursors[snapshot.view] = [None]
+            self._reload = True
+        else:
+            self.show_snapshot(snapshot)
         self._reload_if_asked()
 
     def on_refresh_failed(self, message: RefreshFailed) -> None:
@@ -371,7 +377,8 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if problem:
         sys.exit(fail(problem))
     try:
-        repo = JobRepository(open_database(url))
+        # Read-only looks and never writes: a mistyped SQLite path is an error, not a new empty queue there.
+        repo = JobRepository(open_database(url, create=not args.read_only))
         if args.demo:
             refusal = None if args.force_demo else demo_refusal(repo)
             if refusal:

@@ -74,6 +74,22 @@ VERBS = {"retry": "Retry", "cancel": "Cancel", "delete": "Delete"}
 PAST = {"retry": "Retried", "cancel": "Cancelled", "delete": "Deleted"}
 
 
+def outcome_text(outcome, what: str, running: int) -> str:
+    """The note after a bulk action: "Retried 4 of 4 failed jobs.", and for a cancel of running jobs that
+    it asked them to stop (each shows ⊘ and ends at its worker's next heartbeat, ~10 s), not that they are
+    cancelled already."""
+    skipped = f" ({outcome.skipped:,} skipped: changed meanwhile)" if outcome.skipped else ""
+    stopped = " Stopped by escape: the rest were left as they were." if outcome.stopped else ""
+    one = running == 1
+    ends = f"{'it ends' if one else 'they end'} at {'its' if one else 'their'} worker's next heartbeat"
+    if running and running == outcome.planned:
+        return f"Asked {outcome.changed:,} of {what} to stop{skipped}: {ends}.{stopped}"
+    if running:
+        asked = f"the {running:,} running {'one was' if one else 'were'} asked to stop: {ends}"
+        return f"{PAST[outcome.action]} {outcome.changed:,} of {what}{skipped}; {asked}.{stopped}"
+    return f"{PAST[outcome.action]} {outcome.changed:,} of {what}{skipped}.{stopped}"
+
+
 class BulkActions:
     """Needs from the app: ``repo``, ``view``, ``current_table``, ``selection``, ``set_selection``,
     ``request_refresh``, ``_on_main_screen``."""
@@ -169,7 +185,8 @@ class BulkActions:
             self.post_message(WriteFailed(plan.action, str(exc)))
             self.post_message(BulkDone(None, [], plan.describe()))
         else:
-            self.post_message(BulkDone(outcome, lines, plan.describe()))
+            running = plan.statuses.count(STATUSES.index(RUNNING)) if plan.action == "cancel" else 0
+            self.post_message(BulkDone(outcome, lines, plan.describe(), running))
 
     def bulk_batch_done(self, progress) -> bool:
         """On the worker thread after each batch: report it; False once escape asked to stop."""
@@ -185,9 +202,7 @@ class BulkActions:
             self.screen.answer(None)
         outcome = message.outcome
         if outcome is not None:
-            skipped = f" ({outcome.skipped:,} skipped: changed meanwhile)" if outcome.skipped else ""
-            stopped = " Stopped by escape: the rest were left as they were." if outcome.stopped else ""
-            self.notify(f"{PAST[outcome.action]} {outcome.changed:,} of {message.what}{skipped}.{stopped}")
+            self.notify(outcome_text(outcome, message.what, message.running))
             self.record_commands(message.lines)
             self.set_selection(None)
         self.request_refresh()

@@ -164,6 +164,7 @@ class BulkDone(Message):
     outcome: Any  # queue_core.store.bulk.BulkOutcome
     lines: list[str]  # the equivalent admin-CLI commands
     what: str  # the plan's description: "4 failed jobs matching type:x"
+    running: int = 0  # of those, running jobs a cancel asked to stop (they end at their worker's next beat)
 
 
 # --- job detail: why it waits (console.screens.detail) --------------------------------------------

@@ -31,6 +31,7 @@ def test_qualifiers_and_free_text_parse_into_terms():
         ("colour:red", "unknown qualifier colour:"),
         ("type:a\x00b", "printable text"),
         ("id:abc", "id: takes a job id"),
+        ("id:99999999999999999999999", "id: a job id has at most 18 digits, not 23"),
         ("status:done", "status: is one of"),
         ("type:", "type: needs a value"),
         ("payload.a.b:1", "a payload key is"),

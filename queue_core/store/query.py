@@ -104,8 +104,10 @@ def _term(qualifier: str | None, value: str) -> Term:
     if qualifier not in QUALIFIERS:
         known = ", ".join(f"{name}:" for name in QUALIFIERS)
         raise QueryError(f"unknown qualifier {qualifier}:; use {known} or payload.KEY:")
-    if qualifier == "id" and not (value.isascii() and value.isdigit() and len(value) <= 18):
+    if qualifier == "id" and not (value.isascii() and value.isdigit()):
         raise QueryError(f"id: takes a job id (digits), not {value!r}")
+    if qualifier == "id" and len(value) > 18:  # beyond a 64-bit id: no job has it
+        raise QueryError(f"id: a job id has at most 18 digits, not {len(value)} ({value[:20]}…)")
     if qualifier == "status" and value not in {status.value for status in JobStatus}:
         raise QueryError(f"status: is one of {', '.join(status.value for status in JobStatus)}, not {value!r}")
     return Term(qualifier, value)

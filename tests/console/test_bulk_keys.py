@@ -291,3 +291,29 @@ async def test_a_on_a_paged_view_selects_its_state_while_the_live_tables_wait_fo
         await pilot.press("1")
         await settle(pilot)
         assert app.is_running and app.query_one("#pending", JobTable).row_count == scene.counts()["pending"]
+
+
+async def test_c_on_a_running_job_says_it_asked_it_to_stop(pilot, scene):
+    """A running job's cancel is a request (it ends at its worker's next heartbeat): the note says so rather
+    than "Cancelled" alone."""
+    app = pilot.app
+    job_id = (await focus_table(pilot, "running")).selected_job_id
+    assert (await asked(pilot, "c")).startswith(f"Cancel running job {job_id}?\n")
+    await pilot.press("y")
+    await settle(pilot)
+    assert scene.find_by_id(job_id).cancel_requested_at is not None
+    messages = [n.message for n in app._notifications]
+    assert "Asked 1 of 1 running job to stop: it ends at its worker's next heartbeat." in messages, messages
+
+
+async def test_the_note_after_a_cancel_of_pending_and_running_jobs_says_which_were_asked():
+    from console.bulk import outcome_text
+    from queue_core.store.bulk import BulkOutcome
+
+    mixed = outcome_text(BulkOutcome("cancel", 5, 5, 0, False), "5 jobs selected by hand", 2)
+    assert mixed == (
+        "Cancelled 5 of 5 jobs selected by hand; the 2 running were asked to stop: "
+        "they end at their worker's next heartbeat."
+    )
+    plain = outcome_text(BulkOutcome("retry", 4, 3, 1, False), "4 failed jobs", 0)
+    assert plain == "Retried 3 of 4 failed jobs (1 skipped: changed meanwhile)."

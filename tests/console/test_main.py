@@ -94,3 +94,11 @@ def test_refresh_help_states_its_default():
     help_text = " ".join(build_parser().format_help().split())
     assert "seconds between refreshes (default 1)" in help_text
     assert "embedded worker threads (default 2)" in help_text
+
+
+def test_read_only_on_a_missing_sqlite_file_is_an_error_and_makes_no_file(tmp_path, console_not_run, capsys):
+    missing = tmp_path / "mistyped.db"
+    assert run_main(["--db", f"sqlite:///{missing}", "--read-only"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "no database at" in err
+    assert list(tmp_path.iterdir()) == []  # no file, no -wal or -shm beside it

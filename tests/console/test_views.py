@@ -47,6 +47,27 @@ async def test_completed_view_pages_by_keyset_with_page_down_and_back(make_app, 
         assert shown_ids(table) == [row.id for row in first.rows] and table.cursor_row == 9
 
 
+async def test_a_page_whose_jobs_are_all_deleted_goes_back_to_the_first(make_app, scene, db_url):
+    """A bulk delete of the jobs from page 2 on left "page 2 · none" under a header counting jobs, until
+    page up: the view goes back to its first page by itself."""
+    app = make_app(window=10)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("d", "ctrl+end", "pagedown")
+        await settle(pilot)
+        table = app.query_one("#completed", PagedJobTable)
+        assert "page 2" in str(table.border_title)
+        first = page(scene, "completed", limit=10)
+        later = [job.id for job in scene.list("completed", limit=1000) if job.id not in {r.id for r in first.rows}]
+        assert later, "the scene has more than one page of completed jobs"
+        scene.bulk("delete", ids=later)
+        app.request_refresh()
+        await settle(pilot)
+        await settle(pilot)
+        assert "page 2" not in str(table.border_title)
+        assert shown_ids(table) == [row.id for row in first.rows]
+
+
 async def test_scheduled_and_cancelled_views_show_their_states(make_app, scene, db_url):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
