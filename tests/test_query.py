@@ -135,3 +135,15 @@ def test_a_payload_holding_a_nul_leaves_payload_searches_working(repo):
     assert ids(repo, "payload.k:v") == [plain.id]
     assert ids(repo, "payload.k:\\u0000") == [written_out.id]
     assert repo.find_by_id(odd.id).payload == {"k": "a\u0000b"}
+
+
+def test_free_text_finds_accents_other_scripts_and_quotes_in_a_payload(repo):
+    """Payloads are stored with JSON's escapes ("Zo\\u00eb", a quote as \\"): free text matched only ASCII
+    without quotes."""
+    zoe, _ = repo.create("greet", {"name": "Zoë ☃ 名前"})
+    quoted, _ = repo.create("greet", {"say": 'he said "hi"'})
+    repo.create("greet", {"name": "Zoe"})  # no accent: not a match for "Zoë"
+    assert ids(repo, "名前") == ids(repo, "Zoë ☃") == ids(repo, "ë") == [zoe.id]
+    assert ids(repo, "zoë") == ids(repo, "ZOË") == [zoe.id]  # case ignored, as for ASCII
+    assert ids(repo, '"said \\"hi\\""') == [quoted.id]
+    assert len(ids(repo, "zoe")) == 1  # the plain one only

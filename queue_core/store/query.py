@@ -12,6 +12,7 @@ is free text, matched against the payload and the latest error. A value with spa
 
 from __future__ import annotations
 
+import json
 import operator
 import re
 from dataclasses import dataclass
@@ -124,13 +125,28 @@ def _term_condition(Job, term: Term, postgres: bool):
         return _contains(Job.error, term.value)
     if term.field == "payload":
         return _payload_field(Job, term.key, postgres) == term.value
-    return _contains(Job.payload, term.value) | _contains(Job.error, term.value)
+    # Payloads are stored with JSON's escapes (``Zoë`` as ``Zo\\u00eb``, a quote as ``\\"``): free text with
+    # accents, another script or a quote also looks for its escaped form (lowercased first: the search ignores
+    # case, and an escape's hex digits are lowercase). Always the same SQL, the form bound as NULL where there
+    # is no other (the test of NULL comes first: no row is lowercased for it).
+    escaped = json.dumps(term.value.lower())[1:-1]
+    pattern = pw.Value(_pattern(escaped) if escaped != term.value.lower() else None)
+    other = pw.NodeList((pw.Cast(pattern, "TEXT"), pw.SQL("IS NOT NULL AND"), _like(Job.payload, pattern)))
+    return _contains(Job.payload, term.value) | _contains(Job.error, term.value) | other
 
 
 def _contains(column, value: str):
     """``column`` contains ``value``, ignoring case; ``%``, ``_`` and ``\\`` in the value match themselves."""
+    return _like(column, pw.Value(_pattern(value)))
+
+
+def _pattern(value: str) -> str:
     escaped = value.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return pw.NodeList((pw.fn.LOWER(column), pw.SQL("LIKE"), pw.Value(f"%{escaped}%"), pw.SQL("ESCAPE '\\'")))
+    return f"%{escaped}%"
+
+
+def _like(column, pattern: pw.Value):
+    return pw.NodeList((pw.fn.LOWER(column), pw.SQL("LIKE"), pattern, pw.SQL("ESCAPE '\\'")))
 
 
 def _payload_field(Job, key: str, postgres: bool):
