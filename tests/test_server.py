@@ -132,10 +132,18 @@ BAD_BODIES = [
     ({"type": "t", "run_at": "2026-01-01T00:00:00"}, "run_at"),
     ({"type": "t", "run_at": "tomorrow"}, "run_at"),
     ({"type": "t", "run_at": "9999-12-31T23:00:00-05:00"}, "run_at"),
+    ({"type": "t", "run_at": 1e20}, "run_at"),  # a Unix time in seconds past the year 9999
     ({"type": "t", "retry_backoff": -1}, "retry_backoff"),
     ({"type": "t", "idempotency_key": ""}, "idempotency_key"),
     ({"type": "t", "priorty": "high"}, "priorty"),
 ]
+
+
+@pytest.mark.parametrize(("seconds", "iso"), [(32503680000, "3000-01-01T00:00:00+00:00"), (1.5e9, "2017-07-14")])
+def test_a_number_for_run_at_is_unix_time_in_seconds_even_far_ahead(http, seconds, iso):
+    """pydantic read a number above 2e10 as milliseconds: the year 3000 became 1971, a job due at once."""
+    response = http.post("/jobs", json={"type": "t", "run_at": seconds})
+    assert response.status_code == 201 and response.json()["run_at"].startswith(iso)
 
 
 @pytest.mark.parametrize(("body", "field"), BAD_BODIES)

@@ -8,10 +8,20 @@ schema, using the repository's own constants.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictFloat, StrictInt, StrictStr
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+)
 from pydantic_core import PydanticCustomError
 
 from ..errors import ValidationError
@@ -29,6 +39,22 @@ from ..validation import (
     validate_type,
     validate_worker_id,
 )
+
+
+def _unix_seconds(value):
+    """A number for a time is Unix time in seconds, always: pydantic reads one above 2e10 as milliseconds
+    (year 3000 in seconds became 1971-01-12, a job due at once)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(value, UTC)
+        except (OverflowError, OSError, ValueError):
+            raise PydanticCustomError(
+                "unix_time", "a number here is a Unix time in seconds up to the year 9999; or give ISO 8601"
+            ) from None
+    return value
+
+
+RunAt = Annotated[datetime, BeforeValidator(_unix_seconds)]
 
 # Ids, attempts and counts must fit the database's 64-bit integers; larger ones would not even reach a query.
 INT64_MAX = 2**63 - 1
@@ -105,7 +131,9 @@ class CreateJob(Body):
         description="same key again returns the existing job (200); also accepted as an Idempotency-Key header",
         json_schema_extra={"maxLength": MAX_TEXT_CHARS},
     )
-    run_at: datetime | None = Field(default=None, description="not claimable before this time (ISO 8601 with offset)")
+    run_at: RunAt | None = Field(
+        default=None, description="not claimable before this time (ISO 8601 with offset, or Unix time in seconds)"
+    )
     retry_backoff: StrictFloat | None = Field(
         default=None, description="base back-off in seconds between retries; 0 retries at once"
     )
