@@ -250,8 +250,12 @@ def validate_aware(field: str, value) -> datetime:
 
 
 def validate_worker_id(value) -> str:
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS or not is_text(value):
-        raise ValidationError("worker_id", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
+    # Printable: an id is shown in the CLI's tables, the console and logs, where a control character (an
+    # escape sequence, a line break) would act on the operator's terminal instead of being read.
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS or not value.isprintable():
+        raise ValidationError(
+            "worker_id", f"must be a non-empty string of at most {MAX_TEXT_CHARS} printable characters"
+        )
     return value
 
 

@@ -92,8 +92,14 @@ def test_the_registry_routes_of_a_remote_worker_and_the_workers_list(http, clock
     assert http.post("/workers/remote-2/stopped").status_code == 204
     # A worker id may hold a slash (quoted in the path by the client).
     assert http.post("/workers/host%2F1/register", json=body).status_code == 204
-    assert http.post("/workers/line%0Abreak/stopped").status_code == 204  # routed; no such worker: nothing changes
     assert_problem(http.post("/workers/%20/stopped"), 422, field="worker_id")
+    # Ids and hosts are shown in the CLI's tables and the console: a control character would act on the
+    # operator's terminal (an escape sequence, a line break in the middle of a table).
+    assert_problem(http.post("/workers/line%0Abreak/stopped"), 422, field="worker_id")
+    assert_problem(http.post("/workers/%1B%5B31mW/register", json=body), 422, field="worker_id")
+    assert_problem(http.post("/workers/w9/register", json={**body, "host": "h\u001b[2J"}), 422, field="host")
+    claim = {"worker_id": "\u001b[31mEVIL\u001b[0m", "types": ["esc"]}
+    assert_problem(http.post("/jobs/claim", json=claim), 422, field="worker_id")
     assert http.post("/queues/team%2Fmail/pause").json()["name"] == "team/mail"
     clock.advance(timedelta(seconds=6).total_seconds())
     workers = http.get("/workers").json()["workers"]

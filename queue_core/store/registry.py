@@ -14,7 +14,6 @@ from ..errors import ValidationError
 from ..rules import WORKER_RUNNING, worker_state
 from ..validation import (
     MAX_TEXT_CHARS,
-    is_text,
     validate_count,
     validate_positive_int,
     validate_queue_name,
@@ -106,6 +105,7 @@ class WorkerRegistry:
 
 
 def _text(field: str, value) -> str:
-    if not isinstance(value, str) or len(value) > MAX_TEXT_CHARS or not is_text(value):
-        raise ValidationError(field, f"must be a string of at most {MAX_TEXT_CHARS} characters")
+    # Printable, as worker ids: shown in the CLI's tables and the console, never acted on by a terminal.
+    if not isinstance(value, str) or len(value) > MAX_TEXT_CHARS or not value.isprintable():
+        raise ValidationError(field, f"must be a string of at most {MAX_TEXT_CHARS} printable characters")
     return value
