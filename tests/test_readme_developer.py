@@ -47,3 +47,19 @@ def test_each_snippet_runs_as_pasted(name, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert EXPECTED[name] in done.stdout, done.stdout
+
+
+def test_a_worker_importing_the_task_module_only_registers_its_tasks(tmp_path):
+    """`queue-worker --handlers tasks_demo`, as README says to run it: importing the module enqueued jobs and
+    ran a worker of its own when the demo's lines were at the module's top level."""
+    (tmp_path / "tasks_demo.py").write_text(snippets()["tasks_demo.py"], encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tmp_path)])
+    command = [sys.executable, "-m", "queue_core.worker", "--handlers", "tasks_demo", "--burst"]
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "tasks-demo.db" in done.stderr  # it serves the database the module's Queue names
+    stats = [sys.executable, "-m", "queue_core", "--db", "sqlite:///tasks-demo.db", "stats"]
+    counted = subprocess.run(stats, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert counted.returncode == 0, counted.stderr
+    assert '"completed": 0' in counted.stdout and '"pending": 0' in counted.stdout, counted.stdout
