@@ -244,9 +244,19 @@ class HttpQueue:
     # --- the worker registry: the worker's row, for `workers` and `GET /workers` ---------------
 
     def register_worker(
-        self, worker_id: str, *, host: str, pid: int, queues: list[str] | None, concurrency: int, stale_after: float
+        self,
+        worker_id: str,
+        *,
+        host: str,
+        pid: int,
+        queues: list[str] | None,
+        concurrency: int,
+        stale_after: float,
+        types: list[str] | None = None,
     ) -> None:
         body = {"host": host, "pid": pid, "queues": queues, "concurrency": concurrency, "stale_after": stale_after}
+        if types is not None:
+            body["types"] = list(types)
         self._post(f"/workers/{_segment(worker_id)}/register", body)
 
     def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:

@@ -117,3 +117,15 @@ def test_an_invalid_base_url_is_a_validation_error_at_construction(url):
     with pytest.raises(ValidationError) as info:
         HttpQueue(url)
     assert info.value.field == "base_url" and url in info.value.message
+
+
+def test_a_remote_worker_registers_its_types_through_the_api(queue, repo):
+    """The registry's types come over the HTTP API too: "why is this job waiting?" reads them for remote
+    workers as for local ones."""
+    queue.register_worker("r1", host="h", pid=1, queues=None, concurrency=1, stale_after=30, types=["echo"])
+    job, _ = repo.create("resize")
+    assert repo.WorkerRecord.get_by_id("r1").types == '["echo"]'
+    assert [reason.kind for reason in repo.why_waiting(job.id)] == ["no_worker"]
+    queue.register_worker("r1", host="h", pid=1, queues=None, concurrency=1, stale_after=30)  # types not said
+    assert repo.WorkerRecord.get_by_id("r1").types is None
+    assert [reason.kind for reason in repo.why_waiting(job.id)] == ["next"]

@@ -191,6 +191,20 @@ def test_a_version_10_database_upgrades_to_11_its_status_index_holding_no_pendin
     db.close()
 
 
+def test_a_version_12_database_upgrades_to_13_its_workers_keeping_their_rows_without_types(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    repo.register_worker("w1", host="h", pid=7, queues=["mail"], concurrency=2, stale_after=30)
+    job, _ = repo.create("t", queue="mail")
+    db = reopened_at_version(db, db_url, 12, "ALTER TABLE workers DROP COLUMN types")
+    repo = JobRepository(db)
+    assert "types" in {column.name for column in db.get_columns("workers")}
+    row = repo.WorkerRecord.get_by_id("w1")
+    assert (row.pid, row.queues, row.types) == (7, '["mail"]', None)
+    assert [reason.kind for reason in repo.why_waiting(job.id)] == ["next"]  # types unknown: any type
+    db.close()
+
+
 def test_a_version_11_database_upgrades_to_12_its_queue_status_index_holding_no_pending_job(db_url):
     db = open_database(db_url)
     repo = JobRepository(db)

@@ -82,3 +82,29 @@ def test_a_job_that_is_not_pending_is_not_waiting(repo):
         ("not_waiting", "it is running on worker w, not waiting")
     ]
     assert kinds(repo.why_waiting(999)) == ["not_waiting"]
+
+
+def test_no_live_worker_has_a_handler_for_its_type(repo):
+    """A worker serving every queue but not the job's type never claims it: it is not "next"."""
+    job, _ = repo.create("nohandler")
+    repo.register_worker("w1", host="h", pid=1, queues="*", concurrency=1, stale_after=30, types=["echo", "sleep"])
+    assert [(r.kind, r.message) for r in repo.why_waiting(job.id)] == [
+        ("no_worker", "no live worker has a handler for type nohandler (those serving queue default: w1)")
+    ]
+    serve(repo, worker_id="older")  # registered without its types (before schema version 13): any type
+    assert kinds(repo.why_waiting(job.id)) == ["next"]
+    repo.register_worker("older", host="h", pid=2, queues="*", concurrency=1, stale_after=30, types=["nohandler"])
+    assert kinds(repo.why_waiting(job.id)) == ["next"]
+    repo.register_worker("older", host="h", pid=2, queues="*", concurrency=1, stale_after=30, types=[])
+    assert kinds(repo.why_waiting(job.id)) == ["no_worker"]
+
+
+def test_a_worker_registers_the_types_it_has_handlers_for(repo, make_worker, handlers):
+    handlers.register("echo", lambda payload: None)
+    handlers.register("resize", lambda payload: None)
+    worker = make_worker(repo)
+    worker.start()
+    try:
+        assert repo.WorkerRecord.get_by_id("w1").types == '["echo", "resize"]'
+    finally:
+        worker.stop(timeout=0)

@@ -220,6 +220,9 @@ class RegisterWorker(Body):
     stale_after: StrictFloat = Field(
         description="seconds without a heartbeat after which it counts as lost", json_schema_extra={"minimum": 0}
     )
+    types: list[TypeName] | None = Field(
+        default=None, description="the job types it has handlers for; null: not said (taken as every type)"
+    )
 
 
 class WorkerSeen(Body):
@@ -364,6 +367,7 @@ class WorkerOut(BaseModel):
     failed: int
     state: Literal["running", "stopped", "lost"]
     silent_for: float = Field(description="seconds since it was last seen")
+    types: list[str] | None = Field(description="the job types it has handlers for; null: not recorded")
 
 
 class WorkerList(BaseModel):

@@ -326,6 +326,9 @@ class WorkerRecord(BaseModel):
     running = pw.IntegerField(default=0)
     completed = pw.IntegerField(default=0)
     failed = pw.IntegerField(default=0)
+    # A JSON list of the job types it has handlers for (schema version 13); NULL: not said (a worker from
+    # before, or a caller that did not): "why is this job waiting?" then assumes it serves every type.
+    types = pw.TextField(null=True)
 
     class Meta:
         table_name = "workers"

@@ -53,6 +53,7 @@ class WorkerState:
     failed: int
     state: str
     silent_for: float
+    types: list[str] | None = None  # the job types it has handlers for (None: not recorded)
 
     def to_dict(self) -> dict:
         data = dict(self.__dict__)
@@ -345,6 +346,7 @@ class JobReads:
             fields = {name: getattr(row, name) for name in Worker._meta.sorted_field_names}
             fields["running"] = held.get(row.id, 0)
             fields["queues"] = row.queues if row.queues == "*" else json.loads(row.queues)
+            fields["types"] = None if row.types is None else json.loads(row.types)
             fields["state"] = worker_state(row.stopped_at, row.last_seen_at, row.stale_after, now)
             fields["silent_for"] = max(0.0, (now - row.last_seen_at).total_seconds())
             states.append(WorkerState(**fields))

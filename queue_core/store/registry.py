@@ -18,6 +18,7 @@ from ..validation import (
     validate_positive_int,
     validate_queue_name,
     validate_seconds,
+    validate_type,
     validate_worker_id,
 )
 
@@ -37,6 +38,19 @@ def stored_queues(queues: Iterable[str] | str | None) -> str:
     return json.dumps([validate_queue_name(name, "queues") for name in names])
 
 
+def stored_types(types: Iterable[str] | None) -> str | None:
+    """A worker's handler types as stored: a sorted JSON list, or None (not said)."""
+    if types is None:
+        return None
+    if isinstance(types, str | bytes):
+        raise ValidationError("types", f"must be a list of type names, not the single string {types!r}")
+    try:
+        names = sorted({validate_type(name) for name in types})
+    except TypeError:
+        raise ValidationError("types", "must be a list of type names") from None
+    return json.dumps(names)
+
+
 class WorkerRegistry:
     """Register, refresh and stop a worker's row; prune old rows (see ``JobRepository``)."""
 
@@ -49,8 +63,10 @@ class WorkerRegistry:
         queues: Iterable[str] | str | None,
         concurrency: int,
         stale_after: float,
+        types: Iterable[str] | None = None,
     ) -> None:
-        """Record a starting worker (again, if the id is reused): started and seen now, counters at 0."""
+        """Record a starting worker (again, if the id is reused): started and seen now, counters at 0;
+        ``types``, the job types it has handlers for (None: not said, taken as every type)."""
         stored = stored_queues(queues)
         now = self.time.sql()
         row = {
@@ -66,6 +82,7 @@ class WorkerRegistry:
             "running": 0,
             "completed": 0,
             "failed": 0,
+            "types": stored_types(types),
         }
         Worker = self.WorkerRecord
         preserve = [field for field in Worker._meta.sorted_fields if field.name != "id"]

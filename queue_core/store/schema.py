@@ -254,6 +254,17 @@ def _migrate_v12(db: pw.Database) -> None:
         db.execute_sql(QUEUE_STATUS_INDEX_CLAIMED)
 
 
+def _migrate_v13(db: pw.Database) -> None:
+    # The types each worker has handlers for, so that "why is this job waiting?" can say no live worker runs
+    # a job's type (it said "it will be claimed next" of a job no worker could run). NULL for the workers
+    # registered before: unknown, taken as every type. A fresh database has the column already (v6 creates
+    # the table from the current model).
+    if is_postgres(db):
+        db.execute_sql("ALTER TABLE workers ADD COLUMN IF NOT EXISTS types TEXT")
+    elif "types" not in {column.name for column in db.get_columns("workers")}:
+        db.execute_sql("ALTER TABLE workers ADD COLUMN types TEXT")
+
+
 def queue_index_parts(Job) -> list:
     """The conditions that split a read by queue into reads of one (queue, ...) index each: on PostgreSQL
     its pending jobs (``jobs_pending_queue_claim``, v6) and the rest (``jobs_queue_status``, v12), as a
@@ -278,6 +289,7 @@ MIGRATIONS = (
     (10, _migrate_v10),
     (11, _migrate_v11),
     (12, _migrate_v12),
+    (13, _migrate_v13),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -2,8 +2,9 @@
 
 Every reason that holds is given, in the order an operator would act on them: the queue is paused; the
 job is scheduled later (a delay, or the back-off after a failed attempt); jobs ahead of it by priority;
-no live worker serves its queue. When none holds, it is the next job a worker will claim. The rules are
-the claim's own (store.statements ``due``): highest priority, then due first, then lowest id.
+no live worker serves its queue, or none of those has a handler for its type. When none holds, it is the
+next job a worker will claim. The rules are the claim's own (store.statements ``due``): highest priority,
+then due first, then lowest id.
 """
 
 from __future__ import annotations
@@ -60,8 +61,13 @@ class WaitingReasons:
             if ahead:
                 noun = "due job is" if ahead == 1 else "due jobs are"
                 reasons.append(WaitReason("ahead", f"{ahead:,} {noun} ahead of it by priority in queue {job.queue}"))
-        if not self._served(job.queue, now, stale_after):
+        serving = self._serving(job.queue, now, stale_after)
+        if not serving:
             reasons.append(WaitReason("no_worker", f"no live worker serves queue {job.queue}"))
+        elif not any(types is None or job.type in types for types in serving.values()):
+            ids = ", ".join(sorted(serving)[:3]) + (", ..." if len(serving) > 3 else "")
+            why = f"no live worker has a handler for type {job.type} (those serving queue {job.queue}: {ids})"
+            reasons.append(WaitReason("no_worker", why))
         return reasons or [WaitReason("next", "it will be claimed next")]
 
     def _jobs_ahead(self, job, now) -> int:
@@ -76,14 +82,16 @@ class WaitingReasons:
         due = (Job.status == PENDING) & (Job.queue == job.queue) & (Job.run_at <= Job.run_at.to_value(now))
         return Job.select(pw.SQL("1")).where(due & before).count()
 
-    def _served(self, queue: str, now, stale_after: timedelta | None) -> bool:
-        """Whether a live worker in the registry claims from ``queue``."""
+    def _serving(self, queue: str, now, stale_after: timedelta | None) -> dict[str, frozenset[str] | None]:
+        """The live workers in the registry that claim from ``queue``: id -> the types they have handlers
+        for (None: not recorded, taken as every type)."""
         Worker = self.WorkerRecord
+        serving = {}
         for row in Worker.select().where(Worker.stopped_at.is_null()):
             if stale_after is not None:
                 live = now - row.last_seen_at <= stale_after
             else:
                 live = worker_state(row.stopped_at, row.last_seen_at, row.stale_after, now) == WORKER_RUNNING
             if live and (row.queues == EVERY_QUEUE or queue in json.loads(row.queues)):
-                return True
-        return False
+                serving[row.id] = None if row.types is None else frozenset(json.loads(row.types))
+        return serving

@@ -126,6 +126,7 @@ class Worker:
             queues=None if self.queues is None else list(self.queues),
             concurrency=self.concurrency,
             stale_after=self.stale_after,
+            types=self.registry.claim_types,
             stats=lambda: self.stats,
             on_error=self._error,
         )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 from .acks import ErrorReporter
 from .protocol import JobQueue
@@ -26,6 +26,7 @@ class Presence:
         queues: list[str] | None,
         concurrency: int,
         stale_after: float,
+        types: Callable[[], Iterable[str]],
         stats: Callable[[], object],
         on_error: ErrorReporter,
     ):
@@ -34,6 +35,7 @@ class Presence:
         self.queues = queues
         self.concurrency = concurrency
         self.stale_after = stale_after
+        self.types = types  # the job types it has handlers for, read at each registration
         self.stats = stats
         self.on_error = on_error
 
@@ -47,6 +49,7 @@ class Presence:
                 queues=self.queues,
                 concurrency=self.concurrency,
                 stale_after=self.stale_after,
+                types=list(self.types()),
             ),
         )
 

@@ -98,8 +98,10 @@ class JobQueue(Protocol):
         queues: list[str] | None,
         concurrency: int,
         stale_after: float,
+        types: list[str] | None = None,
     ) -> None:
-        """Add or reset this worker's row in the registry (``queues`` None: every queue)."""
+        """Add or reset this worker's row in the registry (``queues`` None: every queue; ``types``, the job
+        types it has handlers for)."""
         ...
 
     def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:

@@ -59,6 +59,7 @@ def register_worker(worker_id: WorkerPath, body: RegisterWorker, repo: Repo) -> 
         queues=body.queues,
         concurrency=body.concurrency,
         stale_after=body.stale_after,
+        types=body.types,
     )
     return Response(status_code=204)
 
