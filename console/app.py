@@ -56,6 +56,9 @@ from .widgets.worker.pane import WorkerPane
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
 
 
+SHORT_TERMINAL = 32  # rows: below this the worker pane shows its state and two log lines, not eight
+
+
 class QueueConsole(
     ReadOnlyGuard,
     BulkActions,
@@ -159,6 +162,10 @@ class QueueConsole(
 
     def on_unmount(self) -> None:
         self.unwatch_signals()
+
+    def on_resize(self, event) -> None:
+        # A short terminal (24 rows, say) gives the job tables the rows the worker pane's log would take.
+        self.set_class(event.size.height < SHORT_TERMINAL, "-short")
 
     @property
     def tables(self) -> list[JobTable]:

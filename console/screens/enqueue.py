@@ -16,7 +16,7 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Grid, Horizontal, Vertical
+from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Select, Static
 
@@ -71,7 +71,9 @@ class EnqueueScreen(Dialog):
         self.writing = False  # a create is on its thread; the form waits for its answer
 
     def compose(self) -> ComposeResult:
-        with Vertical(id="dialog", classes="form"):
+        # Scrolls when the terminal is short (80x24 showed the fields down to the idempotency key only, and
+        # neither the buttons nor an error line): tab scrolls to the field it focuses.
+        with VerticalScroll(id="dialog", classes="form"):
             yield Static("Enqueue a job", classes="dialog-title")
             with Grid(id="enqueue-fields"):
                 yield Label("type")
@@ -192,6 +194,7 @@ class EnqueueScreen(Dialog):
         for widget in self.query(f"#{field}"):
             widget.add_class("-invalid")
             widget.focus()
+        line.scroll_visible()  # on a short terminal the error line is below the fold
 
     def show_note(self, message: str) -> None:
         """Not an error: the write is on its way (the line the error would take)."""

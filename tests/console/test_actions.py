@@ -312,3 +312,26 @@ async def test_detail_of_a_job_gone_or_unreadable_says_so_and_closes(pilot, scen
     await settle(pilot)
     assert app.is_running and not isinstance(app.screen, JobDetailScreen)
     assert any(f"Could not read job {job_id}: OperationalError: database is locked" in m for m in notifications(app))
+
+
+async def test_the_form_on_an_80x24_terminal_scrolls_to_each_field_and_to_its_error(make_app, scene):
+    """At 80x24 the form showed its fields down to the idempotency key only: queue, delay, the buttons and
+    the error line were below the screen's edge, and enter on a bad delay seemed to do nothing."""
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("n", *"echo", *["tab"] * 6)
+        screen = app.screen
+        assert isinstance(screen, EnqueueScreen) and app.focused.id == "delay"
+
+        def visible(widget) -> bool:
+            return bool(screen.find_widget(widget).visible_region)
+
+        await settle(pilot)
+        assert visible(app.focused)  # tab scrolled the dialog down to it
+        await pilot.press(*"zz", "enter")
+        await settle(pilot)
+        error = screen.query_one("#form-error")
+        assert "delay" in str(error.render()) and visible(error)
+        dialog = screen.query_one("#dialog")
+        assert dialog.outer_size.width <= 80
