@@ -18,13 +18,23 @@ def test_refusal_says_why_an_ack_would_match_nothing(repo):
     assert repo.refusal(job.id) is None
     assert repo.refusal(job.id, worker_id="w1", attempt=job.attempt) is None
     assert repo.refusal(job.id, worker_id="w2") == "it is held by worker 'w1', not 'w2'"
-    assert repo.refusal(job.id, worker_id="w1", attempt=job.attempt + 1) == (
-        f"attempt {job.attempt + 1} is over; the job is now on attempt {job.attempt}"
+    # An attempt after the job's last never happened: not "over" (the message said so once).
+    assert repo.refusal(job.id, worker_id="w1", attempt=job.attempt + 4) == (
+        f"the job has had 1 attempt: attempt {job.attempt + 4} never started"
     )
     # Each reason is the one the ack itself ran into: what refusal says None to, the ack accepts.
     assert repo.complete(job.id, worker_id="w2") is None and repo.refusal(job.id, worker_id="w2") is not None
     assert repo.complete(job.id, worker_id="w1", attempt=job.attempt) is not None
     assert repo.refusal(job.id, worker_id="w1", attempt=job.attempt) == "it is completed, not running"
+
+
+def test_refusal_of_an_attempt_that_is_over(repo):
+    job, _ = repo.create("t")
+    first = repo.claim("w1")
+    repo.release(first.id, worker_id="w1", attempt=first.attempt)
+    second = repo.claim("w1")
+    assert second.attempt == 2
+    assert repo.refusal(job.id, worker_id="w1", attempt=1) == "attempt 1 is over; the job is now on attempt 2"
 
 
 def test_the_running_window_puts_the_longest_silent_first(repo, clock):
