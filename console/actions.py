@@ -109,9 +109,12 @@ class JobActions:
         job_id = self.cursor_job("fail", "running")
         if job_id is None:
             return
+        # The run itself is not stopped (Python cannot stop a thread): its worker finds the claim gone and
+        # drops the outcome; meanwhile the retry may start elsewhere, or on that worker's other slots.
+        note = "Its handler is not interrupted: c asks a handler to stop; this records the failure now."
         prompt = PromptScreen(
             f"Fail running job {job_id}",
-            f"{self.fail_outcome(job_id)} Why?",
+            f"{self.fail_outcome(job_id)} {note} Why?",
             value=DEFAULT_FAIL_REASON,
             id="fail-reason",
         )

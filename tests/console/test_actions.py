@@ -100,6 +100,7 @@ async def test_fail_a_running_job_with_a_reason(pilot, scene):
     await pilot.press("f")
     assert isinstance(app.screen, PromptScreen)
     assert "retries 0/3" in app.screen.explanation and "goes back to pending" in app.screen.explanation
+    assert "handler is not interrupted" in app.screen.explanation  # the run goes on; only c asks it to stop
     await pilot.press("home", "shift+end", *"stuck on a lock", "enter")
     await settle(pilot)
     job = scene.find_by_id(job_id)
