@@ -112,7 +112,8 @@ class JobReads:
         if worker_id is not None and job.worker_id != worker_id:
             return f"it is held by worker {job.worker_id!r}, not {worker_id!r}"
         if attempt is not None and attempt > job.attempt:
-            return f"the job has had {job.attempt} attempt{'s' if job.attempt != 1 else ''}: attempt {attempt} never started"
+            attempts = f"{job.attempt} attempt{'s' if job.attempt != 1 else ''}"
+            return f"the job has had {attempts}: attempt {attempt} never started"
         if attempt is not None and job.attempt != attempt:
             return f"attempt {attempt} is over; the job is now on attempt {job.attempt}"
         return None
