@@ -9,6 +9,7 @@ import peewee as pw
 import pytest
 from fastapi.testclient import TestClient
 
+from queue_core.errors import ValidationError
 from queue_core.server.app import create_app
 
 PROBLEM = "application/problem+json"
@@ -101,6 +102,31 @@ def test_idempotency_key_header_works_like_the_field(http, repo, header):
     assert (first.status_code, again.status_code) == (201, 200)
     assert first.json()["idempotency_key"] == "k2"
     assert again.json()["id"] == first.json()["id"]
+
+
+@pytest.mark.parametrize(
+    ("header", "key"),
+    [
+        ("été".encode(), "été"),  # UTF-8 bytes, as a client sends them: not read as Latin-1 ("Ã©tÃ©")
+        (b'"a\\"b\\\\c"', 'a"b\\c'),  # a structured-field string's escapes
+    ],
+)
+def test_an_idempotency_key_header_is_read_as_its_sender_meant(http, repo, header, key):
+    first = http.post("/jobs", json={"type": "t"}, headers=[(b"Idempotency-Key", header)])
+    assert first.status_code == 201 and first.json()["idempotency_key"] == key
+    again = http.post("/jobs", json={"type": "t", "idempotency_key": key})
+    assert again.status_code == 200 and again.json()["id"] == first.json()["id"]
+
+
+def test_an_idempotency_key_header_that_is_not_utf8_is_refused_naming_the_field():
+    """Bytes ff fe on the wire, which Starlette hands over as Latin-1 "ÿþ" (httpx's test client re-encodes
+    what it is given, so the route's reading is checked directly)."""
+    from queue_core.server.routes.jobs import idempotency_key_from
+    from queue_core.server.schemas import CreateJob
+
+    with pytest.raises(ValidationError) as info:
+        idempotency_key_from(CreateJob(type="t"), b"\xff\xfe".decode("latin-1"))
+    assert info.value.field == "idempotency_key" and "UTF-8" in str(info.value)
 
 
 def test_header_and_body_keys_that_differ_are_refused(http, repo):

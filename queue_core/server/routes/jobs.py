@@ -3,6 +3,7 @@ one, cancel one."""
 
 from __future__ import annotations
 
+import re
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
@@ -17,11 +18,21 @@ from .common import NOT_FOUND, JobIdPath, JobsJSONResponse, Repo, job_response, 
 router = APIRouter()
 
 
+SF_ESCAPE = re.compile(r'\\(["\\])')
+
+
 def idempotency_key_from(body: CreateJob, header: str | None) -> str | None:
     if header is None:
         return body.idempotency_key
-    # The IETF draft sends the key as a structured-field string ("abc"); plain abc is accepted too.
-    key = header[1:-1] if len(header) >= 2 and header[0] == header[-1] == '"' else header
+    try:
+        # HTTP carries a header's bytes; Starlette reads them as Latin-1, so a UTF-8 key ("été") arrived as
+        # "Ã©tÃ©" and differed from the same key in the body.
+        header = header.encode("latin-1").decode("utf-8")
+    except UnicodeError:
+        raise ValidationError("idempotency_key", "the Idempotency-Key header must be UTF-8 text") from None
+    # The IETF draft sends the key as a structured-field string ("abc", with \" and \\ escaped); plain abc too.
+    quoted = len(header) >= 2 and header[0] == header[-1] == '"'
+    key = SF_ESCAPE.sub(r"\1", header[1:-1]) if quoted else header
     if body.idempotency_key is not None and body.idempotency_key != key:
         raise ValidationError("idempotency_key", "the Idempotency-Key header and the body's idempotency_key differ")
     return key
