@@ -154,14 +154,25 @@ class JobActions:
     # --- x: reap stale claims ----------------------------------------------------------------------
 
     def action_reap(self) -> None:
+        """The stale claims (no heartbeat for the console's ``--stale-after``), and the jobs of workers the
+        registry shows lost by their own ``--stale-after`` (a SIGKILLed worker's, shown lost in the workers
+        view, which the console's longer stale-after did not count as stale)."""
         self._on_main_screen()
-        self.run_write("reap", partial(self.repo.reap_stale, self.stale_after), StaleReaped)
+        self.run_write("reap", self._reap_all, StaleReaped)
+
+    def _reap_all(self) -> tuple[int, dict[str, int]]:
+        return self.repo.reap_stale(self.stale_after), self.repo.reap_lost_workers()
 
     def on_stale_reaped(self, message: StaleReaped) -> None:
-        reaped, seconds = message.count, f"{self.stale_after.total_seconds():g} s"
-        if reaped:
-            self.notify(f"Reaped {reaped} stale claim{'s' if reaped != 1 else ''} (no heartbeat for {seconds}).")
+        reaped, lost = message.result
+        seconds = f"{self.stale_after.total_seconds():g} s"
+        parts = [f"{reaped} stale claim{'s' if reaped != 1 else ''} (no heartbeat for {seconds})"] if reaped else []
+        for worker_id, count in lost.items():
+            parts.append(f"{count} job{'s' if count != 1 else ''} of lost worker {worker_id}")
+        if parts:
+            self.notify(f"Reaped {' and '.join(parts)}.")
         else:
-            self.notify(f"No stale claims: every running job showed life in the last {seconds}.")
-        self.record_commands([command_line("reap", older_than=f"{self.stale_after.total_seconds():g}")])
+            none = f"No stale claims: every running job showed life in the last {seconds}; no lost worker holds one."
+            self.notify(none)
+        self.record_commands([command_line("reap", older_than=f"{self.stale_after.total_seconds():g}", lost=True)])
         self.request_refresh()

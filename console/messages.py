@@ -51,7 +51,7 @@ class JobFailedByOperator(Message):
 
 @message
 class StaleReaped(Message):
-    count: int
+    result: tuple  # (stale claims taken back, {lost worker id: its jobs taken back})
 
 
 @message

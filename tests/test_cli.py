@@ -137,3 +137,19 @@ def test_ctrl_c_before_the_program_handles_it_is_exit_130_without_a_traceback(ca
     with pytest.raises(SystemExit) as info:
         exit_with(interrupted)
     assert info.value.code == 130 and "Traceback" not in capsys.readouterr().err
+
+
+def test_reap_lost_takes_back_a_lost_workers_jobs_and_reap_needs_one_of_its_options(cli, db_url):
+    from queue_core.store.database import open_database
+    from queue_core.store.repository import JobRepository
+
+    repo = JobRepository(open_database(db_url))
+    job, _ = repo.create("t")
+    repo.register_worker("gone", host="h", pid=1, queues=None, concurrency=1, stale_after=0.001)
+    repo.claim("gone")
+    out = cli("reap", "--lost")
+    assert json.loads(out.stdout) == {"reaped": 1, "lost_workers": {"gone": 1}}
+    assert repo.find_by_id(job.id).status == "pending"
+    assert json.loads(cli("reap", "--older-than", "60").stdout) == {"reaped": 0}
+    refused = cli("reap", expect=2)
+    assert refused.stderr.startswith("error: reap needs --older-than SECONDS, --lost")

@@ -562,3 +562,20 @@ def test_an_idempotency_key_with_the_same_payload_in_another_key_order_returns_t
         [{"type": "pay", "payload": {"amount": 1, "to": {"name": "ann", "iban": "x"}}, "idempotency_key": "tb1"}]
     )
     assert again.id == job.id
+
+
+def test_reap_lost_workers_takes_back_the_jobs_of_each_worker_silent_past_its_own_stale_after(repo, clock):
+    for name in ("a", "b", "c"):
+        repo.create("t", {"n": name})
+    repo.register_worker("gone", host="h", pid=1, queues=None, concurrency=2, stale_after=20)
+    repo.register_worker("alive", host="h", pid=2, queues=None, concurrency=1, stale_after=600)
+    held = [repo.claim("gone"), repo.claim("gone"), repo.claim("alive")]
+    assert repo.reap_lost_workers() == {}  # nobody silent yet
+    clock.advance(30)  # past gone's 20 s, well within alive's 600 s (and a reaper's 300 s)
+    repo.worker_seen("alive", running=1, completed=0, failed=0)
+    assert repo.reap_lost_workers() == {"gone": 2}
+    jobs = [repo.find_by_id(job.id) for job in held]
+    assert [job.status for job in jobs] == ["pending", "pending", "running"]
+    assert "its worker was lost (not seen for 30s, its --stale-after 20s)" in jobs[0].error
+    assert [w.state for w in repo.workers()] == ["running", "stopped"]  # alive, gone (sorted by id)
+    assert repo.reap_lost_workers() == {}

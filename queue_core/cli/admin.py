@@ -89,7 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
     bulk.add_bulk_options(retry, job_id, "retry", cause=True)
 
     reap = commands.add_parser("reap", parents=[db_option], help="take back stale claims")
-    reap.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
+    reap.add_argument(
+        "--older-than", type=non_negative_seconds, metavar="SECONDS", help="claims with no heartbeat for this long"
+    )
+    reap.add_argument(
+        "--lost",
+        action="store_true",
+        help="the claims of every worker the registry shows lost (silent past its own --stale-after)",
+    )
 
     prune = commands.add_parser("prune", parents=[db_option], help="delete finished jobs older than a retention")
     prune.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
@@ -178,7 +185,11 @@ def run_retry(args, repo: JobRepository) -> int:
 
 
 def run_reap(args, repo: JobRepository) -> int:
-    print(json.dumps({"reaped": repo.reap_stale(timedelta(seconds=args.older_than))}))
+    if args.older_than is None and not args.lost:
+        return fail("reap needs --older-than SECONDS, --lost, or both (see python -m queue_core reap --help)")
+    reaped = 0 if args.older_than is None else repo.reap_stale(timedelta(seconds=args.older_than))
+    lost = repo.reap_lost_workers() if args.lost else {}
+    print(json.dumps({"reaped": reaped + sum(lost.values()), **({"lost_workers": lost} if args.lost else {})}))
     return 0
 
 

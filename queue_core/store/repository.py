@@ -403,6 +403,18 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             self.worker_stopped(worker_id)
         return reaped
 
+    def reap_lost_workers(self) -> dict[str, int]:
+        """``reap_worker`` for every worker the registry shows lost (not seen for longer than its own
+        ``stale_after``) that still holds running jobs: worker id -> jobs taken back. A SIGKILLed worker's
+        jobs otherwise wait for a reaper's ``--stale-after`` (300 s by default), longer than the worker's own
+        (the console showed the worker lost, and ``x`` found no stale claim)."""
+        lost = {worker.id: worker for worker in self.workers() if worker.state == "lost" and worker.running}
+        why = "its worker was lost (not seen for {:.0f}s, its --stale-after {:g}s)"
+        return {
+            worker_id: self.reap_worker(worker_id, why.format(worker.silent_for, worker.stale_after))
+            for worker_id, worker in lost.items()
+        }
+
     def _reap(self, condition, why) -> int:
         """Take back the running jobs ``condition(now)`` selects, each with the error "worker W lost its claim:
         ``why(job, now)``", in one transaction."""

@@ -336,3 +336,19 @@ async def test_the_form_on_an_80x24_terminal_scrolls_to_each_field_and_to_its_er
         assert "delay" in str(error.render()) and visible(error)
         dialog = screen.query_one("#dialog")
         assert dialog.outer_size.width <= 80
+
+
+async def test_x_also_takes_back_the_jobs_of_a_worker_shown_lost(make_app, scene, scene_clock):
+    """A SIGKILLed worker shows lost (silent past its own --stale-after) long before its jobs are stale by
+    the console's 300 s: x found "No stale claims" while the workers view said lost."""
+    scene.register_worker("killed", host="h", pid=9, queues=None, concurrency=1, stale_after=5)
+    job = scene.claim("killed")
+    scene_clock.advance(10)
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("x")
+        await settle(pilot)
+        assert scene.find_by_id(job.id).status == "pending"
+        assert any("1 job of lost worker killed" in m for m in notifications(app)), notifications(app)
+        assert "--lost" in app.query_one("#commands").lines[-1]
