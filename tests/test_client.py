@@ -117,3 +117,15 @@ def test_an_invalid_base_url_is_a_validation_error_at_construction(url):
     with pytest.raises(ValidationError) as info:
         HttpQueue(url)
     assert info.value.field == "base_url" and url in info.value.message
+
+
+def test_a_worker_with_many_handlers_claims_with_all_its_types(queue, repo):
+    # Regression: an --api worker claims with every type it has a handler for, and the API took at most 100:
+    # with 124 (120 handlers and the 4 built-in ones) every claim was a 422 and the worker ran nothing.
+    types = [f"m{i}" for i in range(124)]
+    first, second, third = (queue.create(name)[0] for name in ("m0", "m123", "m7"))
+    claimed = queue.claim("w", types=types)
+    assert claimed.id == first.id
+    done, following = queue.complete_and_claim(first.id, types, worker_id="w", attempt=claimed.attempt)
+    assert (done.status, following.id) == ("completed", second.id)
+    assert [job.id for job in queue.claim_many("w", 5, types=types)] == [third.id]

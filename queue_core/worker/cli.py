@@ -33,9 +33,9 @@ from ..store.database import DATABASE_ERRORS, ReconnectingPostgresqlDatabase, wi
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
 from ..tasks import declared_database_url, registered_schedules
-from ..validation import validate_api_url, validate_token, validate_worker_id
+from ..validation import MAX_TYPES, validate_api_url, validate_token, validate_worker_id
 from .defaults import DEFAULTS, MAX_CONCURRENCY, MAX_PROCESSES, check_ack_delay, valid_queue_slots
-from .handlers import registry
+from .handlers import BUILTINS, registry
 from .logs import configure_logging, log_event, logged_kinds, logger
 from .loop import Worker, default_worker_id
 from .pool import Member, WorkerPool
@@ -153,6 +153,19 @@ def import_handler_modules(names: list[str]) -> str | None:
     return None
 
 
+def too_many_types(count: int) -> str | None:
+    """The error line for a registry of ``count`` job types when that is more than one claim may name, else
+    None. Every claim names all of them, so such a worker would log a refused claim at each poll and never run
+    a job; said once, here, before a process forks."""
+    if count <= MAX_TYPES:
+        return None
+    return (
+        f"the handler modules register {count} job types ({len(BUILTINS)} of them built in) and a claim names at "
+        f"most {MAX_TYPES}: split the --handlers modules across workers, each registering at most "
+        f"{MAX_TYPES - len(BUILTINS)} types"
+    )
+
+
 def install_signal_handlers(worker: Worker) -> dict:
     """First SIGTERM/SIGINT: graceful stop; the next one: release running jobs now. Returns the old handlers."""
     received: list[str] = []
@@ -215,7 +228,12 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
     ``run``), never for a caller's process, whose garbage it would keep from the cyclic collector."""
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
-    problem = import_handler_modules(args.handlers) or conflicting_arguments(args) or adopt_queue_url(args)
+    problem = (
+        import_handler_modules(args.handlers)
+        or too_many_types(len(registry))
+        or conflicting_arguments(args)
+        or adopt_queue_url(args)
+    )
     if problem:
         return fail(problem)
     if args.processes == 1:
