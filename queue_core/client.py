@@ -21,7 +21,7 @@ from .errors import IdempotencyConflict, QueueError, ValidationError
 from .store.models import priority_label
 from .store.repository import PRUNE_BATCH
 from .validation import validate_api_url, validate_token
-from .wire import IDEMPOTENCY_CONFLICT
+from .wire import IDEMPOTENCY_CONFLICT, MAX_CLAIM_BATCH
 
 DEFAULT_TIMEOUT = 30.0
 DERIVED = ("priority_label", "cancel_requested")  # computed from other fields: never kept as extras
@@ -173,6 +173,10 @@ class HttpQueue:
         return None if response.status_code == 204 else RemoteJob.from_dict(response.json())
 
     def claim_many(self, worker_id: str, n: int, *, types=None, queues=None) -> list[RemoteJob]:
+        """Up to ``n`` jobs, and at most ``MAX_CLAIM_BATCH``: the server refuses to be asked for more, and a
+        worker with more free slots (``--concurrency`` up to 256) claims for the others on its next round."""
+        if isinstance(n, int):  # anything else goes as it is, for the server's 422 naming n
+            n = min(n, MAX_CLAIM_BATCH)
         body = _with_queues({"worker_id": worker_id, "n": n, "types": _list_or_none(types)}, queues)
         return [RemoteJob.from_dict(data) for data in self._post("/jobs/claim-many", body).json()["jobs"]]
 
