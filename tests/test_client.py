@@ -96,6 +96,27 @@ def test_a_wrong_token_is_a_remote_queue_error(repo):
         assert queue.claim("w") is None
 
 
+def test_the_check_refuses_a_read_only_token_and_writes_nothing(repo):
+    # Regression: check() only read /stats, which the read token may do, so a worker given the read token
+    # passed its start-up check, then met a 403 on every claim for ever.
+    app = create_app(repo, token="write-t0k", read_token="read-t0k")
+    repo.create("t")
+    repo.claim("w")  # a running job: a heartbeat that wrote would touch it
+
+    def everything():
+        return [list(table.select().tuples()) for table in (repo.Job, repo.WorkerRecord)]
+
+    before = everything()
+    with HttpQueue("http://testserver", token="read-t0k", client=TestClient(app)) as queue:
+        with pytest.raises(RemoteQueueError) as info:
+            queue.check()
+        assert info.value.status == 403
+        assert str(info.value).startswith("the token is read-only: a worker needs the write token")
+    with HttpQueue("http://testserver", token="write-t0k", client=TestClient(app)) as queue:
+        assert queue.check()["counts"]["running"] == 1
+    assert everything() == before
+
+
 def test_a_500_is_a_remote_queue_error_not_a_crash(repo, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
