@@ -21,7 +21,7 @@ from .errors import IdempotencyConflict, QueueError, ValidationError
 from .store.models import priority_label
 from .store.repository import PRUNE_BATCH
 from .validation import validate_api_url, validate_token
-from .wire import IDEMPOTENCY_CONFLICT
+from .wire import IDEMPOTENCY_CONFLICT, MAX_CLAIM_BATCH, READ_ONLY
 
 DEFAULT_TIMEOUT = 30.0
 DERIVED = ("priority_label", "cancel_requested")  # computed from other fields: never kept as extras
@@ -129,8 +129,16 @@ class HttpQueue:
         self.close()
 
     def check(self) -> dict:
-        """Fail fast with a ``RemoteQueueError`` when the server is unreachable or refuses the token; returns /stats."""
-        return self._request("GET", "/stats", None).json()
+        """Fail fast with a ``RemoteQueueError`` when the server is unreachable, refuses the token, or takes it
+        for reading only; returns /stats.
+
+        A read-only token (the server's ``--read-token``) may GET /stats, so reading proves nothing about the
+        claims and acks a worker sends. The heartbeat of no jobs does: it is a write, refused with 403 before
+        its route runs for that token, and for any other it answers ``{"held": []}`` without a statement run.
+        """
+        stats = self._request("GET", "/stats", None).json()
+        self._post("/jobs/heartbeat", {"worker_id": "queue-core-check", "job_ids": []})
+        return stats
 
     # --- the worker's methods ---------------------------------------------------------------------
 
@@ -173,6 +181,10 @@ class HttpQueue:
         return None if response.status_code == 204 else RemoteJob.from_dict(response.json())
 
     def claim_many(self, worker_id: str, n: int, *, types=None, queues=None) -> list[RemoteJob]:
+        """Up to ``n`` jobs, and at most ``MAX_CLAIM_BATCH``: the server refuses to be asked for more, and a
+        worker with more free slots (``--concurrency`` up to 256) claims for the others on its next round."""
+        if isinstance(n, int):  # anything else goes as it is, for the server's 422 naming n
+            n = min(n, MAX_CLAIM_BATCH)
         body = _with_queues({"worker_id": worker_id, "n": n, "types": _list_or_none(types)}, queues)
         return [RemoteJob.from_dict(data) for data in self._post("/jobs/claim-many", body).json()["jobs"]]
 
@@ -336,4 +348,9 @@ def error_from(response: httpx.Response) -> QueueError:
         return ValidationError(first.get("field", "request"), first.get("message", detail))
     if status == 401:
         return RemoteQueueError(f"the queue API refused the token: {detail}", status)
+    if status == 403 and problem.get("type") == READ_ONLY:
+        return RemoteQueueError(
+            "the token is read-only: a worker needs the write token (the server's --token, not its --read-token)",
+            status,
+        )
     return RemoteQueueError(f"the queue API answered {status}: {detail}", status)

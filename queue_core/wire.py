@@ -7,6 +7,9 @@ apart from the server so that ``queue-worker --api`` never imports FastAPI or St
 from __future__ import annotations
 
 PROBLEM_JSON = "application/problem+json"
+# The most jobs one claim-many request asks for. A claim means "up to n", so a client with more free slots
+# asks for this many and its other slots claim on the next round.
+MAX_CLAIM_BATCH = 100
 
 # RFC 9457 problem types: URNs, not URLs, because nothing is served at them; "about:blank" means the
 # status code says it all (RFC 9457 section 4.2.1).

@@ -27,6 +27,9 @@ FILTERS = [
     (["a"], ["q1"]),
     (["c"], ["q2", "default"]),
     (["a", "b"], ["q3"]),  # a queue with no jobs
+    # A worker with many handlers claims with every type: a long list is hashed on PostgreSQL (type_in).
+    ([*(f"unused{i}" for i in range(40)), "b", "c"], None),
+    ([*(f"unused{i}" for i in range(40)), "a"], ["q1", "default"]),
 ]
 
 

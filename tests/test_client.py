@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -10,6 +11,8 @@ from fastapi.testclient import TestClient
 from queue_core.client import HttpQueue, RemoteJob, RemoteQueueError
 from queue_core.errors import IdempotencyConflict, ValidationError
 from queue_core.server.app import create_app
+from queue_core.wire import MAX_CLAIM_BATCH
+from queue_core.worker import Worker
 
 
 @pytest.fixture
@@ -93,6 +96,27 @@ def test_a_wrong_token_is_a_remote_queue_error(repo):
         assert queue.claim("w") is None
 
 
+def test_the_check_refuses_a_read_only_token_and_writes_nothing(repo):
+    # Regression: check() only read /stats, which the read token may do, so a worker given the read token
+    # passed its start-up check, then met a 403 on every claim for ever.
+    app = create_app(repo, token="write-t0k", read_token="read-t0k")
+    repo.create("t")
+    repo.claim("w")  # a running job: a heartbeat that wrote would touch it
+
+    def everything():
+        return [list(table.select().tuples()) for table in (repo.Job, repo.WorkerRecord)]
+
+    before = everything()
+    with HttpQueue("http://testserver", token="read-t0k", client=TestClient(app)) as queue:
+        with pytest.raises(RemoteQueueError) as info:
+            queue.check()
+        assert info.value.status == 403
+        assert str(info.value).startswith("the token is read-only: a worker needs the write token")
+    with HttpQueue("http://testserver", token="write-t0k", client=TestClient(app)) as queue:
+        assert queue.check()["counts"]["running"] == 1
+    assert everything() == before
+
+
 def test_a_500_is_a_remote_queue_error_not_a_crash(repo, monkeypatch):
     def explode(*args, **kwargs):
         raise RuntimeError("boom")
@@ -129,3 +153,46 @@ def test_a_remote_worker_registers_its_types_through_the_api(queue, repo):
     queue.register_worker("r1", host="h", pid=1, queues=None, concurrency=1, stale_after=30)  # types not said
     assert repo.WorkerRecord.get_by_id("r1").types is None
     assert [reason.kind for reason in repo.why_waiting(job.id)] == ["next"]
+
+
+def test_a_worker_with_many_handlers_claims_with_all_its_types(queue, repo):
+    # Regression: an --api worker claims with every type it has a handler for, and the API took at most 100:
+    # with 124 (120 handlers and the 4 built-in ones) every claim was a 422 and the worker ran nothing.
+    types = [f"m{i}" for i in range(124)]
+    first, second, third = (queue.create(name)[0] for name in ("m0", "m123", "m7"))
+    claimed = queue.claim("w", types=types)
+    assert claimed.id == first.id
+    done, following = queue.complete_and_claim(first.id, types, worker_id="w", attempt=claimed.attempt)
+    assert (done.status, following.id) == ("completed", second.id)
+    assert [job.id for job in queue.claim_many("w", 5, types=types)] == [third.id]
+
+
+def test_a_claim_for_more_jobs_than_the_server_hands_out_at_once_asks_for_its_limit(queue, repo):
+    # Regression: a worker with 150 free slots asked for n=150, which the API refuses above 100: every claim
+    # was a 422 and the worker never ran a job. A claim means "up to n": it now asks for the server's limit.
+    ids = [job.id for job in repo.create_many([{"type": "t"}] * (MAX_CLAIM_BATCH + 30))]
+    assert [job.id for job in queue.claim_many("w", 150)] == ids[:MAX_CLAIM_BATCH]
+    held = queue.find_by_id(ids[0])
+    done, claimed = queue.complete_and_claim_many([(held.id, held.attempt, None)], 150, worker_id="w")
+    assert done == [(held.id, held.attempt)] and [job.id for job in claimed] == ids[MAX_CLAIM_BATCH:]
+
+
+def test_a_worker_with_more_slots_than_one_claim_takes_runs_every_job(live_repo, handlers, events):
+    handlers.register("t", lambda payload: None)
+    repo = live_repo
+    repo.create_many([{"type": "t"}] * 200)
+    client = TestClient(create_app(repo), raise_server_exceptions=False)
+    with HttpQueue("http://testserver", client=client) as queue:
+        worker = Worker(
+            queue, worker_id="wide", registry=handlers, concurrency=150, poll_interval=0.01, max_poll_interval=0.05,
+            on_event=events,
+        )  # fmt: skip
+        runner = threading.Thread(target=worker.run, kwargs={"burst": True})
+        runner.start()
+        try:
+            events.wait_for("stopped")  # a burst stops once nothing is left to claim and nothing runs
+        finally:
+            worker.stop(timeout=0)
+            runner.join()
+    assert not events.of("error"), [e.message for e in events.of("error")[:3]]
+    assert repo.counts()["completed"] == 200

@@ -53,6 +53,16 @@ def test_a_refused_token_is_one_line_and_exit_2(db_url, tmp_path, token):
     assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: the queue API refused the token")
 
 
+def test_a_read_only_token_is_one_line_and_exit_2(db_url, tmp_path):
+    # Regression: the start-up check read /stats, which the read token may do; the worker then got a 403
+    # on every claim and never exited, even with --burst.
+    with LiveServer(db_url, "--token", "s3cret", "--read-token", "r34d") as server:
+        result = run_worker(tmp_path, "--api", server.url, "--token", "r34d", "--burst")
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1
+    assert result.stderr.startswith("error: the token is read-only: a worker needs the write token"), result.stderr
+
+
 def test_an_unreachable_api_is_one_line_and_exit_2(tmp_path):
     result = run_worker(tmp_path, "--api", f"http://127.0.0.1:{free_port()}", "--burst")
     assert result.returncode == 2

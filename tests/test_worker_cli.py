@@ -16,6 +16,8 @@ import peewee as pw
 import pytest
 import worker_handlers
 
+from queue_core.validation import MAX_TYPES
+
 WAIT = 60  # seconds to wait for something that should happen far sooner; only a guard against hangs
 
 
@@ -396,6 +398,48 @@ def test_handler_module_from_the_current_directory_and_unknown_types_stay_pendin
     assert (tmp_path / "greeted.txt").read_text() == "ann\n"
     assert live_repo.find_by_id(greet.id).status == "completed"
     assert (live_repo.find_by_id(unknown.id).status, live_repo.find_by_id(unknown.id).worker_id) == ("pending", None)
+
+
+def write_many_types_module(path: Path, count: int) -> None:
+    """A handler module registering ``count`` job types m0, m1, ... (each handler returns its number)."""
+    path.write_text(
+        "from queue_core.handlers import handler\n"
+        f"for i in range({count}):\n"
+        "    handler(f'm{i}')(lambda payload, i=i: i)\n"
+    )
+
+
+def test_a_worker_with_more_than_a_hundred_handler_types_runs_their_jobs(live_repo, worker_env, tmp_path):
+    # Regression: every claim names every registered type, and a claim took at most 100 types: a worker with
+    # 120 handlers (124 types with the built-in ones) logged a refused claim at every poll and ran nothing.
+    write_many_types_module(tmp_path / "many.py", 120)
+    jobs = [live_repo.create(name)[0] for name in ("m5", "m119", "echo")]
+
+    out = run_worker(worker_env, tmp_path, "--burst", "--handlers", "many")
+
+    assert out.returncode == 0, out.stderr
+    assert " ERROR " not in out.stderr, out.stderr
+    assert [live_repo.find_by_id(job.id).status for job in jobs] == ["completed"] * 3
+    assert [live_repo.find_by_id(job.id).result for job in jobs[:2]] == [5, 119]
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_worker_with_more_types_than_a_claim_takes_is_refused_at_start(live_repo, worker_env, tmp_path, processes):
+    # One more type than a claim may name (the 4 built-in ones count): it could never claim, so it says so
+    # once and exits 2, before any process forks, rather than log a refused claim at every poll.
+    write_many_types_module(tmp_path / "too_many.py", MAX_TYPES - 3)
+    job, _ = live_repo.create("m0")
+
+    out = run_worker(worker_env, tmp_path, "--burst", "--handlers", "too_many", "--processes", processes)
+
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines() == [
+        f"error: the handler modules register {MAX_TYPES + 1} job types (4 of them built in) and a claim names at "
+        f"most {MAX_TYPES}: split the --handlers modules across workers, each registering at most "
+        f"{MAX_TYPES - 4} types"
+    ]
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.worker_id, after.updated_at) == ("pending", None, job.updated_at)
 
 
 def test_the_entry_point_function_is_the_cli(live_repo, worker_env, tmp_path):

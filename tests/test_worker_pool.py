@@ -181,6 +181,28 @@ def test_a_replacement_takes_back_the_jobs_of_the_process_it_replaces_at_once(li
     assert pool.wait() == 0, pool.log()
 
 
+def test_in_a_burst_the_parent_takes_back_the_jobs_of_a_process_that_died(live_repo, worker_env, tmp_path):
+    # Regression: with --burst a dead process is not replaced, and nothing took back what it held: its job
+    # stayed running, and `workers` showed it running, until --stale-after (300 s here) had passed.
+    live_repo.create_many([{"type": "echo"}] * 2000)
+    doomed, _ = live_repo.create("die_on_first_attempt", {"code": 7}, priority="high")
+
+    out = run_worker(worker_env, tmp_path, *FAST, "--processes", "2", "--burst", "--worker-id", "b")
+
+    assert out.returncode == EXIT_CRASH, out.stderr  # as documented: the others finish, the pool exits 1
+    assert live_repo.counts()["running"] == 0
+    [lost] = live_repo.errors_for(doomed.id)
+    holder = lost.worker_id
+    dead = registered(live_repo, holder).pid
+    assert f"worker process {holder[-1]} (pid {dead}) exited with code 7" in out.stderr
+    assert lost.error == f"worker {holder} lost its claim: its process (pid {dead}) died"
+    assert f"whose process (pid {dead}) died" in out.stderr  # "took back N job(s) of worker ..."
+    assert registered(live_repo, holder).state == "stopped"
+    # Taken back with a retry counted, as a reap does; the other process ran it again if it was still draining.
+    after = live_repo.find_by_id(doomed.id)
+    assert (after.status, after.retry_count) in {("pending", 1), ("completed", 1)}
+
+
 def test_processes_whose_parent_dies_finish_their_jobs_and_stop(live_repo, start_pool, tmp_path):
     job, started, release = gated_job(live_repo, tmp_path)
     pool = start_pool("--processes", "2", "--worker-id", "o")

@@ -50,6 +50,14 @@ def record(payload: dict) -> None:
     Execution.create(job_id=job.id, attempt=job.attempt, worker_id=job.worker_id, pid=os.getpid())
 
 
+@handler("die_on_first_attempt")
+def die_on_first_attempt(payload: dict) -> None:
+    """End this worker process at once with exit code ``payload["code"]`` (no release, no goodbye), on the job's
+    first attempt only: a process that crashes under a job, which the next attempt completes."""
+    if current_job().attempt == 1:
+        os._exit(payload["code"])
+
+
 @handler("zombie")
 def zombie(payload: dict) -> None:
     """Sleep, then fail if this attempt is listed in ``fail_attempts``."""

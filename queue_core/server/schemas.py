@@ -39,6 +39,7 @@ from ..validation import (
     validate_type,
     validate_worker_id,
 )
+from ..wire import MAX_CLAIM_BATCH
 
 
 def _unix_seconds(value):
@@ -60,7 +61,6 @@ RunAt = Annotated[datetime, BeforeValidator(_unix_seconds)]
 INT64_MAX = 2**63 - 1
 JobId = Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)]
 Attempt = Annotated[int, Field(strict=True, ge=1, le=INT64_MAX, description="1-based attempt the worker holds")]
-MAX_CLAIM_BATCH = 100
 MAX_HEARTBEAT_IDS = 1000
 # A claim filters on at most this many types: each is a bind parameter and a compiled statement of its own
 # (PostgreSQL refuses more than 65,535 parameters, which would otherwise surface as a 503).

@@ -34,9 +34,9 @@ from ..store.database import DATABASE_ERRORS, ReconnectingPostgresqlDatabase, wi
 from ..store.notify import listen_for_jobs
 from ..store.repository import JobRepository
 from ..tasks import declared_database_url, registered_schedules
-from ..validation import validate_api_url, validate_token, validate_worker_id
+from ..validation import MAX_TYPES, validate_api_url, validate_token, validate_worker_id
 from .defaults import DEFAULTS, MAX_CONCURRENCY, MAX_PROCESSES, check_ack_delay, valid_queue_slots
-from .handlers import registry
+from .handlers import BUILTINS, registry
 from .logs import configure_logging, log_event, logged_kinds, logger
 from .loop import Worker, default_worker_id
 from .pool import Member, WorkerPool
@@ -154,6 +154,19 @@ def import_handler_modules(names: list[str]) -> str | None:
     return None
 
 
+def too_many_types(count: int) -> str | None:
+    """The error line for a registry of ``count`` job types when that is more than one claim may name, else
+    None. Every claim names all of them, so such a worker would log a refused claim at each poll and never run
+    a job; said once, here, before a process forks."""
+    if count <= MAX_TYPES:
+        return None
+    return (
+        f"the handler modules register {count} job types ({len(BUILTINS)} of them built in) and a claim names at "
+        f"most {MAX_TYPES}: split the --handlers modules across workers, each registering at most "
+        f"{MAX_TYPES - len(BUILTINS)} types"
+    )
+
+
 def install_signal_handlers(worker: Worker) -> dict:
     """First SIGTERM/SIGINT: graceful stop; the next one: release running jobs now. Returns the old handlers."""
     received: list[str] = []
@@ -216,7 +229,12 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
     ``run``), never for a caller's process, whose garbage it would keep from the cyclic collector."""
     args = build_parser().parse_args(argv)
     configure_logging(args.log_level, args.log_format)
-    problem = import_handler_modules(args.handlers) or conflicting_arguments(args) or adopt_queue_url(args)
+    problem = (
+        import_handler_modules(args.handlers)
+        or too_many_types(len(registry))
+        or conflicting_arguments(args)
+        or adopt_queue_url(args)
+    )
     if problem:
         return fail(problem)
     if args.processes == 1:
@@ -244,6 +262,7 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
         burst=args.burst,
         shutdown_timeout=args.shutdown_timeout,
         exit_hooks=freeze_after_startup,
+        on_unreplaced=lambda index, pid: take_back_unreplaced(args, index, pid),
     )
     return pool.run()
 
@@ -268,12 +287,12 @@ def member_worker_id(worker_id: str, index: int) -> str:
     return f"{worker_id}-{index + 1}"
 
 
-def worker_id_of(args, member: Member | None, pid: int | None = None) -> str:
-    """The id a worker of ``args`` runs under: ``--worker-id`` (``ID-k`` for a pool's process k, whose
-    replacement is ``ID-k`` again), else ``host-pid`` of this process or of ``pid``."""
+def worker_id_of(args, index: int | None, pid: int | None = None) -> str:
+    """The id a worker of ``args`` runs under: ``--worker-id`` (``ID-k`` for a pool's process ``index`` k,
+    whose replacement is ``ID-k`` again), else ``host-pid`` of this process or of ``pid``."""
     if args.worker_id is None:
         return default_worker_id(pid)
-    return args.worker_id if member is None else member_worker_id(args.worker_id, member.index)
+    return args.worker_id if index is None else member_worker_id(args.worker_id, index)
 
 
 def serve(args, *, freeze_after_startup: bool = False, member: Member | None = None) -> int:
@@ -289,7 +308,7 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
     try:
         worker = build_worker(args, queue, schedules, member)
         if member is not None and member.replaces is not None and database is not None:
-            take_back(queue, args, member)
+            take_back(queue, args, member.index, member.replaces)
         worker.subscribe(log_event, logged_kinds())
         metrics = start_metrics(worker, None if args.metrics_port is None else args.metrics_port + index)
         # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once; SQLite: a watcher of other
@@ -329,7 +348,7 @@ def build_worker(args, queue: JobQueue, schedules: list, member: Member | None) 
     """The worker ``args`` describe, on ``queue`` (named by ``worker_id_of``)."""
     return Worker(
         queue,
-        worker_id=worker_id_of(args, member),
+        worker_id=worker_id_of(args, None if member is None else member.index),
         concurrency=args.concurrency,
         registry=registry,
         poll_interval=args.poll_interval,
@@ -343,12 +362,12 @@ def build_worker(args, queue: JobQueue, schedules: list, member: Member | None) 
     )
 
 
-def take_back(queue: JobRepository, args, member: Member) -> None:
-    """A replacement's first act: the jobs its predecessor held go back now (its parent saw it die: they
-    need not wait ``--stale-after`` for the reaper), as a reap would take them back. Best effort: after a
-    database error here the reaper still takes them back once they are stale."""
-    dead = member.replaces
-    worker_id = worker_id_of(args, member, dead)
+def take_back(queue: JobRepository, args, index: int, dead: int) -> None:
+    """A replacement's first act: the jobs its predecessor (pool process ``index``, pid ``dead``) held go back
+    now (its parent saw it die: they need not wait ``--stale-after`` for the reaper), as a reap would take
+    them back, and its row shows it stopped. Best effort: after a database error here the reaper still takes
+    them back once they are stale."""
+    worker_id = worker_id_of(args, index, dead)
     try:
         reaped = queue.reap_worker(worker_id, f"its process (pid {dead}) died")
     except DATABASE_ERRORS as exc:
@@ -356,6 +375,24 @@ def take_back(queue: JobRepository, args, member: Member) -> None:
         return
     if reaped:
         logger.warning("took back %d job(s) of worker %s, whose process (pid %d) died", reaped, worker_id, dead)
+
+
+def take_back_unreplaced(args, index: int, dead: int) -> None:
+    """``--burst``: the pool's parent does a replacement's first act (``take_back``) for a process that died,
+    since none replaces it; else its jobs stayed running, and it showed running in ``workers``, until
+    ``--stale-after``. The parent holds no connection (one would cross the next fork): it opens one for this,
+    after the last fork of a burst. Over ``--api`` the jobs are left to the reaper, as a replacement leaves them."""
+    if args.api:
+        return
+    try:
+        queue, _database, close = open_queue(args)
+    except QueueError as exc:
+        logger.warning("could not take back the jobs of worker process %d (pid %d): %s", index + 1, dead, exc)
+        return
+    try:
+        take_back(queue, args, index, dead)
+    finally:
+        close()
 
 
 def start_metrics(worker: Worker, port: int | None):

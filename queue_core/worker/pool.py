@@ -5,7 +5,7 @@ processes. Started one by one, each pays the interpreter's start-up and the impo
 psycopg); forked from one that has paid them, each begins with its modules and handlers loaded and only opens
 its own connections. The parent is a supervisor: it holds no connection and runs no job, and a process that
 dies while the pool is not stopping is replaced (after 1 s, doubling up to 30 s while replacements keep dying
-young), unless the pool runs ``--burst``.
+young), unless the pool runs ``--burst``: then the parent takes back the jobs it held (``on_unreplaced``).
 
 Stopping: the processes' own SIGINT and SIGTERM do nothing, so that a terminal's Ctrl-C or a service manager's
 SIGTERM, which reach the whole process group, count once, not twice (a second signal releases running
@@ -95,7 +95,9 @@ class WorkerPool:
     exited 0, 2 when one of the first found a problem with its settings (exit 2: the rest are stopped, none
     replaced; a replacement's exit 2, as when the database is down for a while, is a crash like any other),
     else 1. ``exit_hooks``: a process runs the ``atexit`` functions before it exits, as a worker of its own
-    would (only where the pool owns the program: a caller's hooks are not the processes' to run)."""
+    would (only where the pool owns the program: a caller's hooks are not the processes' to run).
+    ``on_unreplaced(index, pid)``: called in the parent for a process that died and is not replaced (a
+    burst), to do what a replacement does first: take back the jobs it held."""
 
     def __init__(
         self,
@@ -105,9 +107,10 @@ class WorkerPool:
         burst: bool,
         shutdown_timeout: float,
         exit_hooks: bool = False,
+        on_unreplaced: Callable[[int, int], None] | None = None,
     ):
         self.processes, self.serve, self.burst, self.shutdown_timeout = processes, serve, burst, shutdown_timeout
-        self.exit_hooks = exit_hooks
+        self.exit_hooks, self.on_unreplaced = exit_hooks, on_unreplaced
         self.children: dict[int, Child] = {}  # by pid
         self.signals = 0  # stop signals received
         self.wanted = 0  # how many of WORDS every process is to be sent
@@ -162,6 +165,7 @@ class WorkerPool:
             elif self.burst:
                 logger.error("%s", what)
                 self.code = EXIT_CRASH
+                self._take_back(child.index, pid)
             else:
                 delay = FIRST_RESTART_DELAY
                 if time.monotonic() - child.started_at < YOUNG:
@@ -169,6 +173,16 @@ class WorkerPool:
                 delays[child.index] = delay
                 due[child.index] = (time.monotonic() + delay, pid)
                 logger.warning("%s: starting another in %gs", what, delay)
+
+    def _take_back(self, index: int, pid: int) -> None:
+        """``on_unreplaced`` for process ``index`` (pid ``pid``), which died; whatever it raises is logged, and
+        the pool goes on supervising the others."""
+        if self.on_unreplaced is None:
+            return
+        try:
+            self.on_unreplaced(index, pid)
+        except Exception:
+            logger.exception("could not take back the jobs of worker process %d (pid %d)", index + 1, pid)
 
     def _fork(self, index: int, *, replaces: int | None = None) -> None:
         sys.stdout.flush()
