@@ -18,9 +18,10 @@ from urllib.parse import quote
 import httpx
 
 from .errors import IdempotencyConflict, QueueError, ValidationError
+from .results import encode_result
 from .store.models import priority_label
 from .store.repository import PRUNE_BATCH
-from .validation import validate_api_url, validate_token
+from .validation import encode_payload, validate_api_url, validate_aware, validate_token
 from .wire import IDEMPOTENCY_CONFLICT, MAX_CLAIM_BATCH, READ_ONLY
 
 DEFAULT_TIMEOUT = 30.0
@@ -155,13 +156,16 @@ class HttpQueue:
         queue: str | None = None,
         timeout: float | None = None,
     ) -> tuple[RemoteJob, bool]:
+        # The repository's own checks of what JSON cannot carry, so both answer a ValidationError naming the
+        # field (a set or NaN in the payload was a TypeError or ValueError from the JSON encoder here).
+        encode_payload(payload)
         body = {"type": type, "payload": payload, "priority": priority, "idempotency_key": idempotency_key}
         if queue is not None:  # left out: "default", and a server from before v6 still accepts the body
             body["queue"] = queue
         if max_retries is not None:
             body["max_retries"] = max_retries
         if run_at is not None:
-            body["run_at"] = run_at.isoformat()
+            body["run_at"] = validate_aware("run_at", run_at).isoformat()
         if retry_backoff is not None:
             body["retry_backoff"] = retry_backoff
         if timeout is not None:
@@ -191,6 +195,7 @@ class HttpQueue:
     def complete(
         self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None, result=None
     ) -> RemoteJob | None:
+        encode_result(result)  # a result JSON cannot carry: the repository's ValidationError, not the encoder's
         return self._ack(job_id, "complete", {"worker_id": worker_id, "attempt": attempt, "result": result})
 
     def fail(

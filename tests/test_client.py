@@ -196,3 +196,23 @@ def test_a_worker_with_more_slots_than_one_claim_takes_runs_every_job(live_repo,
             runner.join()
     assert not events.of("error"), [e.message for e in events.of("error")[:3]]
     assert repo.counts()["completed"] == 200
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda q: q.create("t", {"a": {1, 2}}), "payload"),
+        (lambda q: q.create("t", {"a": b"x"}), "payload"),
+        (lambda q: q.create("t", {"a": float("nan")}), "payload"),
+        (lambda q: q.create("t", run_at="2030-01-01T00:00:00Z"), "run_at"),
+        (lambda q: q.complete(1, result={1, 2}), "result"),
+        (lambda q: q.complete(1, result=float("nan")), "result"),
+    ],
+)
+def test_what_json_cannot_carry_is_the_repositorys_validation_error(queue, repo, call, field):
+    """HttpQueue answers as JobRepository does: a ValidationError naming the field, not the JSON encoder's
+    TypeError or ValueError (or an AttributeError for a run_at that is a string); nothing is sent."""
+    with pytest.raises(ValidationError) as info:
+        call(queue)
+    assert info.value.field == field
+    assert sum(repo.counts().values()) == 0
