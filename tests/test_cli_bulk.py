@@ -127,3 +127,13 @@ def test_the_consoles_line_for_a_cause_does_what_the_console_did(cli, repo_on): 
     assert out.stdout.startswith("retried 2 of 2 failed jobs matching type:charge of cause")
     assert [repo_on.find_by_id(i).status for i in ids] == ["pending", "pending"]
     assert repo_on.find_by_id(kept[0]).status == "failed"
+
+
+def test_cancel_has_no_cause_and_says_so(db_url, capsys):
+    """--cause is for retry and delete (a cause groups failed jobs); given to cancel, argparse took its value
+    for the job ID and said "'x' is not a job id"."""
+    from queue_core.cli.admin import main
+
+    assert main(["--db", db_url, "cancel", "--query", "status:pending", "--cause", "card <n> declined"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: cancel has no --cause: a cause groups failed jobs")

@@ -56,6 +56,17 @@ def test_an_exception_fails_the_job_with_its_message(live_repo, handlers, events
     assert failures[final.id].message.endswith("no retries left after 1 attempt")
 
 
+def test_a_handler_that_exits_fails_its_attempt_saying_so(live_repo, handlers, make_worker):
+    """sys.exit(3) in a handler fails the attempt (the worker goes on); its error names SystemExit, where
+    "3" alone said nothing of what ended it. An Exception's error stays its message."""
+    import sys
+
+    handlers.register("quits", lambda payload: sys.exit(3))
+    job, _ = live_repo.create("quits", max_retries=0)
+    make_worker().run(burst=True)
+    assert (live_repo.find_by_id(job.id).status, live_repo.find_by_id(job.id).error) == ("failed", "SystemExit: 3")
+
+
 def test_only_registered_types_are_claimed(live_repo, handlers, make_worker):
     handlers.register("known", lambda payload: None)
     unknown, _ = live_repo.create("os.system", {"cmd": "rm -rf /"}, priority="critical")

@@ -7,6 +7,7 @@ One line of output says what was done, as the console's confirmation says it:
 
 from __future__ import annotations
 
+import argparse
 import sys
 
 from ..store.bulk import PAST
@@ -28,6 +29,9 @@ def add_bulk_options(command, job_id, what: str, *, cause: bool = False) -> None
     command.add_argument("--query", default=None, metavar="QUERY", help=QUERY_HELP)
     if cause:
         command.add_argument("--cause", default=None, metavar="SIGNATURE", help=CAUSE_HELP)
+    else:
+        # Known, to be refused in words: unknown, argparse took its value for the job ID ("'x' is not a job id").
+        command.add_argument("--cause", dest="cause_refused", default=None, help=argparse.SUPPRESS)
     command.add_argument("--dry-run", action="store_true", help="say how many jobs would be touched; change none")
 
 
@@ -40,6 +44,9 @@ def add_delete_command(commands, db_option, job_id) -> None:
 
 def bulk_request(args, action: str) -> str | None:
     """Why these arguments are not one job or one query (None when they are fine)."""
+    if getattr(args, "cause_refused", None) is not None:
+        why = f"a cause groups failed jobs, which {action} does not take (retry or delete them)"
+        return f"{action} has no --cause: {why}"
     cause = getattr(args, "cause", None)
     either = "--query / --cause" if hasattr(args, "cause") else "--query"
     if args.id is not None and (args.query is not None or cause is not None):

@@ -66,6 +66,15 @@ def job_timeout(job) -> float | None:
     return None if timeout is None else float(timeout)
 
 
+def attempt_error(exc: BaseException) -> str:
+    """The error an attempt records: the exception's message, and for a handler's ``sys.exit(3)`` (or another
+    exit that is no ``Exception``) its type too: "3" alone said nothing of what ended the attempt."""
+    message = exception_message(exc)
+    if isinstance(exc, Exception) or message == type(exc).__name__:
+        return message
+    return f"{type(exc).__name__}: {message}"
+
+
 class HandlerRunner:
     """Runs handlers for one worker; ``run(fn, job)`` returns what the handler returned, or raises.
 
@@ -92,7 +101,7 @@ class HandlerRunner:
             encode_result(result)
         except BaseException as exc:  # a handler must never take its worker thread down
             logger.debug("job %s (%s) raised", job.id, job.type, exc_info=True)
-            return None, exception_message(exc), time.monotonic() - started
+            return None, attempt_error(exc), time.monotonic() - started
         return result, None, time.monotonic() - started
 
     def run(self, fn: Handler, job) -> object:
