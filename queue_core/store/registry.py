@@ -18,7 +18,7 @@ from ..validation import (
     validate_positive_int,
     validate_queue_name,
     validate_seconds,
-    validate_type,
+    validate_types,
     validate_worker_id,
 )
 
@@ -39,16 +39,10 @@ def stored_queues(queues: Iterable[str] | str | None) -> str:
 
 
 def stored_types(types: Iterable[str] | None) -> str | None:
-    """A worker's handler types as stored: a sorted JSON list, or None (not said)."""
-    if types is None:
-        return None
-    if isinstance(types, str | bytes):
-        raise ValidationError("types", f"must be a list of type names, not the single string {types!r}")
-    try:
-        names = sorted({validate_type(name) for name in types})
-    except TypeError:
-        raise ValidationError("types", "must be a list of type names") from None
-    return json.dumps(names)
+    """A worker's handler types as stored: a sorted JSON list (the claim's own check of them: a worker
+    claims with them all), or None (not said)."""
+    names = validate_types(types)
+    return None if names is None else json.dumps(sorted(set(names)))
 
 
 class WorkerRegistry:
