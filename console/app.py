@@ -156,9 +156,11 @@ class QueueConsole(
         self.request_refresh()
         if self.refresh_interval:
             self.set_interval(self.refresh_interval, self.request_refresh)
+        # Signals first: a SIGHUP that came after the worker claimed a job but before the handlers were in
+        # place killed the process with the job still running (seen once in CI, under load).
+        self.watch_signals()
         if self.start_worker_at_launch and not self.read_only:
             self.start_queue_worker()
-        self.watch_signals()
 
     def on_unmount(self) -> None:
         self.unwatch_signals()

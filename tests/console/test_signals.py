@@ -99,6 +99,7 @@ def test_a_signal_leaves_no_job_of_the_embedded_worker_running(db, db_url, conso
         assert console.process.poll() is None, "a first SIGTERM waits for the running job"
         console.process.send_signal(signum)
     console.process.wait(timeout=30)
+    assert console.process.returncode == 0, f"ended by signal {-console.process.returncode}, not by its handler"
     job = repo.find_by_id(job_id)
     assert job.status == "pending" and job.worker_id is None, console.output.decode(errors="replace")[-2000:]
     assert worker_stopped(repo) == [True]
