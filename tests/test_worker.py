@@ -304,9 +304,19 @@ def test_bad_settings_name_what_to_fix(live_repo, option, value):
     assert info.value.field == option
 
 
+def test_an_idle_ceiling_below_the_poll_interval_is_refused(live_repo):
+    # The back-off would start above its ceiling: one of the two settings would be silently ignored.
+    with pytest.raises(ValidationError) as info:
+        Worker(live_repo, poll_interval=5, max_poll_interval=1)
+    assert info.value.field == "max_poll_interval"
+    assert "give max_poll_interval at least 5s (or leave it out), or a poll_interval of at most 1s" in str(info.value)
+    assert Worker(live_repo, poll_interval=2, max_poll_interval=2).max_poll_interval == 2
+
+
 def test_defaults(live_repo):
+    assert Worker(live_repo).max_poll_interval == 5
     worker = Worker(live_repo, poll_interval=8)
-    assert worker.max_poll_interval == 8  # never below the poll interval
+    assert worker.max_poll_interval == 8  # the default ceiling is never below the poll interval
     assert worker.heartbeat_interval == 10 and worker.reap_interval == 150
     assert worker.worker_id.endswith(f"-{os.getpid()}")
     assert "echo" in worker.registry
