@@ -305,6 +305,14 @@ class Worker:
 
     def _release(self, session: Session, entry: Running, reason: str) -> None:
         job = entry.job
+        if entry.lost:
+            # The heartbeat saw the claim taken back (fenced by attempt: never ours again), so a release
+            # could only be refused: no write, and no "could not release" for a job known lost.
+            note = f"left running ({reason}): its claim was taken back earlier, so there is nothing to release"
+            self._events.emit("lost", job, note=note)
+            with self._lock:
+                session.running.pop(entry.key, None)
+            return
         # Stopping: one try (the reaper takes back what a database outage keeps us from releasing), so
         # that a stop never waits stale_after per job on a dead database.
         result = self._acks.release(entry.job, once=session.stopping.is_set())
