@@ -273,6 +273,45 @@ def test_a_claim_taken_back_while_running_is_reported_lost_and_never_completed(
     assert live_repo.complete(job.id, worker_id="other", attempt=2).status == "completed"
 
 
+def test_a_lost_plain_handler_holds_its_slot_until_it_returns_and_is_reported_once(
+    live_repo, handlers, events, make_worker
+):
+    go, ran = threading.Event(), []
+    handlers.register("t", lambda payload: go.wait(WAIT))
+    handlers.register("q", lambda payload: ran.append(payload["n"]))
+    job, _ = live_repo.create("t")
+    queue = CountingQueue(live_repo)
+    worker = make_worker(queue, stale_after=6)  # one slot
+    worker.start()
+    events.wait_for("claimed")
+    assert live_repo.reap_stale(timedelta(0)) == 1  # as another process's reaper would, the handler still running
+    assert live_repo.claim("other").id == job.id and live_repo.complete(job.id, worker_id="other", attempt=2)
+    live_repo.create("q", {"n": 1})
+    lost = events.wait_for("lost")[0]
+    # Python cannot stop the handler's thread: the slot stays busy, claims nothing, and the event says why.
+    assert "its handler runs on, holding its slot until it returns" in lost.note
+    worker.wakeup()
+    time.sleep(0.3)
+    assert ran == [] and worker.stats.running == 1 and events.kinds().count("claimed") == 1
+
+    go.set()  # the handler returns: its refused completion is not reported again, and the slot is free
+    events.wait_for("completed")
+    assert ran == [1] and events.kinds().count("lost") == 1 and worker.stats.completed == 1
+
+    # Lost again, then stopped while its handler still runs: no release is tried for a claim known lost.
+    go.clear()
+    second, _ = live_repo.create("t")
+    events.wait_for("claimed", 3)
+    assert live_repo.reap_stale(timedelta(0)) == 1 and live_repo.claim("other").id == second.id
+    events.wait_for("lost", 2)
+    worker.stop(timeout=0.2)
+    go.set()
+    assert queue.calls["release"] == 0
+    notes = [event.note for event in events.of("lost")]
+    assert len(notes) == 3 and "nothing to release" in notes[2]
+    assert live_repo.find_by_id(second.id).worker_id == "other"
+
+
 def test_a_failing_subscriber_does_not_stop_the_worker(live_repo, handlers, make_worker):
     handlers.register("t", lambda payload: None)
     job, _ = live_repo.create("t")
@@ -304,9 +343,19 @@ def test_bad_settings_name_what_to_fix(live_repo, option, value):
     assert info.value.field == option
 
 
+def test_an_idle_ceiling_below_the_poll_interval_is_refused(live_repo):
+    # The back-off would start above its ceiling: one of the two settings would be silently ignored.
+    with pytest.raises(ValidationError) as info:
+        Worker(live_repo, poll_interval=5, max_poll_interval=1)
+    assert info.value.field == "max_poll_interval"
+    assert "give max_poll_interval at least 5s (or leave it out), or a poll_interval of at most 1s" in str(info.value)
+    assert Worker(live_repo, poll_interval=2, max_poll_interval=2).max_poll_interval == 2
+
+
 def test_defaults(live_repo):
+    assert Worker(live_repo).max_poll_interval == 5
     worker = Worker(live_repo, poll_interval=8)
-    assert worker.max_poll_interval == 8  # never below the poll interval
+    assert worker.max_poll_interval == 8  # the default ceiling is never below the poll interval
     assert worker.heartbeat_interval == 10 and worker.reap_interval == 150
     assert worker.worker_id.endswith(f"-{os.getpid()}")
     assert "echo" in worker.registry

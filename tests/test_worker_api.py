@@ -75,6 +75,10 @@ def test_an_unreachable_api_is_one_line_and_exit_2(tmp_path):
         (["--api", "http://127.0.0.1:9", "--db", "sqlite:///x.db"], "not both"),
         (["--token", "t"], "--token is for --api"),
         (["--api", "http://127.0.0.1:9", "--prune-after", "60"], "--prune-after needs --db"),
+        (
+            ["--api", "http://127.0.0.1:9", "--poll-interval", "5", "--max-poll-interval", "1"],
+            "error: --max-poll-interval: 1s is shorter than --poll-interval (5s)",
+        ),
     ],
 )
 def test_conflicting_options_are_refused(tmp_path, args, message):

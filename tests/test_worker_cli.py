@@ -311,6 +311,11 @@ def test_an_always_failing_job_fails_after_max_retries_plus_one_attempts_with_ba
         (["--queues", "=3"], "--queues"),
         (["--queues", "mail=2", "--concurrency", "4"], "give --queues or --concurrency, not both"),
         (
+            ["--poll-interval", "5", "--max-poll-interval", "1"],
+            "--max-poll-interval: 1s is shorter than --poll-interval (5s), the first idle wait it caps; give "
+            "--max-poll-interval at least 5s (or leave it out), or a --poll-interval of at most 1s",
+        ),
+        (
             ["--stale-after", "1", "--ack-delay", "0.6"],
             "--ack-delay: 0.6s is more than half of --stale-after (1s): a finished job whose completion waits "
             "that long to be written could be reaped as stale and run again; give --ack-delay at most 0.5s, or a "

@@ -52,6 +52,20 @@ def problem_response(
     job_id: int | None = None,
     headers: dict[str, str] | None = None,
 ) -> Response:
+    return send_problem(problem_body(status, detail, type=type, title=title, errors=errors, job_id=job_id), headers)
+
+
+def problem_body(
+    status: int,
+    detail: str,
+    *,
+    type: str = BLANK,
+    title: str | None = None,
+    errors: list[dict] | None = None,
+    job_id: int | None = None,
+) -> dict:
+    """A ``Problem`` as a dict: what ``problem_response`` sends, or what a 200 body reports of one part of a
+    request that was refused while the rest was done (``complete-and-claim``)."""
     body: dict = {
         "type": type,
         "title": title or HTTPStatus(status).phrase,
@@ -62,8 +76,13 @@ def problem_response(
         body["errors"] = errors
     if job_id is not None:
         body["job_id"] = job_id
+    return body
+
+
+def send_problem(body: dict, headers: dict[str, str] | None = None) -> Response:
+    """``body`` (a ``problem_body``) as the response of its status."""
     content = json.dumps(body).encode("ascii")  # escaped: the detail may quote text UTF-8 cannot encode
-    return Response(content, status_code=status, media_type=PROBLEM_JSON, headers=headers)
+    return Response(content, status_code=body["status"], media_type=PROBLEM_JSON, headers=headers)
 
 
 def problem_doc(description: str) -> dict:

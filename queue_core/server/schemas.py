@@ -40,6 +40,7 @@ from ..validation import (
     validate_worker_id,
 )
 from ..wire import MAX_CLAIM_BATCH
+from .problems import Problem
 
 
 def _unix_seconds(value):
@@ -328,8 +329,13 @@ class StatisticsResult(BaseModel):
 
 
 class CompletedAndClaimed(BaseModel):
-    completed: JobOut | None = Field(description="the job, completed; null if the claim was no longer held")
+    completed: JobOut | None = Field(description="the job, completed; null if the completion was refused")
     claimed: JobOut | None = Field(description="the next job, now running for worker_id; null if none is due")
+    refused: Problem | None = Field(
+        description="null if the job was completed; else why not, as POST /jobs/{id}/complete would have answered: "
+        "status 404 (type urn:queue-core:problem:job-not-found) for an unknown id, 409 (job-not-held) for a job "
+        "not running or held by another worker or attempt"
+    )
 
 
 class PruneResult(BaseModel):

@@ -30,7 +30,15 @@ from ..store.database import DATABASE_ERRORS, without_password
 from ..store.notify import listen_for_jobs
 from ..tasks import declared_database_url, registered_schedules
 from ..validation import MAX_TYPES, validate_api_url, validate_worker_id
-from .defaults import DEFAULTS, MAX_CONCURRENCY, MAX_PROCESSES, check_ack_delay, valid_queue_slots
+from .defaults import (
+    DEFAULTS,
+    IDLE_CEILING,
+    MAX_CONCURRENCY,
+    MAX_PROCESSES,
+    check_ack_delay,
+    idle_ceiling,
+    valid_queue_slots,
+)
 from .handlers import BUILTINS, registry
 from .logs import configure_logging, log_event, logged_kinds, logger
 from .loop import Worker
@@ -116,7 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
     queues_help += "default: every queue, on --concurrency slots)"
     add("--queues", type=queue_slots, default=d.queues, metavar="NAME[=N],...", help=queues_help)
     seconds("--poll-interval", positive_seconds, d.poll_interval, "first wait when idle")
-    seconds("--max-poll-interval", positive_seconds, d.max_poll_interval, "longest wait when idle")
+    max_poll_help = f"longest wait when idle, at least --poll-interval (default {IDLE_CEILING:g}, or --poll-interval "
+    max_poll_help += "if longer)"
+    add("--max-poll-interval", type=positive_seconds, default=d.max_poll_interval, metavar="S", help=max_poll_help)
     seconds("--stale-after", positive_seconds, d.stale_after, "reap claims with no heartbeat for this long")
     seconds("--shutdown-timeout", non_negative_seconds, d.shutdown_timeout, "on stop, how long running jobs may finish")
     ack_help = "how long a completion may wait to be written with others, one statement per batch, and a slot "
@@ -210,6 +220,7 @@ def conflicting_arguments(args) -> str | None:
         return "give --queues or --concurrency, not both: with --queues each queue has its own slots"
     try:
         check_ack_delay(args.ack_delay, args.stale_after, names=("--ack-delay", "--stale-after"))
+        idle_ceiling(args.poll_interval, args.max_poll_interval, names=("--poll-interval", "--max-poll-interval"))
     except QueueError as exc:
         return str(exc)
     return None

@@ -21,7 +21,9 @@ MAX_PROCESSES = 256  # --processes
 class WorkerDefaults:
     concurrency: int = 1  # claim threads, one job each
     poll_interval: float = 0.5  # seconds: the first wait after an empty claim
-    max_poll_interval: float = 5.0  # seconds: idle waits double up to this
+    # Seconds: idle waits double up to this; None: IDLE_CEILING, or poll_interval when that is longer (a long
+    # poll interval alone is not an error). Given below poll_interval, it is refused (``idle_ceiling``).
+    max_poll_interval: float | None = None
     stale_after: float = 300.0  # seconds without a heartbeat before a claim is reaped
     shutdown_timeout: float = 30.0  # seconds running jobs get to finish on a stop
     prune_after: float | None = None  # seconds after which finished jobs are deleted; None keeps them
@@ -35,6 +37,9 @@ class WorkerDefaults:
 
 
 DEFAULTS = WorkerDefaults()
+
+# The idle back-off's ceiling when none is given (seconds), unless poll_interval is longer.
+IDLE_CEILING = 5.0
 
 # The largest ack delay, as a share of stale_after. A completion waiting in the batch is no longer
 # heartbeated, and the job's last beat may be a heartbeat interval (up to stale_after / 3) old: a delay at or
@@ -54,6 +59,28 @@ def check_ack_delay(ack_delay: float, stale_after: float, *, names: tuple[str, s
             f"waits that long to be written could be reaped as stale and run again; give {delay} at most "
             f"{limit:g}s, or a longer {stale}",
         )
+
+
+def idle_ceiling(
+    poll_interval: float,
+    max_poll_interval: float | None,
+    *,
+    names: tuple[str, str] = ("poll_interval", "max_poll_interval"),
+) -> float:
+    """The longest idle wait: ``max_poll_interval``, or when None the longer of ``IDLE_CEILING`` and
+    ``poll_interval``; a ``ValidationError`` naming ``names[1]`` if it is given below ``poll_interval``, where
+    the back-off would start above its ceiling and one of the two settings would be silently ignored."""
+    if max_poll_interval is None:
+        return max(IDLE_CEILING, poll_interval)
+    if max_poll_interval < poll_interval:
+        first, longest = names
+        raise ValidationError(
+            longest,
+            f"{max_poll_interval:g}s is shorter than {first} ({poll_interval:g}s), the first idle wait it caps; "
+            f"give {longest} at least {poll_interval:g}s (or leave it out), or a {first} of at most "
+            f"{max_poll_interval:g}s",
+        )
+    return max_poll_interval
 
 
 def positive_seconds(field: str, value, *, allow_zero: bool = False) -> float:

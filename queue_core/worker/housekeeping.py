@@ -113,7 +113,11 @@ class Housekeeping:
                 if entry.job.id in held or entry.acking or session.running.get(entry.key) is not entry:
                     continue
                 entry.lost = True
-            note = "its claim was taken back while it ran (reaped, or failed by an operator); its outcome is discarded"
+            # Said here, once: the slot looks idle to nobody, so an operator sees why it takes no job meanwhile.
+            note = (
+                "its claim was taken back while it ran (reaped, or failed by an operator): its handler runs on, "
+                "holding its slot until it returns, and its outcome will be discarded"
+            )
             self._events.emit("lost", entry.job, note=note)
         return held
 

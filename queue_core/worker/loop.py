@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from ..errors import QueueError
 from ..validation import validate_worker_id
 from .acks import GAVE_UP, SHOWN, UNCONFIRMED, AckBatch, Acks
-from .defaults import DEFAULTS, MAX_CONCURRENCY, check_ack_delay, positive_seconds, valid_slots
+from .defaults import DEFAULTS, MAX_CONCURRENCY, check_ack_delay, idle_ceiling, positive_seconds, valid_slots
 from .events import EVENT_KINDS, EventHub, WorkerEvent
 from .handlers import HandlerRegistry, default_registry
 from .housekeeping import Housekeeping
@@ -71,7 +71,7 @@ class Worker:
 
     Each thread runs one job at a time, only of types the registry has handlers for; idle threads claim
     together, one statement for all of them (``slots``), and poll with a back-off from ``poll_interval``
-    doubling to ``max_poll_interval`` (``wakeup()`` cuts it short).
+    doubling to ``max_poll_interval`` (``wakeup()`` cuts it short; None: 5 s, or ``poll_interval`` if longer).
     A heartbeat thread refreshes running jobs every ``min(stale_after / 3, 10)`` seconds and reaps other
     workers' claims older than ``stale_after`` every ``stale_after / 2`` seconds. With ``prune_after``, the same
     thread deletes finished jobs older than that many seconds, a batch per beat, at start and then hourly.
@@ -92,7 +92,7 @@ class Worker:
         concurrency: int = DEFAULTS.concurrency,
         registry: HandlerRegistry | None = None,
         poll_interval: float = DEFAULTS.poll_interval,
-        max_poll_interval: float = DEFAULTS.max_poll_interval,
+        max_poll_interval: float | None = DEFAULTS.max_poll_interval,
         stale_after: float = DEFAULTS.stale_after,
         shutdown_timeout: float = DEFAULTS.shutdown_timeout,
         on_event: Callable[[WorkerEvent], None] | None = None,
@@ -106,8 +106,9 @@ class Worker:
         self.queue, self.registry = queue, default_registry() if registry is None else registry
         self.worker_id = validate_worker_id(default_worker_id() if worker_id is None else worker_id)
         self.poll_interval = positive_seconds("poll_interval", poll_interval)
-        # Never below poll_interval, so a long poll interval alone is not an error.
-        self.max_poll_interval = max(self.poll_interval, positive_seconds("max_poll_interval", max_poll_interval))
+        if max_poll_interval is not None:
+            max_poll_interval = positive_seconds("max_poll_interval", max_poll_interval)
+        self.max_poll_interval = idle_ceiling(self.poll_interval, max_poll_interval)
         self.stale_after = positive_seconds("stale_after", stale_after)
         self.shutdown_timeout = positive_seconds("shutdown_timeout", shutdown_timeout, allow_zero=True)
         self.prune_after = None if prune_after is None else positive_seconds("prune_after", prune_after)
@@ -304,6 +305,14 @@ class Worker:
 
     def _release(self, session: Session, entry: Running, reason: str) -> None:
         job = entry.job
+        if entry.lost:
+            # The heartbeat saw the claim taken back (fenced by attempt: never ours again), so a release
+            # could only be refused: no write, and no "could not release" for a job known lost.
+            note = f"left running ({reason}): its claim was taken back earlier, so there is nothing to release"
+            self._events.emit("lost", job, note=note)
+            with self._lock:
+                session.running.pop(entry.key, None)
+            return
         # Stopping: one try (the reaper takes back what a database outage keeps us from releasing), so
         # that a stop never waits stale_after per job on a dead database.
         result = self._acks.release(entry.job, once=session.stopping.is_set())

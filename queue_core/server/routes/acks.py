@@ -13,7 +13,7 @@ from starlette.responses import JSONResponse, Response
 
 from ... import wire
 from ...store.repository import JobRepository
-from ..problems import problem_doc, problem_response
+from ..problems import problem_body, problem_doc, problem_response, send_problem
 from ..schemas import (
     Ack,
     CancelRequested,
@@ -30,7 +30,7 @@ from ..schemas import (
     JobBatch,
     JobOut,
 )
-from .common import NO_ROUTE, NOT_FOUND, JobIdPath, JobsJSONResponse, Repo, job_response, not_found
+from .common import NO_ROUTE, NOT_FOUND, JobIdPath, JobsJSONResponse, Repo, job_response, not_found, not_found_problem
 
 router = APIRouter()
 
@@ -40,12 +40,17 @@ ACK_DOCS = {200: {"model": JobOut, "description": "the job after the change"}, *
 
 def refused(repo: JobRepository, job_id: int, ack: Ack, verb: str) -> Response:
     """The 404 or 409 for a complete/fail/release that matched nothing, saying which it was."""
+    return send_problem(refusal(repo, job_id, ack, verb))
+
+
+def refusal(repo: JobRepository, job_id: int, ack: Ack | CompleteAndClaim, verb: str) -> dict:
+    """The problem of an ack that matched nothing: 404 (no such job) or 409 with the repository's reason."""
     if repo.find_by_id(job_id) is None:
-        return not_found(job_id)
+        return not_found_problem(job_id)
     reason = repo.refusal(job_id, worker_id=ack.worker_id, attempt=ack.attempt)
     # None: the job became ackable after the ack missed it (a pending job claimed in between).
     reason = reason or "it was not held when the request arrived"
-    return problem_response(
+    return problem_body(
         409, f"cannot {verb} job {job_id}: {reason}", type=wire.NOT_HELD, title="Job not held", job_id=job_id
     )
 
@@ -137,15 +142,21 @@ def fail_job(job_id: JobIdPath, body: FailJob, repo: Repo) -> Response:
     return refused(repo, job_id, body, "fail") if job is None else job_response(job)
 
 
+COMPLETE_AND_CLAIM_DOC = """200 whether or not the completion was applied: the claim is made either way, and a
+4xx would lose the job it claimed (left running for this worker until reaped). A refused completion has a null
+`completed` and, in `refused`, the problem `POST /jobs/{id}/complete` would have answered: status 404 and type
+`urn:queue-core:problem:job-not-found` for an unknown id, 409 and `urn:queue-core:problem:job-not-held` for a
+job not running, or held by another worker or attempt. A null `claimed` is nothing due."""
+
+
 @router.post(
     "/jobs/{job_id:int}/complete-and-claim",
     response_model=CompletedAndClaimed,
     responses=NO_ROUTE,
     summary="Complete a job this worker holds and claim its next one, in one step",
+    description=COMPLETE_AND_CLAIM_DOC,
 )
 def complete_and_claim(job_id: JobIdPath, body: CompleteAndClaim, repo: Repo) -> JSONResponse:
-    # 200 either way, as the repository answers: a null `completed` is a claim no longer held (the ack's
-    # 404/409 cases), a null `claimed` is nothing due; the worker acts on both without asking why.
     done, claimed = repo.complete_and_claim(
         job_id,
         body.types,
@@ -154,7 +165,9 @@ def complete_and_claim(job_id: JobIdPath, body: CompleteAndClaim, repo: Repo) ->
         queues=body.queues,
         result=body.result,
     )
-    return JobsJSONResponse({"completed": _as_dict(done), "claimed": _as_dict(claimed)})
+    # Why it was refused is read only then (two reads), so a worker's every-job round trip costs nothing more.
+    why = None if done is not None else refusal(repo, job_id, body, "complete")
+    return JobsJSONResponse({"completed": _as_dict(done), "claimed": _as_dict(claimed), "refused": why})
 
 
 def _as_dict(job) -> dict | None:

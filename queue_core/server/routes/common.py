@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 
 from ... import wire
 from ...store.repository import JobRepository
-from ..problems import problem_doc, problem_response
+from ..problems import problem_body, problem_doc, send_problem
 from ..schemas import INT64_MAX
 
 
@@ -52,4 +52,8 @@ def job_response(job, status: int = 200) -> JSONResponse:
 
 
 def not_found(job_id: int) -> Response:
-    return problem_response(404, f"no job with id {job_id}", type=wire.NOT_FOUND, job_id=job_id)
+    return send_problem(not_found_problem(job_id))
+
+
+def not_found_problem(job_id: int) -> dict:
+    return problem_body(404, f"no job with id {job_id}", type=wire.NOT_FOUND, job_id=job_id)
