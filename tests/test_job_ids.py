@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from queue_core.store.repository import JobRepository
+from queue_core.store.statements import ID_FLOOR_KEY
 
 
 def finished(repo: JobRepository, count: int) -> list[int]:
@@ -64,3 +65,24 @@ def test_deleting_a_job_that_is_not_the_newest_leaves_the_numbering_as_it_was(re
     ids = finished(repo, 3)
     repo.bulk("delete", f"id:{ids[0]}")
     assert repo.create("t")[0].id == ids[2] + 1
+
+
+def recorded_floor(repo) -> int | None:
+    row = repo.db.execute_sql("SELECT value FROM queue_meta WHERE key = ?", (ID_FLOOR_KEY,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+@pytest.mark.backends("sqlite")
+def test_the_recorded_id_is_kept_only_while_the_table_holds_nothing_above_it(repo):
+    """Every insert looks at it while it is there, so it is there only from a delete of the newest jobs to
+    the next delete after the table has passed it."""
+    ids = finished(repo, 3)
+    repo.bulk("delete", f"id:{ids[0]}")  # not the newest: nothing to keep
+    assert recorded_floor(repo) is None
+    repo.bulk("delete", f"id:{ids[2]}")
+    assert recorded_floor(repo) == ids[2]
+    newer, _ = repo.create("t")
+    assert newer.id == ids[2] + 1
+    repo.bulk("delete", f"id:{ids[1]}")  # the next delete: the table holds a newer job, the record goes
+    assert recorded_floor(repo) is None
+    assert repo.create("t")[0].id == newer.id + 1

@@ -61,8 +61,8 @@ HASHED_TYPES = 9
 # read another job under it, and logs named two jobs with one number. PostgreSQL's sequence never goes back.
 # So deletes record the largest id they removed (queue_meta, ID_FLOOR_KEY; SqliteStatements.keep_id_floor),
 # and a new job takes the id above it while the table holds nothing higher (ID_FLOOR_SQL: NULL otherwise, and
-# SQLite numbers the row itself). Two reads in the INSERT and no write, where AUTOINCREMENT writes its counter
-# at every insert: 0.78x the creates a second against 0.96x for this (tests/bench/HISTORY.md, "job ids").
+# SQLite numbers the row itself). One look-up in the INSERT (two while a floor is recorded) and no write, where
+# AUTOINCREMENT writes its counter at every insert: 0.78x the creates a second (tests/bench/HISTORY.md, "Job ids").
 ID_FLOOR_KEY = "jobs_id_floor"
 ID_FLOOR_SQL = (
     f"(SELECT CAST(value AS INTEGER) + 1 FROM queue_meta WHERE key = '{ID_FLOOR_KEY}'"
@@ -705,11 +705,19 @@ class SqliteStatements(Statements):
         return [ID_FLOOR_SQL] + ["NULL"] * (count - 1)
 
     def keep_id_floor(self, deleted: list[int]) -> None:
-        """Record the largest of the ``deleted`` job ids (if above the last recorded), so no new job takes it."""
+        """After a delete, in its transaction: if it took the newest ids, record the largest (unless a larger one
+        is), so no new job takes it; a recorded one the table has since passed is dropped, sparing every insert
+        its look (the floor is then only there from a delete of the newest jobs until the next delete)."""
+        table_max = 'coalesce((SELECT max("id") FROM "jobs"), 0)'
         self.db.execute_sql(
-            "INSERT INTO queue_meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            f"DELETE FROM queue_meta WHERE key = ? AND CAST(value AS INTEGER) < {table_max}", (ID_FLOOR_KEY,)
+        )
+        top = max(deleted)
+        self.db.execute_sql(
+            f"INSERT INTO queue_meta (key, value) SELECT ?, ? WHERE ? > {table_max}"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
             " WHERE CAST(excluded.value AS INTEGER) > CAST(queue_meta.value AS INTEGER)",
-            (ID_FLOOR_KEY, str(max(deleted))),
+            (ID_FLOOR_KEY, str(top), top),
         )
 
     def _acks_source(self, acks):
