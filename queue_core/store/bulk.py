@@ -261,11 +261,17 @@ class BulkActions:
         return Job.update(**self._cancel_changes(self.time.sql())).where(where).execute()
 
     def _bulk_delete(self, where) -> int:
-        Job, JobError = self.Job, self.JobError
+        Job = self.Job
         deleted = [row.id for row in Job.delete().where(where).returning(Job.id)]
-        if deleted:
-            JobError.delete().where(JobError.job_id.in_(deleted)).execute()
+        self._forget_deleted(deleted)
         return len(deleted)
+
+    def _forget_deleted(self, deleted: list[int]) -> None:
+        """In the deleting transaction: the deleted jobs' error history goes too, and their ids stay taken
+        (``Statements.keep_id_floor``: a client holding one must not find another job under it)."""
+        if deleted:
+            self.JobError.delete().where(self.JobError.job_id.in_(deleted)).execute()
+            self.statements.keep_id_floor(deleted)
 
 
 def _query_status(query: str) -> str | None:

@@ -464,7 +464,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         validate_positive_int("batch", batch)
         if max_batches is not None:
             validate_positive_int("max_batches", max_batches)
-        Job, JobError = self.Job, self.JobError
+        Job = self.Job
         cutoff = cutoff_before(self.now(), older_than)
         finished = Job.status.in_(FINAL) & (Job.updated_at < cutoff)
         self.prune_workers(cutoff)
@@ -482,8 +482,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
                 # The condition again: an operator may have retried one of them meanwhile.
                 doomed = Job.delete().where(Job.id.in_(found) & finished).returning(Job.id) if found else []
                 deleted = [row.id for row in doomed]
-                if deleted:
-                    JobError.delete().where(JobError.job_id.in_(deleted)).execute()
+                self._forget_deleted(deleted)
             pruned += len(deleted)
             if len(found) < batch or batches == max_batches:
                 return pruned

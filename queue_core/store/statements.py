@@ -56,6 +56,18 @@ LOOK_PAST_PAUSED = 32
 # From how many names (after padding) a PostgreSQL claim hashes its types (PostgresStatements.type_in): 9
 # is where PostgreSQL starts hashing a list of constants, and a list of 16 already cost 3x the hashed one.
 HASHED_TYPES = 9
+# SQLite numbers a new row one above the largest id in the table, so the ids of the newest jobs, once deleted
+# (a prune of an idle queue deletes them all), went to the next jobs: a client holding a pruned job's id then
+# read another job under it, and logs named two jobs with one number. PostgreSQL's sequence never goes back.
+# So deletes record the largest id they removed (queue_meta, ID_FLOOR_KEY; SqliteStatements.keep_id_floor),
+# and a new job takes the id above it while the table holds nothing higher (ID_FLOOR_SQL: NULL otherwise, and
+# SQLite numbers the row itself). One look-up in the INSERT (two while a floor is recorded) and no write, where
+# AUTOINCREMENT writes its counter at every insert: 0.78x the creates a second (tests/bench/HISTORY.md, "Job ids").
+ID_FLOOR_KEY = "jobs_id_floor"
+ID_FLOOR_SQL = (
+    f"(SELECT CAST(value AS INTEGER) + 1 FROM queue_meta WHERE key = '{ID_FLOOR_KEY}'"
+    ' AND CAST(value AS INTEGER) >= coalesce((SELECT max("id") FROM "jobs"), 0))'
+)
 # Every column a new job sets; the rest start NULL. Values are already in their stored form.
 INSERT_COLUMNS = (
     "type",
@@ -589,16 +601,20 @@ class Statements:
         Job = self.Job
         fields = [Job._meta.fields[name] for name in INSERT_COLUMNS]
         columns = ", ".join(f'"{field.column_name}"' for field in fields)
+        ids = self.new_ids(len(rows))
+        if ids is not None:
+            columns = f'"id", {columns}'
         table = f'INSERT INTO "{Job._meta.table_name}" ({columns}) VALUES '
         if any(isinstance(value, pw.Node) for value in rows[0].values()):
             # The database's clock (one "now" for the whole batch): written into the statement, and the
             # stored rows read back for the times it computed.
-            values_sql, params = self._clocked_values(rows, fields)
+            values_sql, params = self._clocked_values(rows, fields, ids)
             cursor = self.db.execute_sql(f"{table}{values_sql} RETURNING *", params)
             return sorted(self.rows.models(cursor), key=lambda job: job.id)
-        one_row = f"({', '.join([self.db.param] * len(fields))})"
+        slots = ", ".join([self.db.param] * len(fields))
+        values = [f"({slots})"] * len(rows) if ids is None else [f"({id_sql}, {slots})" for id_sql in ids]
         params = _stored_params(rows, fields)
-        cursor = self.db.execute_sql(f"{table}{', '.join([one_row] * len(rows))} RETURNING id", params)
+        cursor = self.db.execute_sql(f"{table}{', '.join(values)} RETURNING id", params)
         # One statement numbers its rows in the order given, while we hold the write lock (SQLite) or
         # draws them from the sequence row by row (PostgreSQL): ascending ids follow our order.
         build = self.rows.build
@@ -608,10 +624,17 @@ class Statements:
             for row, (job_id,) in zip(rows, sorted(cursor.fetchall()), strict=True)
         ]
 
-    def _clocked_values(self, rows: list[dict], fields: list) -> tuple[str, list]:
+    def new_ids(self, count: int) -> list[str] | None:
+        """The SQL of each new row's id in a multi-row INSERT, or None to leave the ids to the database."""
+        return None
+
+    def keep_id_floor(self, deleted: list[int]) -> None:
+        """Deleted jobs' ids are never given again: PostgreSQL's sequence sees to it (SQLite's, below, here)."""
+
+    def _clocked_values(self, rows: list[dict], fields: list, ids: list[str] | None) -> tuple[str, list]:
         values_sql, params = [], []
-        for row in rows:
-            slots = []
+        for index, row in enumerate(rows):
+            slots = [] if ids is None else [ids[index]]
             for field in fields:
                 value = row[field.name]
                 if isinstance(value, pw.Node):
@@ -674,7 +697,28 @@ class SqliteStatements(Statements):
     def _insert_row(self, m: Markers):
         Job = self.Job
         fields = Job._meta.fields
-        return Job.insert(**{name: m.of(fields[name]) for name in INSERT_COLUMNS})
+        return Job.insert(id=pw.SQL(ID_FLOOR_SQL), **{name: m.of(fields[name]) for name in INSERT_COLUMNS})
+
+    def new_ids(self, count: int) -> list[str]:
+        # The first row above the floor (if the table holds nothing higher), each next one above the row before:
+        # SQLite evaluates a subquery like the floor's once a statement, so it is the first row's only.
+        return [ID_FLOOR_SQL] + ["NULL"] * (count - 1)
+
+    def keep_id_floor(self, deleted: list[int]) -> None:
+        """After a delete, in its transaction: if it took the newest ids, record the largest (unless a larger one
+        is), so no new job takes it; a recorded one the table has since passed is dropped, sparing every insert
+        its look (the floor is then only there from a delete of the newest jobs until the next delete)."""
+        table_max = 'coalesce((SELECT max("id") FROM "jobs"), 0)'
+        self.db.execute_sql(
+            f"DELETE FROM queue_meta WHERE key = ? AND CAST(value AS INTEGER) < {table_max}", (ID_FLOOR_KEY,)
+        )
+        top = max(deleted)
+        self.db.execute_sql(
+            f"INSERT INTO queue_meta (key, value) SELECT ?, ? WHERE ? > {table_max}"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+            " WHERE CAST(excluded.value AS INTEGER) > CAST(queue_meta.value AS INTEGER)",
+            (ID_FLOOR_KEY, str(top), top),
+        )
 
     def _acks_source(self, acks):
         rows = ", ".join(["(?, ?, ?)"] * len(acks))
