@@ -204,8 +204,15 @@ class QueueConsole(
             self._reload = True  # one more right after the one in flight, never a queue of them
             return
         self._loading = True
+        self.refresh_open_detail()
         after, page_number = self.page_request()
         self._load_snapshot(self.type_filter, self.refresh_query, self.view, after, page_number, self.view_reads())
+
+    def refresh_open_detail(self) -> None:
+        """A job detail open over the tables reads its job again on the same cycle (one job, by id)."""
+        for screen in self.screen_stack[1:]:
+            if isinstance(screen, JobDetailScreen):
+                screen.reread()
 
     def refresh_soon(self) -> None:
         if self._soon_timer is None:

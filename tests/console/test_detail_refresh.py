@@ -1,0 +1,137 @@
+"""An open job detail follows its job on the app's refresh cycle.
+
+Review finding: the detail kept showing a running job as running after it completed, failed or was
+retried, until closed and opened again.
+Every test here refreshes on purpose (``request_refresh``, what the app's interval calls) at a fixed clock.
+"""
+
+from __future__ import annotations
+
+import peewee as pw
+import pytest
+from console_helpers import settle
+
+import console.screens.detail
+from console.screens.detail import JobDetailScreen
+
+pytestmark = pytest.mark.asyncio
+
+
+async def open_detail(pilot, job_id: int) -> JobDetailScreen:
+    pilot.app.push_screen(JobDetailScreen(pilot.app.repo, job_id))
+    await settle(pilot)
+    screen = pilot.app.screen
+    assert isinstance(screen, JobDetailScreen) and screen.detail is not None
+    return screen
+
+
+async def refresh(pilot) -> None:
+    pilot.app.request_refresh()
+    await settle(pilot)
+
+
+def title(screen: JobDetailScreen) -> str:
+    return str(screen.query_one("#detail-title").render())
+
+
+def status_line(screen: JobDetailScreen) -> str | None:
+    """The line at the top of the detail (gone, not current); None while it is hidden."""
+    status = screen.query_one("#detail-status")
+    return str(status.render()) if status.display else None
+
+
+def running_sleep(scene):
+    (job,) = [job for job in scene.window("running") if job.type == "sleep"]
+    return job
+
+
+async def test_the_detail_of_a_running_job_shows_it_completed_after_a_refresh(pilot, scene):
+    job = running_sleep(scene)
+    screen = await open_detail(pilot, job.id)
+    assert "running" in title(screen)
+    scene.complete(job.id, worker_id=job.worker_id, attempt=job.attempt, result={"slept": 30})
+    await refresh(pilot)
+    assert pilot.app.screen is screen
+    assert "completed" in title(screen) and "running" not in title(screen)
+    assert '{"slept": 30}' in screen.shown_text()
+
+
+async def test_the_detail_follows_a_failed_attempt_then_the_failure_and_a_retry(pilot, scene):
+    job = running_sleep(scene)
+    screen = await open_detail(pilot, job.id)
+    assert "Errors (0 failed attempts)" in screen.shown_text()
+    scene.fail(job.id, "TimeoutError: slept too long", worker_id=job.worker_id, attempt=job.attempt)
+    await refresh(pilot)
+    text = screen.shown_text()
+    assert "pending" in title(screen) and "Errors (1 failed attempts)" in text
+    assert "TimeoutError: slept too long" in text
+    assert "Why is this job waiting?" in text and "back-off after attempt" in text  # it became pending
+
+    scene.cancel(job.id)
+    await refresh(pilot)
+    assert "cancelled" in title(screen)
+    assert not screen.query_one("#detail-waiting").display  # no longer waiting: the section goes
+    scene.retry(job.id)
+    await refresh(pilot)
+    assert "pending" in title(screen) and screen.query_one("#detail-waiting").display
+
+
+async def test_a_refresh_keeps_the_scroll_position_the_payload_page_and_focus(pilot, scene):
+    lines = [f"line {i:05d} " + "x" * 60 for i in range(600)]  # about three payload pages
+    job, _ = scene.create("import-csv", {"rows": lines})
+    scene.claim("host-z:1", types=["import-csv"])
+    screen = await open_detail(pilot, job.id)
+    await pilot.press("m")  # the second page
+    await settle(pilot)
+    scroll = screen.query_one("#dialog")
+    scroll.scroll_to(y=40, animate=False)
+    await pilot.pause()
+    focused = pilot.app.focused
+    assert scroll.scroll_y == 40 and screen.page_index == 1
+
+    scene.complete(job.id, worker_id="host-z:1", result={"imported": 600})
+    await refresh(pilot)
+    assert "completed" in title(screen)
+    assert scroll.scroll_y == 40 and screen.page_index == 1 and pilot.app.focused is focused
+    assert "page 2 of" in str(screen.query_one("#detail-page-note").render())
+
+
+async def test_a_job_deleted_while_its_detail_is_open_is_said_to_be_gone(pilot, scene, monkeypatch):
+    (job,) = [job for job in scene.window("failed") if job.type == "sync-crm"]
+    screen = await open_detail(pilot, job.id)
+    assert status_line(screen) is None
+    scene.bulk("delete", ids=[job.id])
+    await refresh(pilot)
+    assert pilot.app.is_running and pilot.app.screen is screen  # not closed under the operator, no crash
+    assert status_line(screen) == (
+        f"⚠ Job {job.id} is gone: deleted (pruned) since it was last read at 12:00:00 UTC. "
+        "Below is the job as it was then; escape closes."
+    )
+    assert "sync-crm" in title(screen) and "TimeoutError" in screen.shown_text()  # as it was
+
+    def never(*args, **kwargs):
+        raise AssertionError("a job that is gone is not read again (SQLite may reuse its id)")
+
+    monkeypatch.setattr(console.screens.detail, "job_without_payload", never)
+    await refresh(pilot)
+    assert "is gone" in status_line(screen)
+
+
+async def test_a_failed_read_keeps_the_detail_and_says_it_is_not_current(pilot, scene, scene_clock, monkeypatch):
+    job = running_sleep(scene)
+    screen = await open_detail(pilot, job.id)
+
+    def gone(*args, **kwargs):
+        raise pw.OperationalError("server closed the connection unexpectedly\n\tThis probably means...")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(console.screens.detail, "job_without_payload", gone)
+        scene_clock.advance(30)
+        await refresh(pilot)
+        assert pilot.app.screen is screen and "running" in title(screen)
+        assert status_line(screen) == (
+            "⚠ not current: OperationalError: server closed the connection unexpectedly"
+            " · as read at 12:00:00 UTC, retrying"
+        )
+    await refresh(pilot)  # the database is back
+    assert status_line(screen) is None
