@@ -1,16 +1,19 @@
-"""An open job detail follows its job on the app's refresh cycle.
+"""An open job detail follows its job on the app's refresh cycle; the header keeps time while refreshes fail.
 
-Review finding: the detail kept showing a running job as running after it completed, failed or was
-retried, until closed and opened again.
+Review findings: the detail kept showing a running job as running after it completed, failed or was
+retried, until closed and opened again; and the header's time stood still while the database was down.
 Every test here refreshes on purpose (``request_refresh``, what the app's interval calls) at a fixed clock.
 """
 
 from __future__ import annotations
 
+import threading
+
 import peewee as pw
 import pytest
 from console_helpers import settle
 
+import console.app
 import console.screens.detail
 from console.screens.detail import JobDetailScreen
 
@@ -135,3 +138,65 @@ async def test_a_failed_read_keeps_the_detail_and_says_it_is_not_current(pilot, 
         )
     await refresh(pilot)  # the database is back
     assert status_line(screen) is None
+
+
+# --- the header's time while refreshes fail ---------------------------------------------------------
+
+
+def header_time(app) -> str:
+    return app.sub_title.split(" · ", 3)[3]  # after the database, the view and the scope
+
+
+async def test_the_header_keeps_time_and_says_disconnected_while_refreshes_fail(pilot, scene_clock, monkeypatch):
+    app = pilot.app
+    assert header_time(app) == "12:00:00 UTC"
+
+    def down(*args, **kwargs):
+        raise pw.OperationalError("connection refused")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(console.app, "load_snapshot", down)
+        scene_clock.advance(25)
+        await refresh(pilot)
+        assert header_time(app) == "12:00:25 UTC · ⚠ disconnected, data from 12:00:00 (25s old)"
+        scene_clock.advance(60)
+        await refresh(pilot)
+        assert header_time(app) == "12:01:25 UTC · ⚠ disconnected, data from 12:00:00 (1m25s old)"
+    scene_clock.advance(1)
+    await refresh(pilot)
+    assert header_time(app) == "12:01:26 UTC"
+
+
+async def test_the_header_clock_moves_while_a_refresh_hangs_after_a_failure(pilot, scene_clock, monkeypatch):
+    """A refresh that hangs (a connect timing out) leaves the app "loading": each tick still moves the clock."""
+    app = pilot.app
+    release = threading.Event()
+    calls = []
+
+    def down_then_hanging(*args, **kwargs):
+        calls.append(1)
+        if len(calls) > 1:
+            release.wait(10)
+        raise pw.OperationalError("connection refused")
+
+    monkeypatch.setattr(console.app, "load_snapshot", down_then_hanging)
+    await refresh(pilot)
+    app.request_refresh()  # this one hangs
+    scene_clock.advance(10)
+    app.request_refresh()  # the next tick
+    assert header_time(app) == "12:00:10 UTC · ⚠ disconnected, data from 12:00:00 (10s old)"
+    release.set()
+    await settle(pilot)
+
+
+async def test_a_console_that_never_read_anything_shows_the_time_and_says_so(make_app, scene_clock, monkeypatch):
+    def down(*args, **kwargs):
+        raise pw.OperationalError("connection refused")
+
+    monkeypatch.setattr(console.app, "load_snapshot", down)
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        scene_clock.advance(3)
+        await refresh(pilot)
+        assert app.sub_title == "demo.db · 12:00:03 UTC · ⚠ disconnected, nothing read yet"
