@@ -36,7 +36,7 @@ from .controls import CONTROL_BINDINGS, QueueControls
 from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls
 from .failures import FailureGroupControls
-from .formatting import time_of_day
+from .formatting import short_duration, time_of_day
 from .messages import RefreshFailed, SnapshotLoaded
 from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
 from .query_line import QueryLine
@@ -136,7 +136,8 @@ class QueueConsole(
         self._loading = False
         self._reload = False
         self._soon_timer = None
-        self._last_refresh_error: str | None = None
+        self._last_refresh_error: str | None = None  # set while refreshes fail: the header says so
+        self._data_read_at = None  # this host's time when the data on screen were read (repo.local_now)
 
     # --- layout ------------------------------------------------------------------------------------
 
@@ -200,12 +201,21 @@ class QueueConsole(
     # --- refresh: read on a thread, render here ----------------------------------------------------
 
     def request_refresh(self) -> None:
+        if self._last_refresh_error is not None:
+            self.update_sub_title()  # the header's clock moves on each tick, even while a read hangs
         if self._loading:
             self._reload = True  # one more right after the one in flight, never a queue of them
             return
         self._loading = True
+        self.refresh_open_detail()
         after, page_number = self.page_request()
         self._load_snapshot(self.type_filter, self.refresh_query, self.view, after, page_number, self.view_reads())
+
+    def refresh_open_detail(self) -> None:
+        """A job detail open over the tables reads its job again on the same cycle (one job, by id)."""
+        for screen in self.screen_stack[1:]:
+            if isinstance(screen, JobDetailScreen):
+                screen.reread()
 
     def refresh_soon(self) -> None:
         if self._soon_timer is None:
@@ -266,6 +276,7 @@ class QueueConsole(
         if message.error != self._last_refresh_error:
             self.notify(f"Cannot read the queue: {message.error}", title="Refresh failed", severity="error")
         self._last_refresh_error = message.error
+        self.update_sub_title()
         # A banner in place of the counts until a refresh works again (the next snapshot replaces it): the
         # tables below still show the last data read, and a toast alone would be gone in seconds.
         first_line = (message.error.splitlines() or [""])[0]
@@ -279,6 +290,7 @@ class QueueConsole(
 
     def show_snapshot(self, snapshot: Snapshot) -> None:
         self.snapshot = snapshot
+        self._data_read_at = self.repo.local_now()
         self.update_sub_title()
         with self.batch_update():
             self.query_one(StatsBar).show(snapshot)
@@ -287,15 +299,27 @@ class QueueConsole(
     def update_sub_title(self) -> None:
         """The header's second part: database, view, scope, time, and the selection and read-only notes."""
         snapshot = self.snapshot
+        mode = " · read-only" if self.read_only else ""
         if snapshot is None:
+            if self._last_refresh_error is not None:  # nothing read since the console started
+                self.sub_title = f"{self.db_label}{mode} · {self.clock_text()}"
             return
         scope = f"type {snapshot.type_filter}" if snapshot.type_filter else "all types"
         view = VIEW_TITLES.get(self.view, self.view.capitalize())
         if snapshot.query_text:
             scope += f" · query {snapshot.query_text}"
-        mode = " · read-only" if self.read_only else ""
-        when = f"{time_of_day(snapshot.now)} UTC"
-        self.sub_title = f"{self.db_label}{mode} · {view} · {scope} · {when}{self.selection_note()}"
+        self.sub_title = f"{self.db_label}{mode} · {view} · {scope} · {self.clock_text()}{self.selection_note()}"
+
+    def clock_text(self) -> str:
+        """The header's time: the data's (the queue's clock); while refreshes fail, this host's clock, which
+        needs no database, and how old the data on screen are."""
+        if self._last_refresh_error is None:
+            return f"{time_of_day(self.snapshot.now)} UTC"
+        now = self.repo.local_now()
+        if self._data_read_at is None:
+            return f"{time_of_day(now)} UTC · ⚠ disconnected, nothing read yet"
+        age = short_duration((now - self._data_read_at).total_seconds())
+        return f"{time_of_day(now)} UTC · ⚠ disconnected, data from {time_of_day(self._data_read_at)} ({age} old)"
 
     # --- keys that look (the keys that change jobs are in console.actions) -------------------------
 

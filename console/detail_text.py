@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from datetime import datetime
 
 from rich.syntax import Syntax
 from rich.text import Text
@@ -18,7 +19,7 @@ from textual.content import Content
 
 from queue_core.store.pages import AttemptPage
 
-from .formatting import timestamp
+from .formatting import time_of_day, timestamp
 
 PAGE_CHARS = 16 * 1024
 ATTEMPTS_SHOWN = 50
@@ -31,6 +32,7 @@ class JobDetail:
     """Everything the detail screen shows of one job, each part bounded."""
 
     job_id: int
+    status: str
     title: Content
     fields: Content
     payload_pages: tuple[str, ...]  # the pretty-printed payload in pages of at most PAGE_CHARS
@@ -42,6 +44,7 @@ def build_detail(job, attempts: AttemptPage) -> JobDetail:
     payload = json.dumps(job.payload, indent=2, sort_keys=True)
     return JobDetail(
         job_id=job.id,
+        status=job.status,
         title=title_text(job),
         fields=fields_text(job),
         payload_pages=tuple(pages(payload)),
@@ -84,6 +87,24 @@ def waiting_text(reasons: list) -> Content:
     lines = [Content.styled("Why is this job waiting?", "bold")]
     lines += [Content.assemble(("  • ", "yellow"), reason.message) for reason in reasons]
     return Content("\n").join(lines)
+
+
+def gone_text(job_id: int, read_at: datetime) -> Content:
+    """The job was deleted (pruned) while its detail was open: what is shown is how it was."""
+    return Content.assemble(
+        (f"⚠ Job {job_id} is gone: deleted (pruned) since it was last read at {time_of_day(read_at)} UTC", "bold red"),
+        (". Below is the job as it was then; escape closes.", "dim"),
+    )
+
+
+def stale_text(error: str, read_at: datetime) -> Content:
+    """Reading the job again failed: what is shown is not current."""
+    first_line = (error.splitlines() or [""])[0]
+    return Content.assemble(
+        ("⚠ not current: ", "bold red"),
+        cut(first_line, FIELD_CHARS),
+        (f" · as read at {time_of_day(read_at)} UTC, retrying", "dim"),
+    )
 
 
 def errors_title(attempts: AttemptPage) -> Content:

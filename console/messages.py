@@ -17,8 +17,10 @@ from textual.message import Message
 
 if TYPE_CHECKING:  # types only: this module stays free of the database and widget modules
     from rich.text import Text
+    from textual.content import Content
 
     from queue_core.store.models import Job
+    from queue_core.store.pages import AttemptPage
 
     from .detail_text import JobDetail
     from .selection import Selection
@@ -88,6 +90,23 @@ class DetailLoaded(Message):
 
 @message
 class DetailFailed(Message):
+    error: str
+
+
+@message
+class DetailRefreshed(Message):
+    """The job read again on the app's refresh cycle: what can change since the detail opened (never the payload)."""
+
+    status: str | None  # None: the job is gone (deleted, pruned)
+    title: Content | None
+    fields: Content | None
+    attempts: AttemptPage | None  # the page of the history shown, read again
+
+
+@message
+class DetailStale(Message):
+    """Reading the job again failed (the database is gone, locked): the detail shows what it last read."""
+
     error: str
 
 

@@ -3,6 +3,11 @@ a page at a time (``o`` older, ``i`` newer).
 
 The job is read and its text built on a thread worker (``load``), which posts ``DetailLoaded`` back: a
 large job never blocks a key press, and what is laid out stays bounded (see ``console.detail_text``).
+
+While open, the app's refresh cycle reads the job again (``reread``: every column but the payload, which
+never changes, and the page of attempts shown), so a job that finishes, fails or is retried meanwhile is
+shown as it is now, at the scroll position and payload page the operator chose. A job deleted meanwhile
+(pruned) is said to be gone at the top of the view; a read that fails keeps what was shown and says so.
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from textual.containers import VerticalScroll
 from textual.message import Message
 from textual.widgets import Static
 
-from queue_core.store.pages import AttemptPage, attempt_page
+from queue_core.store.pages import AttemptPage, attempt_page, job_without_payload
 from queue_core.store.waiting import WaitReason
 
 from ..detail_text import (
@@ -28,11 +33,15 @@ from ..detail_text import (
     build_detail,
     error_history,
     errors_title,
+    fields_text,
+    gone_text,
     highlight_page,
     page_note,
+    stale_text,
+    title_text,
     waiting_text,
 )
-from ..messages import DetailFailed, DetailLoaded, PageRendered, WaitingExplained
+from ..messages import DetailFailed, DetailLoaded, DetailRefreshed, DetailStale, PageRendered, WaitingExplained
 from .dialog import Dialog
 
 
@@ -57,10 +66,17 @@ class JobDetailScreen(Dialog):
         self.detail: JobDetail | None = None
         self.page_index = 0
         self.attempts: AttemptPage | None = None
+        self.status: str | None = None  # the job's status as last read
+        self.read_at = None  # this host's time of the last read that worked (repo.local_now: no round trip)
+        self.gone = False  # deleted while open: never read again (SQLite may give its id to a new job)
+        self._reading = True  # a read is on its way: the app's next refresh does not start another
 
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dialog", classes="detail") as scroll:
             scroll.border_title = f"Job {self.job_id}"
+            status = Static(id="detail-status")
+            status.display = False  # shown when the job is gone or could not be read again
+            yield status
             yield Static("loading…", id="detail-title", classes="dialog-title")
             yield Static(id="detail-fields", classes="fields")
             waiting = Static(id="detail-waiting", classes="waiting")
@@ -104,16 +120,21 @@ class JobDetailScreen(Dialog):
         self.post_message(WaitingExplained(reasons))
 
     def on_waiting_explained(self, message: WaitingExplained) -> None:
+        if self.gone:
+            return
         waiting = self.query_one("#detail-waiting", Static)
         waiting.update(waiting_text(message.reasons))
         waiting.display = True
 
     def on_detail_loaded(self, message: DetailLoaded) -> None:
+        self._reading = False
         detail = message.detail
         if detail is None:
             self.app.notify(f"Job {self.job_id} is gone (pruned).", severity="warning")
             self.answer(None)
             return
+        self.read_at = self.repo.local_now()
+        self.status = detail.status
         self.detail = detail
         self.query_one("#detail-title", Static).update(detail.title)
         self.query_one("#detail-fields", Static).update(detail.fields)
@@ -122,6 +143,65 @@ class JobDetailScreen(Dialog):
         self.page_index = 0
         self.attempts = None  # the first page, as built
         self.show_page(0, message.page)
+
+    # --- read again on the app's refresh cycle (QueueConsole.request_refresh) ---------------------------
+
+    def reread(self) -> None:
+        """Read the job again, unless it is gone, not shown yet, or a read is still on its way."""
+        if self.detail is None or self.gone or self._reading:
+            return
+        self._reading = True
+        self._reread(self.attempts.number if self.attempts else 1, self.status)
+
+    @work(thread=True, exit_on_error=False, group="detail-refresh")
+    def _reread(self, number: int, was: str | None) -> None:
+        try:
+            job, attempts = self._read_again(number)
+        except Exception as exc:  # the database is gone or locked: keep what is shown, say it is not current
+            self.post_message(DetailStale(f"{type(exc).__name__}: {exc}"))
+            return
+        if job is None:
+            self.post_message(DetailRefreshed(None, None, None, None))
+            return
+        self.post_message(DetailRefreshed(job.status, title_text(job), fields_text(job), attempts))
+        if job.status == "pending" and was != "pending":
+            # Only when it becomes pending (retried, backed off): why_waiting counts every job ahead, too
+            # much to repeat each second behind a large backlog.
+            self.explain_waiting()
+
+    def _read_again(self, number: int) -> tuple:
+        """On the thread: the job without its payload, and attempt page ``number``; (None, None) once gone."""
+        with self.repo.db.connection_context():
+            job = job_without_payload(self.repo, self.job_id)
+            if job is None:
+                return None, None
+            return job, attempt_page(self.repo, self.job_id, number=number, size=ATTEMPTS_SHOWN, chars=ERROR_CHARS + 1)
+
+    def on_detail_refreshed(self, message: DetailRefreshed) -> None:
+        self._reading = False
+        if message.status is None:
+            self.show_status(gone_text(self.job_id, self.read_at))
+            self.gone = True
+            return
+        self.read_at = self.repo.local_now()
+        self.status = message.status
+        self.query_one("#detail-status", Static).display = False
+        self.query_one("#detail-title", Static).update(message.title)
+        self.query_one("#detail-fields", Static).update(message.fields)
+        if message.status != "pending":
+            self.query_one("#detail-waiting", Static).display = False
+        shown = self.attempts.number if self.attempts else 1
+        if message.attempts.number == shown:  # the operator did not move to another page meanwhile
+            self.show_attempts(message.attempts)
+
+    def on_detail_stale(self, message: DetailStale) -> None:
+        self._reading = False
+        self.show_status(stale_text(message.error, self.read_at))
+
+    def show_status(self, text) -> None:
+        status = self.query_one("#detail-status", Static)
+        status.update(text)
+        status.display = True
 
     def on_detail_failed(self, message: DetailFailed) -> None:
         self.app.notify(f"Could not read job {self.job_id}: {message.error}", title="Database error", severity="error")
@@ -172,11 +252,14 @@ class JobDetailScreen(Dialog):
             self.post_message(AttemptsLoaded(page))
 
     def on_attempts_loaded(self, message: AttemptsLoaded) -> None:
-        if not message.page.rows and message.page.number > 1:
+        self.show_attempts(message.page)
+
+    def show_attempts(self, page: AttemptPage) -> None:
+        if not page.rows and page.number > 1:
             return  # the history shrank meanwhile (pruned): stay on the page shown
-        self.attempts = message.page
-        self.query_one("#detail-errors-title", Static).update(errors_title(message.page))
-        self.query_one("#detail-errors", Static).update(error_history(message.page))
+        self.attempts = page
+        self.query_one("#detail-errors-title", Static).update(errors_title(page))
+        self.query_one("#detail-errors", Static).update(error_history(page))
 
     def shown_text(self) -> str:
         """The plain text on screen now (for tests: what an operator can read, and how much of it)."""

@@ -105,6 +105,14 @@ class AttemptPage:
         return min(self.total, (self.number - 1) * self.size)
 
 
+def job_without_payload(repo, job_id: int):
+    """Job ``job_id`` with every column but the payload (``payload`` is None; the error cut as a light row's),
+    or None if it is gone: what a view showing a job re-reads at each refresh. A payload never changes
+    after ``create``, so an 850 KB one is read and decoded once, when the view opens, not every second."""
+    Job = repo.Job
+    return Job.select(*page_columns(Job)).where(Job.id == job_id).first()
+
+
 def attempt_page(repo, job_id: int, *, number: int = 1, size: int = 50, chars: int = 500) -> AttemptPage:
     """Page ``number`` of ``job_id``'s attempt history: ``size`` attempts, errors cut to ``chars`` by the
     database, so a job with 300 attempts of 10,000 characters each costs a page's worth, not 3 MB."""
