@@ -11,6 +11,7 @@ import pytest
 from queue_core import Queue
 from queue_core.handlers import current_job
 from queue_core.worker import Worker
+from queue_core.worker import runner as runner_module
 from queue_core.worker.runner import HandlerRunner, is_async_handler
 
 WAIT = 60
@@ -185,6 +186,46 @@ def test_an_async_handler_past_its_timeout_is_cancelled(queue, live_repo):
     failed = live_repo.find_by_id(job.id)
     assert (failed.status, failed.error) == ("failed", "timed out after 0.3s (the job's timeout)")
     assert cancelled == [job.id]
+
+
+def test_an_async_handler_blocking_its_event_loop_is_failed_at_its_timeout_and_the_next_run_on_a_new_loop(
+    queue, live_repo, monkeypatch
+):
+    """``time.sleep`` inside ``async def`` blocks the loop, so its own deadline cannot fire there: the slot
+    fails the attempt past the deadline, and the coroutines after it run on a new loop, not behind it."""
+    monkeypatch.setattr(runner_module, "BLOCKED_LOOP_GRACE", 0.2)
+    release = threading.Event()
+    loops = {}
+
+    @queue.task("blocker", timeout=0.3, max_retries=0)
+    async def blocker():
+        loops["blocked"] = asyncio.get_running_loop()
+        release.wait(30)  # a blocking call: nothing else runs on this loop meanwhile
+
+    @queue.task("quick", max_retries=0)
+    async def quick():
+        loops["next"] = asyncio.get_running_loop()
+        return "done"
+
+    blocked = blocker.enqueue()
+    follow = quick.enqueue()  # one slot: claimed once the blocker's attempt is over, its loop still blocked
+    worker = Worker(live_repo, registry=queue.registry, poll_interval=0.01, shutdown_timeout=1)
+    seen = events_of(worker)
+    thread = threading.Thread(target=worker.run, kwargs={"burst": True})
+    thread.start()
+    try:
+        deadline = time.monotonic() + WAIT
+        while live_repo.find_by_id(follow.id).status != "completed" and time.monotonic() < deadline:
+            time.sleep(0.02)
+        failed = live_repo.find_by_id(blocked.id)
+        assert (failed.status, failed.error) == ("failed", "timed out after 0.3s (the job's timeout)")
+        assert live_repo.find_by_id(follow.id).result == "done"
+        assert not release.is_set() and loops["next"] is not loops["blocked"]
+    finally:
+        release.set()
+        thread.join(WAIT)
+    overruns = [event for event in seen if event.kind == "overrun"]
+    assert overruns and overruns[0].job_id == blocked.id and "event loop blocked" in overruns[0].message
 
 
 def test_a_handlers_own_timeout_error_is_not_reported_as_the_jobs_timeout(queue, live_repo):

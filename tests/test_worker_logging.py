@@ -68,6 +68,7 @@ def through_logging_module(buffer: io.StringIO, ev: WorkerEvent) -> str:
 def test_a_job_event_line_is_the_line_the_logging_module_writes(worker_logging, fmt, ev):
     buffer = worker_logging(fmt)
     assert logs._lines.write(logs.EVENT_LEVELS.get(ev.kind, logging.INFO), ev)  # the direct path took it
+    logs._lines.write_waiting()  # an INFO line waits to be written with others (LINE_DELAY)
     direct = buffer.getvalue()
     assert direct == through_logging_module(buffer, ev)
     assert direct.count("\n") == 1 and direct.endswith("\n")
@@ -166,3 +167,75 @@ def test_a_huge_error_is_cut_in_its_log_line(worker_logging, fmt):
     copies = 2 if fmt == "json" else 1  # a JSON line has the error field beside the message
     assert copies * LOG_ERROR_CHARS < len(line) < copies * (LOG_ERROR_CHARS + 300)
     assert line.count("198,000 more characters") == copies
+
+
+class CountingStream(io.StringIO):
+    """A stream that counts its writes (each one a system call on a real pipe)."""
+
+    writes = 0
+
+    def write(self, text: str) -> int:
+        self.writes += 1
+        return super().write(text)
+
+
+@pytest.fixture
+def counting(worker_logging, monkeypatch):
+    """Call it in the test (pytest adds its own capture to the root logger as the test starts): configures the
+    worker's logging into a stream that counts its writes."""
+
+    def configure() -> CountingStream:
+        stream = CountingStream()
+        worker_logging("text")
+        monkeypatch.setattr(logging.getLogger().handlers[0], "stream", stream)
+        return stream
+
+    return configure
+
+
+def test_a_jobs_info_lines_wait_and_go_in_one_write(counting, monkeypatch):
+    counted = counting()
+    monkeypatch.setattr(logs, "LINE_DELAY", 0.05)
+    for kind in ("claimed", "completed") * 3:
+        logs.log_event(event(kind, duration=None))
+    assert counted.getvalue() == "" and counted.writes == 0  # waiting
+    deadline = time.monotonic() + 10
+    while not counted.getvalue() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert counted.getvalue().count("\n") == 6 and counted.writes == 1
+    assert [line.split()[2] for line in counted.getvalue().splitlines()] == ["claimed", "completed"] * 3
+
+
+def test_a_warning_and_any_other_line_are_written_at_once_after_the_lines_waiting(counting):
+    counted = counting()
+    logs.log_event(event("claimed", duration=None))
+    logs.log_event(event("failed", error="boom"))  # a WARNING: now, the waiting line first, in one write
+    assert [line.split()[1:3] for line in counted.getvalue().splitlines()] == [
+        ["INFO", "claimed"],
+        ["WARNING", "failed"],
+    ]
+    assert counted.writes == 1
+    logs.log_event(event("completed"))
+    logging.getLogger("some.library").warning("a line of its own")  # through the logging module
+    assert counted.getvalue().splitlines()[-2:] == [
+        f"2025-12-05T12:00:36.123Z INFO {event('completed').message}",
+        "2025-12-05T12:00:36.123Z WARNING a line of its own",
+    ]
+
+
+def test_the_lines_waiting_are_written_at_exit_by_the_logging_modules_flush(counting):
+    counted = counting()
+    logs.log_event(event("completed"))
+    assert counted.getvalue() == ""
+    for handler in logging.getLogger().handlers:
+        handler.flush()  # what logging.shutdown does at the interpreter's exit
+    assert counted.getvalue() == f"2025-12-05T12:00:36.123Z INFO {event('completed').message}\n"
+
+
+def test_a_batch_this_big_is_written_without_waiting(counting, monkeypatch):
+    counted = counting()
+    monkeypatch.setattr(logs, "LINE_DELAY", 60)
+    monkeypatch.setattr(logs, "LINE_BATCH", 500)
+    for _ in range(10):
+        logs.log_event(event("completed"))
+    assert counted.writes >= 1 and 500 <= len(counted.getvalue()) < 1000

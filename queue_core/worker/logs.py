@@ -1,14 +1,17 @@
 """The worker program's log: one line per worker event on stderr, as text or JSON (``--log-format``).
 
 ``configure_logging`` makes the root logger write to stderr; ``log_event`` is the worker's event
-subscriber. A job event's line goes straight to the stream while nothing else listens (``EventLines``).
+subscriber. A job event's line goes straight to the stream while nothing else listens (``EventLines``), and
+the INFO ones wait up to ``LINE_DELAY`` to be written together.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 
@@ -26,6 +29,12 @@ EVENT_LEVELS = {
     "error": logging.ERROR,
 }
 EVENT_FIELDS = ("kind", "worker_id", "job_id", "job_type", "attempt", "duration", "error")
+# A job's INFO lines (claimed, completed) wait up to this many seconds, then go in one write with the others
+# waiting: a write a line (a system call, and a wake-up of what reads the pipe) was a quarter of a one-slot
+# worker's CPU at the default level into a pipe (tests/bench/HISTORY.md, "log lines"). Any other line, and
+# the worker's exit, writes them first, so the order stays; a SIGKILL loses at most this much of them.
+LINE_DELAY = 0.05
+LINE_BATCH = 64 * 1024  # characters waiting that are written at once, without waiting for the delay
 _second: tuple[int, str] = (-1, "")  # the last second a line was stamped in, formatted (a line's date and time)
 
 
@@ -76,21 +85,46 @@ class JSONFormatter(logging.Formatter):
         return json_line(record.created, record.levelname, record.name, event, record.getMessage(), exc)
 
 
+class LineHandler(logging.StreamHandler):
+    """stderr's handler: a line through the logging module (a warning of the worker, another library's line),
+    and the handler's flush (the logging module's at exit), write the job lines waiting first."""
+
+    lines: EventLines | None = None
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.lines is not None:
+            self.lines.write_waiting()
+        super().emit(record)
+
+    def flush(self) -> None:
+        if self.lines is not None:
+            self.lines.write_waiting()
+        super().flush()
+
+
 class EventLines:
     """Writes a worker event's line straight to the stream that ``configure_logging`` set up, the line the
     logging module would write, while nothing else could see or change it: no other handler or filter on
     the way, no level that drops it. A worker at the default level writes two lines a job, and the logging
     module's path (a ``LogRecord``, the caller's frame, the filters, a datetime) cost 18-19 µs a text line,
     16 % of a one-slot worker's busy slot thread; this costs 4.5 µs (JSON: 24-32 against 14). Anything it
-    does not expect, and any error, is left to the logging module."""
+    does not expect, and any error, is left to the logging module.
 
-    def __init__(self, handler: logging.StreamHandler, json_format: bool):
+    INFO lines wait (``LINE_DELAY``, ``LINE_BATCH``) and a thread of their own writes them; a line of a
+    higher level goes at once, after them."""
+
+    def __init__(self, handler: LineHandler, json_format: bool):
         self.handler = handler
         self.formatter = handler.formatter
         self.json_format = json_format
+        self.waiting: list[str] = []
+        self.waiting_size = 0
+        self.due = threading.Event()
+        self.writer_pid: int | None = None  # the process whose thread writes the waiting lines
+        handler.lines = self
 
     def write(self, level: int, event: WorkerEvent) -> bool:
-        """Whether the line was written here (else the caller logs it the usual way)."""
+        """Whether the line was written here, or is waiting to be (else the caller logs it the usual way)."""
         handler = self.handler
         if not self._alone(level):
             return False
@@ -99,13 +133,60 @@ class EventLines:
             line = json_line(created, levelname, logger.name, event, event.message)
         else:
             line = text_line(created, levelname, event.message)
+        line += handler.terminator
         try:
             with handler.lock:
-                handler.stream.write(line + handler.terminator)
-                handler.stream.flush()
+                if level > logging.INFO:
+                    self._write(line)
+                    return True
+                if not self.waiting:
+                    self._wake_writer()
+                self.waiting.append(line)
+                self.waiting_size += len(line)
+                if self.waiting_size >= LINE_BATCH:
+                    self._write("")
         except Exception:
             return False  # the logging module's path reports it (handleError)
         return True
+
+    def write_waiting(self) -> None:
+        with self.handler.lock:
+            if self.waiting:
+                self._write("")
+
+    def _write(self, line: str) -> None:
+        """The waiting lines and ``line``, in one write (the handler's lock held)."""
+        text = "".join(self.waiting) + line
+        self.waiting.clear()
+        self.waiting_size = 0
+        stream = self.handler.stream
+        stream.write(text)
+        stream.flush()
+
+    def _wake_writer(self) -> None:
+        if self.writer_pid != os.getpid():  # the first line, or the first of a forked worker process
+            self.writer_pid = os.getpid()
+            self.due = threading.Event()
+            threading.Thread(target=self._write_after_delay, args=(self.due,), name="log-lines", daemon=True).start()
+        self.due.set()
+
+    def _write_after_delay(self, due: threading.Event) -> None:
+        while True:
+            due.wait()
+            time.sleep(LINE_DELAY)
+            with self.handler.lock:
+                due.clear()
+                try:
+                    if self.waiting:
+                        self._write("")
+                except Exception:  # a closed or broken stream: the lines are dropped, as the logging module would
+                    self.waiting.clear()
+                    self.waiting_size = 0
+
+    def forget_waiting(self) -> None:
+        """In a forked child: the parent's waiting lines are the parent's to write."""
+        self.waiting.clear()
+        self.waiting_size = 0
 
     def _alone(self, level: int) -> bool:
         """Whether the line would go to this handler only, unchanged: the level lets it through, the worker's
@@ -127,9 +208,17 @@ class EventLines:
 _lines: EventLines | None = None
 
 
+def _forget_waiting_in_child() -> None:
+    if _lines is not None:
+        _lines.forget_waiting()
+
+
+os.register_at_fork(after_in_child=_forget_waiting_in_child)
+
+
 def configure_logging(level: str, fmt: str) -> None:
     global _lines
-    stream = logging.StreamHandler(sys.stderr)
+    stream = LineHandler(sys.stderr)
     stream.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [stream]

@@ -5,7 +5,10 @@ one thing for both kinds (jobs running at once, each holding a slot), and an asy
 same claim, heartbeat, stop and acknowledgement path as a plain one. A parked slot thread costs a few
 kilobytes and no CPU; the coroutines themselves all run on one event loop thread, many at once.
 
-Timeouts (``job.timeout`` seconds per attempt): a coroutine is cancelled at its deadline. A plain function
+Timeouts (``job.timeout`` seconds per attempt): a coroutine is cancelled at its deadline, by its event loop.
+A coroutine that blocks that loop (``time.sleep`` or other blocking calls inside ``async def``) lets nothing
+on it run, its own deadline included: its slot then fails the attempt itself ``BLOCKED_LOOP_GRACE`` after
+the deadline, and the next coroutines go to a new loop, the blocked one left to its handler. A plain function
 cannot be stopped from outside in Python, so a job with a timeout runs its plain handler on a helper
 thread the slot waits for; at the deadline the slot fails the attempt and moves on, and the helper is left
 to finish on its own (its outcome discarded). Such overrunning threads are daemons, counted and reported,
@@ -34,6 +37,9 @@ logger = logging.getLogger(__name__)
 
 CANCEL_POLL = 0.2  # seconds between looks at a running coroutine's job for an operator's cancel request
 LOOP_CLOSE_WAIT = 2.0  # seconds a stopping worker gives its event loop to cancel what still runs
+# Seconds past a coroutine's deadline after which its slot takes the loop for blocked (its own timeout would
+# have cancelled it by then) and fails the attempt itself.
+BLOCKED_LOOP_GRACE = 1.0
 
 
 class AttemptTimedOut(Exception):
@@ -87,6 +93,7 @@ class HandlerRunner:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: threading.Thread | None = None
+        self._blocked: list[tuple[asyncio.AbstractEventLoop, threading.Thread]] = []  # loops left to a handler
         self._overrun: set[threading.Thread] = set()
         self._async: dict[Handler, bool] = {}  # per handler: is it async? (handlers are registered once)
 
@@ -141,12 +148,16 @@ class HandlerRunner:
             )
             self._events.emit("overrun", message=message)
         with self._lock:
-            loop, thread = self._loop, self._loop_thread
+            loops = [*self._blocked, (self._loop, self._loop_thread)]
             self._loop = self._loop_thread = None
-        if loop is None:
-            return
-        loop.call_soon_threadsafe(_cancel_all_then_stop, loop)
-        thread.join(LOOP_CLOSE_WAIT)
+            self._blocked = []
+        for loop, _ in loops:
+            if loop is not None:
+                loop.call_soon_threadsafe(_cancel_all_then_stop, loop)
+        deadline = time.monotonic() + LOOP_CLOSE_WAIT
+        for _, thread in loops:
+            if thread is not None:
+                thread.join(max(0.0, deadline - time.monotonic()))
 
     # --- plain functions with a timeout --------------------------------------------------------------
 
@@ -182,14 +193,32 @@ class HandlerRunner:
 
         loop = self._event_loop()
         future = asyncio.run_coroutine_threadsafe(_attempt(fn, job, timeout), loop)
+        blocked_after = None if timeout is None else time.monotonic() + timeout + BLOCKED_LOOP_GRACE
         # wait(), not result(timeout): a handler's own TimeoutError must not read as "still running".
         while not concurrent.futures.wait([future], CANCEL_POLL).done:
             if getattr(job, "cancel_requested", False):
                 future.cancel()  # cancels the task: the coroutine gets CancelledError at its await
                 raise AttemptCancelled()
+            if blocked_after is not None and time.monotonic() > blocked_after:
+                self._leave_blocked_loop(loop, job, timeout)
+                future.cancel()  # if the loop ever runs again, the coroutine ends at its next await
+                raise AttemptTimedOut(timeout)
         if future.cancelled():
             raise AttemptCancelled()  # the worker's stop cancelled it (its job was released)
         return future.result()
+
+    def _leave_blocked_loop(self, loop: asyncio.AbstractEventLoop, job, timeout: float) -> None:
+        """The loop did not run the coroutine's own deadline: report it, and run the next ones on a new loop."""
+        with self._lock:
+            if self._loop is loop:
+                self._blocked.append((loop, self._loop_thread))
+                self._loop = self._loop_thread = None
+        note = (
+            f"still running {BLOCKED_LOOP_GRACE:g}s past its {timeout:g}s timeout, its event loop blocked (a "
+            "blocking call inside an async def handler?): the attempt is failed, and the next coroutines run "
+            "on a new event loop; this one is left to the handler, whose outcome is discarded"
+        )
+        self._events.emit("overrun", job, note=note)
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         import asyncio
