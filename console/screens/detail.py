@@ -68,7 +68,7 @@ class JobDetailScreen(Dialog):
         self.attempts: AttemptPage | None = None
         self.status: str | None = None  # the job's status as last read
         self.read_at = None  # this host's time of the last read that worked (repo.local_now: no round trip)
-        self.gone = False  # deleted while open: never read again (SQLite may give its id to a new job)
+        self.gone = False  # deleted while open: never read again (it cannot come back: ids are never reused)
         self._reading = True  # a read is on its way: the app's next refresh does not start another
 
     def compose(self) -> ComposeResult:

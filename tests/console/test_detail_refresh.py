@@ -113,7 +113,7 @@ async def test_a_job_deleted_while_its_detail_is_open_is_said_to_be_gone(pilot, 
     assert "sync-crm" in title(screen) and "TimeoutError" in screen.shown_text()  # as it was
 
     def never(*args, **kwargs):
-        raise AssertionError("a job that is gone is not read again (SQLite may reuse its id)")
+        raise AssertionError("a job that is gone is not read again (it cannot come back)")
 
     monkeypatch.setattr(console.screens.detail, "job_without_payload", never)
     await refresh(pilot)
