@@ -42,17 +42,9 @@ class Problem(BaseModel):
     job_id: int | None = Field(default=None, description="the job concerned, when there is one")
 
 
-def problem_response(
-    status: int,
-    detail: str,
-    *,
-    type: str = BLANK,
-    title: str | None = None,
-    errors: list[dict] | None = None,
-    job_id: int | None = None,
-    headers: dict[str, str] | None = None,
-) -> Response:
-    return send_problem(problem_body(status, detail, type=type, title=title, errors=errors, job_id=job_id), headers)
+def problem_response(status: int, detail: str, *, headers: dict[str, str] | None = None, **fields) -> Response:
+    """The problem ``problem_body`` makes of these (``type``, ``title``, ``errors``, ``job_id``), sent."""
+    return send_problem(problem_body(status, detail, **fields), headers)
 
 
 def problem_body(
