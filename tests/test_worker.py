@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import os
 import threading
@@ -289,7 +290,7 @@ def test_a_lost_plain_handler_holds_its_slot_until_it_returns_and_is_reported_on
     live_repo.create("q", {"n": 1})
     lost = events.wait_for("lost")[0]
     # Python cannot stop the handler's thread: the slot stays busy, claims nothing, and the event says why.
-    assert "its handler runs on, holding its slot until it returns" in lost.note
+    assert "a plain function runs on until it returns, holding its slot" in lost.note
     worker.wakeup()
     time.sleep(0.3)
     assert ran == [] and worker.stats.running == 1 and events.kinds().count("claimed") == 1
@@ -310,6 +311,52 @@ def test_a_lost_plain_handler_holds_its_slot_until_it_returns_and_is_reported_on
     notes = [event.note for event in events.of("lost")]
     assert len(notes) == 3 and "nothing to release" in notes[2]
     assert live_repo.find_by_id(second.id).worker_id == "other"
+
+
+def test_a_lost_claims_handler_is_told_to_stop_and_a_coroutine_is_cancelled_freeing_its_slot(
+    live_repo, handlers, events, make_worker
+):
+    """Another worker may run the job now: a coroutine still running it is cancelled, and a plain function sees
+    ``current_job().cancel_requested``, as for an operator's cancel."""
+    cancelled, told, ran = threading.Event(), threading.Event(), []
+
+    async def waits(payload):
+        try:
+            await asyncio.sleep(WAIT)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    def polls(payload):
+        deadline = time.monotonic() + WAIT
+        while not current_job().cancel_requested and time.monotonic() < deadline:
+            time.sleep(0.02)
+        told.set()
+
+    handlers.register("async", waits)
+    handlers.register("plain", polls)
+    handlers.register("q", lambda payload: ran.append(payload["n"]))
+    worker = make_worker(stale_after=3)  # one slot; beats every second
+    worker.start()
+    lost_ids = []
+    for kind, stopped in (("async", cancelled), ("plain", told)):
+        job, _ = live_repo.create(kind, retry_backoff=0.01)
+        lost_ids.append(job.id)
+        events.wait_for("claimed", len(events.of("claimed")) + 1)
+        assert live_repo.reap_stale(timedelta(0)) == 1
+        while (other := live_repo.claim("other")) is None:  # due again after the reap's short back-off
+            time.sleep(0.01)
+        assert other.id == job.id
+        assert stopped.wait(WAIT), f"the {kind} handler was not told its claim was lost"
+        live_repo.complete(job.id, worker_id="other", attempt=2)
+    live_repo.create("q", {"n": 1})  # the slot is free again: it runs the next job
+    deadline = time.monotonic() + WAIT
+    while ran != [1] and time.monotonic() < deadline:
+        time.sleep(0.02)
+    worker.stop(timeout=WAIT)
+    assert ran == [1] and [e.attempt for e in events.of("lost")] == [1, 1]
+    assert "cancel-requested" not in events.kinds()  # no operator asked: it was said as lost, once each
+    assert [live_repo.find_by_id(job_id).status for job_id in lost_ids] == ["completed", "completed"]
 
 
 def test_a_failing_subscriber_does_not_stop_the_worker(live_repo, handlers, make_worker):

@@ -113,10 +113,15 @@ class Housekeeping:
                 if entry.job.id in held or entry.acking or session.running.get(entry.key) is not entry:
                     continue
                 entry.lost = True
+                # Another worker may be running it now: the handler is told to stop as for a cancel (a
+                # coroutine is cancelled at its next await; a plain function sees current_job().cancel_requested).
+                if entry.job.cancel_requested_at is None:
+                    object.__setattr__(entry.job, "cancel_requested_at", utc_now())
             # Said here, once: the slot looks idle to nobody, so an operator sees why it takes no job meanwhile.
             note = (
-                "its claim was taken back while it ran (reaped, or failed by an operator): its handler runs on, "
-                "holding its slot until it returns, and its outcome will be discarded"
+                "its claim was taken back while it ran (reaped, or failed by an operator): its handler is told to "
+                "stop (a coroutine is cancelled; current_job().cancel_requested is True); a plain function runs on "
+                "until it returns, holding its slot, and its outcome will be discarded"
             )
             self._events.emit("lost", entry.job, note=note)
         return held
