@@ -13,10 +13,12 @@ from functools import partial
 from textual.actions import SkipAction
 from textual.binding import Binding
 
+from queue_core.errors import QueueError
+from queue_core.store.database import DATABASE_ERRORS
 from queue_core.store.overview import held_by
 
 from .commands import command_line
-from .messages import QueuePauseChanged, WorkerJobsLoaded
+from .messages import QueuePauseChanged, WorkerJobsLoaded, WriteFailed
 from .screens.confirm import ConfirmScreen
 from .screens.worker_jobs import WorkerJobsScreen
 from .widgets.queues.table import QueuesTable
@@ -82,8 +84,13 @@ class QueueControls:
         self.run_worker(partial(self._read_worker_jobs, worker_id), group="read", thread=True)
 
     def _read_worker_jobs(self, worker_id: str) -> None:
-        with self.repo.db.connection_context():
-            rows, now = held_by(self.repo, worker_id), self.repo.now()
+        # On a thread: touch no widget, only post. A database error is said (it crashed the console).
+        try:
+            with self.repo.db.connection_context():
+                rows, now = held_by(self.repo, worker_id), self.repo.now()
+        except (QueueError, *DATABASE_ERRORS) as exc:
+            self.post_message(WriteFailed(f"read the jobs {worker_id} holds", str(exc)))
+            return
         self.post_message(WorkerJobsLoaded(worker_id, rows, now))
 
     def on_worker_jobs_loaded(self, message: WorkerJobsLoaded) -> None:

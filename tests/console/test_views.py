@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import peewee as pw
 import pytest
 from console_helpers import asked_then, settle
 
+from console import controls
 from console.screens.confirm import ConfirmScreen
 from console.screens.worker_jobs import WorkerJobsScreen
 from console.widgets.activity.view import ActivityView
@@ -185,6 +187,23 @@ async def test_workers_view_shows_lost_workers_and_enter_lists_the_jobs_held(mak
         assert [int(row.key.value) for row in held.ordered_rows] == expected and expected
         await pilot.press("escape")
         assert not isinstance(app.screen, WorkerJobsScreen)
+
+
+async def test_enter_on_the_workers_view_with_the_database_away_says_so_and_keeps_running(
+    make_app, scene, db_url, monkeypatch
+):
+    def locked(*args, **kwargs):
+        raise pw.OperationalError("database is locked")
+
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await open_view(app, pilot, "3")
+        monkeypatch.setattr(controls, "held_by", locked)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert app.is_running and not isinstance(app.screen, WorkerJobsScreen)
+        said = [notification.message for notification in app._notifications]
+        assert any("Could not read the jobs" in text and "database is locked" in text for text in said), said
 
 
 async def test_c_cancels_the_selected_pending_job_after_asking(make_app, scene, db_url):
