@@ -44,6 +44,7 @@ from .read_only import ReadOnlyGuard
 from .screens.detail import JobDetailScreen
 from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
+from .screens.worker_jobs import WorkerJobsScreen
 from .selection import JobSelection
 from .serve import serve
 from .snapshot import WINDOW, Snapshot, load_snapshot
@@ -207,14 +208,15 @@ class QueueConsole(
             self._reload = True  # one more right after the one in flight, never a queue of them
             return
         self._loading = True
-        self.refresh_open_detail()
+        self.refresh_open_screens()
         after, page_number = self.page_request()
         self._load_snapshot(self.type_filter, self.refresh_query, self.view, after, page_number, self.view_reads())
 
-    def refresh_open_detail(self) -> None:
-        """A job detail open over the tables reads its job again on the same cycle (one job, by id)."""
+    def refresh_open_screens(self) -> None:
+        """A job detail or a worker's jobs open over the tables read again on the same cycle (one job by id,
+        or one worker's running jobs)."""
         for screen in self.screen_stack[1:]:
-            if isinstance(screen, JobDetailScreen):
+            if isinstance(screen, JobDetailScreen | WorkerJobsScreen):
                 screen.reread()
 
     def refresh_soon(self) -> None:

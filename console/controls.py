@@ -94,4 +94,4 @@ class QueueControls:
         self.post_message(WorkerJobsLoaded(worker_id, rows, now))
 
     def on_worker_jobs_loaded(self, message: WorkerJobsLoaded) -> None:
-        self.push_screen(WorkerJobsScreen(message.worker_id, message.rows, message.now))
+        self.push_screen(WorkerJobsScreen(message.worker_id, message.rows, message.now, self.repo))

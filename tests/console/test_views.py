@@ -9,6 +9,7 @@ import pytest
 from console_helpers import asked_then, settle
 
 from console import controls
+from console.screens import worker_jobs
 from console.screens.confirm import ConfirmScreen
 from console.screens.worker_jobs import WorkerJobsScreen
 from console.widgets.activity.view import ActivityView
@@ -204,6 +205,43 @@ async def test_enter_on_the_workers_view_with_the_database_away_says_so_and_keep
         assert app.is_running and not isinstance(app.screen, WorkerJobsScreen)
         said = [notification.message for notification in app._notifications]
         assert any("Could not read the jobs" in text and "database is locked" in text for text in said), said
+
+
+async def test_a_workers_jobs_follow_it_on_the_refresh_cycle_and_a_failed_read_keeps_the_list(
+    make_app, scene, db_url, monkeypatch
+):
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_view(app, pilot, "3")
+        await pilot.press("down", "down", "enter")  # host-c:977, which holds running jobs
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, WorkerJobsScreen)
+
+        def shown() -> list[int]:
+            return [int(row.key.value) for row in screen.query_one("#held").ordered_rows]
+
+        held = shown()
+        assert held and "Jobs held by host-c:977" in str(screen.query_one("#held-title").render())
+        first = scene.find_by_id(held[0])
+        scene.complete(first.id, worker_id=first.worker_id, attempt=first.attempt)  # it finished one
+        app.request_refresh()
+        await settle(pilot)
+        assert app.screen is screen and shown() == held[1:]
+        assert f": {len(held) - 1}" in str(screen.query_one("#held-title").render())
+
+        def locked(*args, **kwargs):
+            raise pw.OperationalError("database is locked")
+
+        monkeypatch.setattr(worker_jobs, "held_by", locked)
+        app.request_refresh()
+        await settle(pilot)
+        assert app.screen is screen and shown() == held[1:]  # kept, and said not to be current
+        assert "not current" in str(screen.query_one("#held-hint").render())
+        monkeypatch.undo()
+        app.request_refresh()
+        await settle(pilot)
+        assert "not current" not in str(screen.query_one("#held-hint").render())
 
 
 async def test_c_cancels_the_selected_pending_job_after_asking(make_app, scene, db_url):
