@@ -228,6 +228,37 @@ def test_an_async_handler_blocking_its_event_loop_is_failed_at_its_timeout_and_t
     assert overruns and overruns[0].job_id == blocked.id and "event loop blocked" in overruns[0].message
 
 
+def test_a_coroutine_slow_to_finish_its_cancellation_is_waited_for_its_loop_not_taken_for_blocked(
+    queue, live_repo, monkeypatch
+):
+    """An await in the cancelled coroutine's clean-up keeps its loop running: the attempt ends when the clean-up
+    does, as the job's timeout, and the next coroutine runs on the same loop (no loop left behind)."""
+    monkeypatch.setattr(runner_module, "BLOCKED_LOOP_GRACE", 0.2)
+    loops, cleaned = [], []
+
+    @queue.task("tidy", timeout=0.2, max_retries=0)
+    async def tidy():
+        loops.append(asyncio.get_running_loop())
+        try:
+            await asyncio.sleep(30)
+        finally:
+            await asyncio.sleep(1.0)  # an async clean-up, five grace periods long
+            cleaned.append(True)
+
+    @queue.task("next-one", max_retries=0)
+    async def next_one():
+        loops.append(asyncio.get_running_loop())
+
+    slow, after = tidy.enqueue(), next_one.enqueue()
+    worker = Worker(live_repo, registry=queue.registry, poll_interval=0.01, shutdown_timeout=5)
+    seen = events_of(worker)
+    worker.run(burst=True)
+    assert live_repo.find_by_id(slow.id).error == "timed out after 0.2s (the job's timeout)" and cleaned == [True]
+    assert live_repo.find_by_id(after.id).status == "completed"
+    assert len(loops) == 2 and loops[0] is loops[1]
+    assert not [event for event in seen if event.kind == "overrun"]
+
+
 def test_a_handlers_own_timeout_error_is_not_reported_as_the_jobs_timeout(queue, live_repo):
     @queue.task("own", timeout=30, max_retries=0)
     async def own():

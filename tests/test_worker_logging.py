@@ -196,9 +196,12 @@ def counting(worker_logging, monkeypatch):
 def test_a_jobs_info_lines_wait_and_go_in_one_write(counting, monkeypatch):
     counted = counting()
     monkeypatch.setattr(logs, "LINE_DELAY", 0.05)
-    for kind in ("claimed", "completed") * 3:
-        logs.log_event(event(kind, duration=None))
-    assert counted.getvalue() == "" and counted.writes == 0  # waiting
+    # Under the handler's lock (re-entrant here), which the writer thread needs: however long this thread is
+    # held up on a busy machine, the six lines are all waiting when the writer gets to them.
+    with logging.getLogger().handlers[0].lock:
+        for kind in ("claimed", "completed") * 3:
+            logs.log_event(event(kind, duration=None))
+        assert counted.getvalue() == "" and counted.writes == 0  # waiting
     deadline = time.monotonic() + 10
     while not counted.getvalue() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -206,8 +209,9 @@ def test_a_jobs_info_lines_wait_and_go_in_one_write(counting, monkeypatch):
     assert [line.split()[2] for line in counted.getvalue().splitlines()] == ["claimed", "completed"] * 3
 
 
-def test_a_warning_and_any_other_line_are_written_at_once_after_the_lines_waiting(counting):
+def test_a_warning_and_any_other_line_are_written_at_once_after_the_lines_waiting(counting, monkeypatch):
     counted = counting()
+    monkeypatch.setattr(logs, "LINE_DELAY", 60)  # only the warning and the other line write them
     logs.log_event(event("claimed", duration=None))
     logs.log_event(event("failed", error="boom"))  # a WARNING: now, the waiting line first, in one write
     assert [line.split()[1:3] for line in counted.getvalue().splitlines()] == [
@@ -223,8 +227,9 @@ def test_a_warning_and_any_other_line_are_written_at_once_after_the_lines_waitin
     ]
 
 
-def test_the_lines_waiting_are_written_at_exit_by_the_logging_modules_flush(counting):
+def test_the_lines_waiting_are_written_at_exit_by_the_logging_modules_flush(counting, monkeypatch):
     counted = counting()
+    monkeypatch.setattr(logs, "LINE_DELAY", 60)
     logs.log_event(event("completed"))
     assert counted.getvalue() == ""
     for handler in logging.getLogger().handlers:
@@ -239,3 +244,24 @@ def test_a_batch_this_big_is_written_without_waiting(counting, monkeypatch):
     for _ in range(10):
         logs.log_event(event("completed"))
     assert counted.writes >= 1 and 500 <= len(counted.getvalue()) < 1000
+
+
+class BrokenPipe(io.StringIO):
+    def write(self, text: str) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+
+def test_a_broken_stream_drops_the_lines_waiting_and_never_raises_into_the_caller(worker_logging, monkeypatch):
+    """What reads the worker's stderr went away (a `| tee` that exited): logging goes on without raising, as
+    the logging module's own lines do, even with job lines waiting."""
+    worker_logging("text")
+    monkeypatch.setattr(logs, "LINE_DELAY", 60)
+    handler = logging.getLogger().handlers[0]
+    monkeypatch.setattr(handler, "stream", BrokenPipe())
+    reported = []
+    monkeypatch.setattr(handler, "handleError", reported.append)
+    logs.log_event(event("completed"))  # waits
+    logs.logger.warning("SIGTERM received: stopping")  # would write the waiting line first: the pipe is gone
+    logs.log_event(event("failed", error="boom"))  # a WARNING event: written at once, refused
+    handler.flush()
+    assert logs._lines.waiting == [] and len(reported) >= 1

@@ -203,6 +203,18 @@ def test_in_a_burst_the_parent_takes_back_the_jobs_of_a_process_that_died(live_r
     assert (after.status, after.retry_count) in {("pending", 1), ("completed", 1)}
 
 
+def test_the_processes_of_a_pool_started_from_a_program_write_every_log_line_before_they_exit(live_repo, worker_env):
+    """``main([...])`` called by another program: its processes end with ``os._exit`` and without the
+    interpreter's exit hooks, so the job lines still waiting to be written (worker.logs) are written first."""
+    jobs = live_repo.create_many([{"type": "echo", "payload": {"n": n}} for n in range(6)])
+    program = "from queue_core.worker.cli import main; raise SystemExit(main(['--processes', '2', '--burst']))"
+    out = subprocess.run([sys.executable, "-c", program], env=worker_env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    for job in jobs:
+        assert f"completed job={job.id} " in out.stderr, out.stderr
+    assert out.stderr.count("INFO stopped worker=") == 2 and out.stderr.count("INFO started worker=") == 2
+
+
 def test_processes_whose_parent_dies_finish_their_jobs_and_stop(live_repo, start_pool, tmp_path):
     job, started, release = gated_job(live_repo, tmp_path)
     pool = start_pool("--processes", "2", "--worker-id", "o")

@@ -157,13 +157,15 @@ class JobDetailScreen(Dialog):
     def _reread(self, number: int, was: str | None) -> None:
         try:
             job, attempts = self._read_again(number)
+            shown = None if job is None else (job.status, title_text(job), fields_text(job), attempts)
         except Exception as exc:  # the database is gone or locked: keep what is shown, say it is not current
+            # (also what laying it out raised: a message is always posted, or the detail would never read again)
             self.post_message(DetailStale(f"{type(exc).__name__}: {exc}"))
             return
         if job is None:
             self.post_message(DetailRefreshed(None, None, None, None))
             return
-        self.post_message(DetailRefreshed(job.status, title_text(job), fields_text(job), attempts))
+        self.post_message(DetailRefreshed(*shown))
         if job.status == "pending" and was != "pending":
             # Only when it becomes pending (retried, backed off): why_waiting counts every job ahead, too
             # much to repeat each second behind a large backlog.

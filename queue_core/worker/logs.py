@@ -92,8 +92,9 @@ class LineHandler(logging.StreamHandler):
     lines: EventLines | None = None
 
     def emit(self, record: logging.LogRecord) -> None:
-        if self.lines is not None:
-            self.lines.write_waiting()
+        if self.lines is not None and not self.lines.write_waiting():
+            self.handleError(record)  # a broken or closed stream: said the logging module's way, never raised
+            return
         super().emit(record)
 
     def flush(self) -> None:
@@ -149,10 +150,17 @@ class EventLines:
             return False  # the logging module's path reports it (handleError)
         return True
 
-    def write_waiting(self) -> None:
+    def write_waiting(self) -> bool:
+        """Write the lines waiting; False if the stream refused them (a closed pipe: they are dropped)."""
         with self.handler.lock:
-            if self.waiting:
+            if not self.waiting:
+                return True
+            try:
                 self._write("")
+            except Exception:
+                self.forget_waiting()
+                return False
+            return True
 
     def _write(self, line: str) -> None:
         """The waiting lines and ``line``, in one write (the handler's lock held)."""
@@ -165,9 +173,10 @@ class EventLines:
 
     def _wake_writer(self) -> None:
         if self.writer_pid != os.getpid():  # the first line, or the first of a forked worker process
-            self.writer_pid = os.getpid()
-            self.due = threading.Event()
-            threading.Thread(target=self._write_after_delay, args=(self.due,), name="log-lines", daemon=True).start()
+            due = threading.Event()
+            # Started first: a thread that could not start (a thread limit) leaves the next line to try again.
+            threading.Thread(target=self._write_after_delay, args=(due,), name="log-lines", daemon=True).start()
+            self.due, self.writer_pid = due, os.getpid()
         self.due.set()
 
     def _write_after_delay(self, due: threading.Event) -> None:
@@ -176,12 +185,7 @@ class EventLines:
             time.sleep(LINE_DELAY)
             with self.handler.lock:
                 due.clear()
-                try:
-                    if self.waiting:
-                        self._write("")
-                except Exception:  # a closed or broken stream: the lines are dropped, as the logging module would
-                    self.waiting.clear()
-                    self.waiting_size = 0
+                self.write_waiting()  # a closed or broken stream: the lines are dropped, as the logging module would
 
     def forget_waiting(self) -> None:
         """In a forked child: the parent's waiting lines are the parent's to write."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -63,6 +64,13 @@ class Member:
                     return
 
         threading.Thread(target=listen, name="pool-control", daemon=True).start()
+
+
+def flush_log() -> None:
+    """What a process must write before ``os._exit``: the log lines waiting (worker.logs), stdout, stderr."""
+    for stream in [*logging.getLogger().handlers, sys.stdout, sys.stderr]:
+        with contextlib.suppress(Exception):  # a closed pipe: nothing more can be said
+            stream.flush()
 
 
 def describe_exit(status: int) -> str:
@@ -221,8 +229,7 @@ class WorkerPool:
                 if self.exit_hooks:
                     atexit._run_exitfuncs()  # what the interpreter's exit would run (logging's flush, a handler's)
             finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
+                flush_log()
                 os._exit(code)  # not the parent's stack: its finally blocks and its caller are not this process's
 
     def _on_signal(self, signum, _frame) -> None:

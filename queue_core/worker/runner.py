@@ -18,6 +18,7 @@ and a stopping worker never waits for them.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import contextvars
 import functools
 import inspect
@@ -152,8 +153,9 @@ class HandlerRunner:
             self._loop = self._loop_thread = None
             self._blocked = []
         for loop, _ in loops:
-            if loop is not None:
-                loop.call_soon_threadsafe(_cancel_all_then_stop, loop)
+            if loop is not None and not loop.is_closed():  # a loop left blocked may have ended since
+                with contextlib.suppress(RuntimeError):  # ... or end right now
+                    loop.call_soon_threadsafe(_cancel_all_then_stop, loop)
         deadline = time.monotonic() + LOOP_CLOSE_WAIT
         for _, thread in loops:
             if thread is not None:
@@ -193,16 +195,25 @@ class HandlerRunner:
 
         loop = self._event_loop()
         future = asyncio.run_coroutine_threadsafe(_attempt(fn, job, timeout), loop)
-        blocked_after = None if timeout is None else time.monotonic() + timeout + BLOCKED_LOOP_GRACE
+        # Past the deadline, a probe is put on the loop every BLOCKED_LOOP_GRACE: one that has not run by the
+        # next look means the loop is blocked. A coroutine slow to finish its cancellation (an await in its
+        # finally) keeps its loop running, so it is waited for, as any running coroutine is.
+        look_at = None if timeout is None else time.monotonic() + timeout
+        probe: threading.Event | None = None
         # wait(), not result(timeout): a handler's own TimeoutError must not read as "still running".
         while not concurrent.futures.wait([future], CANCEL_POLL).done:
             if getattr(job, "cancel_requested", False):
                 future.cancel()  # cancels the task: the coroutine gets CancelledError at its await
                 raise AttemptCancelled()
-            if blocked_after is not None and time.monotonic() > blocked_after:
+            if look_at is None or time.monotonic() < look_at:
+                continue
+            if probe is not None and not probe.is_set():
                 self._leave_blocked_loop(loop, job, timeout)
                 future.cancel()  # if the loop ever runs again, the coroutine ends at its next await
                 raise AttemptTimedOut(timeout)
+            probe = threading.Event()
+            loop.call_soon_threadsafe(probe.set)
+            look_at = time.monotonic() + BLOCKED_LOOP_GRACE
         if future.cancelled():
             raise AttemptCancelled()  # the worker's stop cancelled it (its job was released)
         return future.result()
@@ -211,8 +222,11 @@ class HandlerRunner:
         """The loop did not run the coroutine's own deadline: report it, and run the next ones on a new loop."""
         with self._lock:
             if self._loop is loop:
+                self._blocked = [(old, thread) for old, thread in self._blocked if thread.is_alive()]
                 self._blocked.append((loop, self._loop_thread))
                 self._loop = self._loop_thread = None
+                # If it ever runs again: it ends once its coroutines have (each cancelled by its slot or done).
+                loop.call_soon_threadsafe(_stop_when_idle, loop)
         note = (
             f"still running {BLOCKED_LOOP_GRACE:g}s past its {timeout:g}s timeout, its event loop blocked (a "
             "blocking call inside an async def handler?): the attempt is failed, and the next coroutines run "
@@ -259,6 +273,18 @@ def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
         loop.run_forever()
     finally:
         loop.close()
+
+
+def _stop_when_idle(loop: asyncio.AbstractEventLoop) -> None:
+    """Stop ``loop`` once the tasks on it are done, cancelling none (their slots decide)."""
+    import asyncio
+
+    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    if not tasks:
+        loop.stop()
+        return
+    gathered = asyncio.gather(*tasks, return_exceptions=True)
+    gathered.add_done_callback(lambda _done: loop.stop())
 
 
 def _cancel_all_then_stop(loop: asyncio.AbstractEventLoop) -> None:

@@ -140,6 +140,23 @@ async def test_a_failed_read_keeps_the_detail_and_says_it_is_not_current(pilot, 
     assert status_line(screen) is None
 
 
+async def test_a_refresh_that_cannot_be_laid_out_says_so_and_the_next_one_reads_again(pilot, scene, monkeypatch):
+    """Whatever the re-read raises, a message comes back: the detail never stops following its job silently."""
+    job = running_sleep(scene)
+    screen = await open_detail(pilot, job.id)
+
+    def broken(job):
+        raise ValueError("a field that cannot be shown")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(console.screens.detail, "fields_text", broken)
+        await refresh(pilot)
+        assert status_line(screen).startswith("⚠ not current: ValueError: a field that cannot be shown")
+    scene.complete(job.id, worker_id=job.worker_id, attempt=job.attempt)
+    await refresh(pilot)
+    assert status_line(screen) is None and "completed" in title(screen)
+
+
 # --- the header's time while refreshes fail ---------------------------------------------------------
 
 
