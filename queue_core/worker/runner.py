@@ -290,11 +290,6 @@ def _stop_when_idle(loop: asyncio.AbstractEventLoop) -> None:
 def _cancel_all_then_stop(loop: asyncio.AbstractEventLoop) -> None:
     import asyncio
 
-    tasks = [task for task in asyncio.all_tasks(loop) if not task.done()]
-    for task in tasks:
-        task.cancel()
-    if not tasks:
-        loop.stop()
-        return
-    gathered = asyncio.gather(*tasks, return_exceptions=True)
-    gathered.add_done_callback(lambda _done: loop.stop())
+    for task in asyncio.all_tasks(loop):
+        task.cancel()  # a task already done ignores it
+    _stop_when_idle(loop)
