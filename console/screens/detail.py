@@ -50,6 +50,11 @@ class AttemptsLoaded(Message):
     page: AttemptPage
 
 
+@dataclass(eq=False)
+class AttemptsFailed(Message):
+    error: str
+
+
 class JobDetailScreen(Dialog):
     BINDINGS: ClassVar[list[Binding]] = [
         Binding("escape,q,enter", "close", "Close", id="close-detail"),
@@ -248,10 +253,14 @@ class JobDetailScreen(Dialog):
         try:
             with self.repo.db.connection_context():
                 page = attempt_page(self.repo, self.job_id, number=number, size=ATTEMPTS_SHOWN, chars=ERROR_CHARS + 1)
-        except Exception as exc:
-            self.post_message(DetailFailed(f"{type(exc).__name__}: {exc}"))
+        except Exception as exc:  # the job shown stays: only the page asked for could not be read
+            self.post_message(AttemptsFailed(f"{type(exc).__name__}: {exc}"))
         else:
             self.post_message(AttemptsLoaded(page))
+
+    def on_attempts_failed(self, message: AttemptsFailed) -> None:
+        error = f"Could not read that page of attempts: {message.error}"
+        self.app.notify(error, title="Database error", severity="error")
 
     def on_attempts_loaded(self, message: AttemptsLoaded) -> None:
         self.show_attempts(message.page)

@@ -6,9 +6,11 @@ These tests assert on how much text is on screen, not on wall-clock time.
 
 from __future__ import annotations
 
+import peewee as pw
 import pytest
 from console_helpers import settle
 
+import console.screens.detail as detail_module
 from console.detail_text import ATTEMPTS_SHOWN, ERROR_CHARS, PAGE_CHARS, pages
 from console.screens.detail import JobDetailScreen
 from console.widgets.jobs.table import JobTable
@@ -87,6 +89,36 @@ async def test_300_attempts_with_long_errors_show_the_last_50_cut(make_app, scen
         assert "attempt 300 failed" in shown and "attempt 250 failed" not in shown
         assert shown.count("more characters") == ATTEMPTS_SHOWN
         assert "e" * (ERROR_CHARS + 1) not in shown
+        await close_detail(pilot)
+
+
+@pytest.mark.asyncio
+async def test_an_older_page_of_attempts_that_cannot_be_read_leaves_the_detail_open(
+    make_app, scene, scene_clock, monkeypatch
+):
+    job, _ = scene.create("flaky-import", {"file": "in.csv"}, max_retries=99, retry_backoff=0)
+    for attempt in range(ATTEMPTS_SHOWN + 5):
+        scene_clock.advance(1)
+        assert scene.claim("host-a:1", types=["flaky-import"]).id == job.id
+        scene.fail(job.id, f"attempt {attempt + 1} failed")
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        screen = await open_detail(pilot, "pending", job.id)
+
+        def locked(*args, **kwargs):
+            raise pw.OperationalError("database is locked")
+
+        monkeypatch.setattr(detail_module, "attempt_page", locked)
+        await pilot.press("o")  # the older attempts: the database is away
+        await settle(pilot)
+        assert pilot.app.screen is screen and "attempt 55 failed" in screen.shown_text()  # still shown
+        said = [notification.message for notification in pilot.app._notifications]
+        assert any("Could not read that page of attempts" in text and "locked" in text for text in said), said
+        monkeypatch.undo()
+        await pilot.press("o")
+        await settle(pilot)
+        assert "attempt 1 failed" in screen.shown_text()  # back: the older page
         await close_detail(pilot)
 
 
