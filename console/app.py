@@ -55,6 +55,9 @@ from .widgets.jobs.table import JobTable
 from .widgets.worker.pane import WorkerPane
 
 EVENT_REFRESH_DELAY = 0.25  # a burst of worker events becomes one refresh
+# Seconds a read may go unanswered before the header says so (the first after the database went away can
+# hang on a connect for as long as the network lets it: nothing has failed yet to say "disconnected").
+SLOW_READ = 5.0
 
 
 SHORT_TERMINAL = 32  # rows: below this the worker pane shows its state and two log lines, not eight
@@ -139,6 +142,7 @@ class QueueConsole(
         self._soon_timer = None
         self._last_refresh_error: str | None = None  # set while refreshes fail: the header says so
         self._data_read_at = None  # this host's time when the data on screen were read (repo.local_now)
+        self._loading_since = None  # this host's time when the read in flight started
 
     # --- layout ------------------------------------------------------------------------------------
 
@@ -202,12 +206,13 @@ class QueueConsole(
     # --- refresh: read on a thread, render here ----------------------------------------------------
 
     def request_refresh(self) -> None:
-        if self._last_refresh_error is not None:
+        if self._last_refresh_error is not None or self._read_unanswered() is not None:
             self.update_sub_title()  # the header's clock moves on each tick, even while a read hangs
         if self._loading:
             self._reload = True  # one more right after the one in flight, never a queue of them
             return
         self._loading = True
+        self._loading_since = self.repo.local_now()
         self.refresh_open_screens()
         after, page_number = self.page_request()
         self._load_snapshot(self.type_filter, self.refresh_query, self.view, after, page_number, self.view_reads())
@@ -312,9 +317,23 @@ class QueueConsole(
             scope += f" · query {snapshot.query_text}"
         self.sub_title = f"{self.db_label}{mode} · {view} · {scope} · {self.clock_text()}{self.selection_note()}"
 
+    def _read_unanswered(self) -> float | None:
+        """Seconds the read in flight has gone unanswered, once past ``SLOW_READ``; else None."""
+        if not self._loading or self._loading_since is None:
+            return None
+        waited = (self.repo.local_now() - self._loading_since).total_seconds()
+        return waited if waited >= SLOW_READ else None
+
     def clock_text(self) -> str:
-        """The header's time: the data's (the queue's clock); while refreshes fail, this host's clock, which
-        needs no database, and how old the data on screen are."""
+        """The header's time: the data's (the queue's clock); while refreshes fail or go unanswered, this
+        host's clock, which needs no database, and how old the data on screen are."""
+        waited = self._read_unanswered()
+        if self._last_refresh_error is None and waited is not None and self._data_read_at is not None:
+            now, read_at = self.repo.local_now(), self._data_read_at
+            return (
+                f"{time_of_day(now)} UTC · ⚠ no answer from the database for {short_duration(waited)}, "
+                f"data from {time_of_day(read_at)}"
+            )
         if self._last_refresh_error is None:
             return f"{time_of_day(self.snapshot.now)} UTC"
         now = self.repo.local_now()

@@ -206,6 +206,33 @@ async def test_the_header_clock_moves_while_a_refresh_hangs_after_a_failure(pilo
     await settle(pilot)
 
 
+async def test_a_read_left_unanswered_says_so_in_the_header_before_anything_has_failed(pilot, scene_clock, monkeypatch):
+    """The first read after the database went away can hang on its connect with nothing failed yet: past
+    SLOW_READ the header shows this host's clock and how long the database has not answered."""
+    app = pilot.app
+    await refresh(pilot)
+    assert header_time(app) == "12:00:00 UTC"
+    release = threading.Event()
+    real = console.app.load_snapshot
+
+    def hanging(*args, **kwargs):
+        release.wait(10)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(console.app, "load_snapshot", hanging)
+    app.request_refresh()  # this one hangs
+    scene_clock.advance(2)
+    app.request_refresh()
+    assert header_time(app) == "12:00:00 UTC"  # not yet: a slow read is not a lost database
+    scene_clock.advance(8)
+    app.request_refresh()
+    assert header_time(app) == "12:00:10 UTC · ⚠ no answer from the database for 10s, data from 12:00:00"
+    release.set()
+    await settle(pilot)
+    await refresh(pilot)
+    assert "⚠" not in header_time(app)
+
+
 async def test_a_console_that_never_read_anything_shows_the_time_and_says_so(make_app, scene_clock, monkeypatch):
     def down(*args, **kwargs):
         raise pw.OperationalError("connection refused")
