@@ -15,12 +15,11 @@ from textual.binding import Binding
 
 from queue_core.errors import QueueError
 from queue_core.store.database import DATABASE_ERRORS
-from queue_core.store.overview import held_by
 
 from .commands import command_line
 from .messages import QueuePauseChanged, WorkerJobsLoaded, WriteFailed
 from .screens.confirm import ConfirmScreen
-from .screens.worker_jobs import WorkerJobsScreen
+from .screens.worker_jobs import WorkerJobsScreen, read_held
 from .widgets.queues.table import QueuesTable
 from .widgets.workers.table import WorkersTable
 
@@ -86,8 +85,7 @@ class QueueControls:
     def _read_worker_jobs(self, worker_id: str) -> None:
         # On a thread: touch no widget, only post. A database error is said (it crashed the console).
         try:
-            with self.repo.db.connection_context():
-                rows, now = held_by(self.repo, worker_id), self.repo.now()
+            rows, now = read_held(self.repo, worker_id)
         except (QueueError, *DATABASE_ERRORS) as exc:
             self.post_message(WriteFailed(f"read the jobs {worker_id} holds", str(exc)))
             return

@@ -6,6 +6,7 @@ and jobs it claims join it, the cursor staying on its job; a read that fails kee
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import ClassVar
 
 from rich.text import Text
@@ -26,22 +27,28 @@ from .dialog import Dialog
 HINT = "[dim]escape[/] close"
 
 
+def read_held(repo, worker_id: str) -> tuple[list, object]:
+    """On a thread: the running jobs ``worker_id`` holds, and the queue's time they were read at."""
+    with repo.db.connection_context():
+        return held_by(repo, worker_id), repo.now()
+
+
+@dataclass(eq=False)
 class HeldJobsRead(Message):
-    def __init__(self, rows: list | None, now, error: str | None = None) -> None:
-        super().__init__()
-        self.rows, self.now, self.error = rows, now, error
+    rows: list | None  # None: the read failed
+    now: object = None
+    error: str | None = None
 
 
 class WorkerJobsScreen(Dialog):
     BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q", "close", "Close", id="close-worker-jobs")]
 
-    def __init__(self, worker_id: str, rows: list, now, repo=None) -> None:
+    def __init__(self, worker_id: str, rows: list, now, repo) -> None:
         super().__init__()
         self.worker_id = worker_id
         self.rows = rows
-        self.now = now
-        self.repo = repo  # None: shown once, never read again
-        self.read_at = now
+        self.now = now  # the queue's time the rows were read at
+        self.repo = repo
         self._reading = False  # a read is on its way: the app's next refresh does not start another
 
     def compose(self) -> ComposeResult:
@@ -65,7 +72,7 @@ class WorkerJobsScreen(Dialog):
     # --- read again on the app's refresh cycle (QueueConsole.request_refresh) ---------------------------
 
     def reread(self) -> None:
-        if self.repo is None or self._reading or self.answered:
+        if self._reading or self.answered:
             return
         self._reading = True
         self._read_held()
@@ -73,10 +80,9 @@ class WorkerJobsScreen(Dialog):
     @work(thread=True, exit_on_error=False, group="worker-jobs-refresh")
     def _read_held(self) -> None:
         try:
-            with self.repo.db.connection_context():
-                rows, now = held_by(self.repo, self.worker_id), self.repo.now()
+            rows, now = read_held(self.repo, self.worker_id)
         except Exception as exc:  # the database is gone or locked: keep the list, say it is not current
-            self.post_message(HeldJobsRead(None, None, f"{type(exc).__name__}: {exc}"))
+            self.post_message(HeldJobsRead(None, error=f"{type(exc).__name__}: {exc}"))
             return
         self.post_message(HeldJobsRead(rows, now))
 
@@ -84,9 +90,9 @@ class WorkerJobsScreen(Dialog):
         self._reading = False
         hint = self.query_one("#held-hint", Static)
         if message.rows is None:
-            hint.update(Content.assemble(stale_text(message.error, self.read_at), "   ", Content.from_markup(HINT)))
+            hint.update(Content.assemble(stale_text(message.error, self.now), "   ", Content.from_markup(HINT)))
             return
-        self.rows, self.now, self.read_at = message.rows, message.now, message.now
+        self.rows, self.now = message.rows, message.now
         table = self.query_one("#held", DataTable)
         keep = table.coordinate_to_cell_key(table.cursor_coordinate).row_key.value if table.row_count else None
         table.clear()

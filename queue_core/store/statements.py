@@ -64,9 +64,10 @@ HASHED_TYPES = 9
 # SQLite numbers the row itself). One look-up in the INSERT (two while a floor is recorded) and no write, where
 # AUTOINCREMENT writes its counter at every insert: 0.78x the creates a second (tests/bench/HISTORY.md, "Job ids").
 ID_FLOOR_KEY = "jobs_id_floor"
+LARGEST_ID_SQL = 'coalesce((SELECT max("id") FROM "jobs"), 0)'
 ID_FLOOR_SQL = (
     f"(SELECT CAST(value AS INTEGER) + 1 FROM queue_meta WHERE key = '{ID_FLOOR_KEY}'"
-    ' AND CAST(value AS INTEGER) >= coalesce((SELECT max("id") FROM "jobs"), 0))'
+    f" AND CAST(value AS INTEGER) >= {LARGEST_ID_SQL})"
 )
 # Every column a new job sets; the rest start NULL. Values are already in their stored form.
 INSERT_COLUMNS = (
@@ -708,13 +709,12 @@ class SqliteStatements(Statements):
         """After a delete, in its transaction: if it took the newest ids, record the largest (unless a larger one
         is), so no new job takes it; a recorded one the table has since passed is dropped, sparing every insert
         its look (the floor is then only there from a delete of the newest jobs until the next delete)."""
-        table_max = 'coalesce((SELECT max("id") FROM "jobs"), 0)'
         self.db.execute_sql(
-            f"DELETE FROM queue_meta WHERE key = ? AND CAST(value AS INTEGER) < {table_max}", (ID_FLOOR_KEY,)
+            f"DELETE FROM queue_meta WHERE key = ? AND CAST(value AS INTEGER) < {LARGEST_ID_SQL}", (ID_FLOOR_KEY,)
         )
         top = max(deleted)
         self.db.execute_sql(
-            f"INSERT INTO queue_meta (key, value) SELECT ?, ? WHERE ? > {table_max}"
+            f"INSERT INTO queue_meta (key, value) SELECT ?, ? WHERE ? > {LARGEST_ID_SQL}"
             " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
             " WHERE CAST(excluded.value AS INTEGER) > CAST(queue_meta.value AS INTEGER)",
             (ID_FLOOR_KEY, str(top), top),

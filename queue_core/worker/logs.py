@@ -30,7 +30,7 @@ EVENT_LEVELS = {
 }
 EVENT_FIELDS = ("kind", "worker_id", "job_id", "job_type", "attempt", "duration", "error")
 # A job's INFO lines (claimed, completed) wait up to this many seconds, then go in one write with the others
-# waiting: a write a line (a system call, and a wake-up of what reads the pipe) was a quarter of a one-slot
+# waiting: a write a line (a system call, and a wake-up of what reads the pipe) was a sixth of a one-slot
 # worker's CPU at the default level into a pipe (tests/bench/HISTORY.md, "log lines"). Any other line, and
 # the worker's exit, writes them first, so the order stays; a SIGKILL loses at most this much of them.
 LINE_DELAY = 0.05

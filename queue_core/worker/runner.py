@@ -7,8 +7,9 @@ kilobytes and no CPU; the coroutines themselves all run on one event loop thread
 
 Timeouts (``job.timeout`` seconds per attempt): a coroutine is cancelled at its deadline, by its event loop.
 A coroutine that blocks that loop (``time.sleep`` or other blocking calls inside ``async def``) lets nothing
-on it run, its own deadline included: its slot then fails the attempt itself ``BLOCKED_LOOP_GRACE`` after
-the deadline, and the next coroutines go to a new loop, the blocked one left to its handler. A plain function
+on it run, its own deadline included: past the deadline its slot puts a probe on the loop, and if the probe
+has not run ``BLOCKED_LOOP_GRACE`` later the slot fails the attempt itself and the next coroutines go to a
+new loop, the blocked one left to its handler. A plain function
 cannot be stopped from outside in Python, so a job with a timeout runs its plain handler on a helper
 thread the slot waits for; at the deadline the slot fails the attempt and moves on, and the helper is left
 to finish on its own (its outcome discarded). Such overrunning threads are daemons, counted and reported,
@@ -38,8 +39,8 @@ logger = logging.getLogger(__name__)
 
 CANCEL_POLL = 0.2  # seconds between looks at a running coroutine's job for an operator's cancel request
 LOOP_CLOSE_WAIT = 2.0  # seconds a stopping worker gives its event loop to cancel what still runs
-# Seconds past a coroutine's deadline after which its slot takes the loop for blocked (its own timeout would
-# have cancelled it by then) and fails the attempt itself.
+# Seconds a probe put on the event loop past a coroutine's deadline has to run before the coroutine's slot takes
+# the loop for blocked (its own timeout could not cancel it) and fails the attempt itself.
 BLOCKED_LOOP_GRACE = 1.0
 
 

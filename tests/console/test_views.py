@@ -8,7 +8,6 @@ import peewee as pw
 import pytest
 from console_helpers import asked_then, settle
 
-from console import controls
 from console.screens import worker_jobs
 from console.screens.confirm import ConfirmScreen
 from console.screens.worker_jobs import WorkerJobsScreen
@@ -199,7 +198,7 @@ async def test_enter_on_the_workers_view_with_the_database_away_says_so_and_keep
     app = make_app()
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await open_view(app, pilot, "3")
-        monkeypatch.setattr(controls, "held_by", locked)
+        monkeypatch.setattr(worker_jobs, "held_by", locked)  # what read_held reads through
         await pilot.press("enter")
         await settle(pilot)
         assert app.is_running and not isinstance(app.screen, WorkerJobsScreen)
