@@ -318,3 +318,45 @@ def test_an_operators_cancel_cancels_the_running_coroutine(queue, live_repo):
         worker.stop()
     assert cancelled == [job.id]
     assert live_repo.find_by_id(job.id).retry_count == 0  # cancelled is final: not retried
+
+
+def test_a_coroutine_handed_to_a_loop_just_found_blocked_runs_on_the_new_loop_not_behind_the_blocker(monkeypatch):
+    """Two slots: one's coroutine blocks the loop; the other's, with no timeout of its own, is handed to that
+    loop before the first slot finds it blocked. It has not started there, so its slot moves it to the new
+    loop: it must not wait behind the blocking handler (for ever, had that never returned)."""
+    from types import SimpleNamespace
+
+    from queue_core.worker.events import EventHub
+
+    monkeypatch.setattr(runner_module, "BLOCKED_LOOP_GRACE", 0.2)
+    runner = HandlerRunner(EventHub("w"))
+    entered, release, loops, outcomes = threading.Event(), threading.Event(), {}, {}
+
+    async def blocker(payload):
+        loops["blocked"] = asyncio.get_running_loop()
+        entered.set()
+        release.wait(WAIT)  # a blocking call: nothing else runs on this loop meanwhile
+
+    async def quick(payload):
+        loops["next"] = asyncio.get_running_loop()
+        return "done"
+
+    def slot(name, fn, timeout):
+        job = SimpleNamespace(id=name, type=name, payload={}, timeout=timeout, cancel_requested=False)
+        outcomes[name] = runner.attempt(fn, job)[:2]
+
+    first = threading.Thread(target=slot, args=("blocker", blocker, 0.3))
+    first.start()
+    try:
+        assert entered.wait(WAIT)
+        second = threading.Thread(target=slot, args=("quick", quick, None))
+        second.start()  # handed to the blocked loop: the first slot has not found it blocked yet
+        second.join(WAIT)
+        assert not release.is_set() and outcomes.get("quick") == ("done", None)
+        assert loops["next"] is not loops["blocked"]
+        first.join(WAIT)
+        assert outcomes["blocker"] == (None, "timed out after 0.3s (the job's timeout)")
+    finally:
+        release.set()
+        first.join(WAIT)
+        runner.close()

@@ -192,10 +192,18 @@ class HandlerRunner:
     # --- coroutines ---------------------------------------------------------------------------------
 
     def _run_async(self, fn: Handler, job, timeout: float | None) -> object:
+        while True:
+            loop = self._event_loop()
+            start = _Start()
+            outcome = self._await(loop, _attempt(fn, job, timeout, start), start, job, timeout)
+            if outcome is not _WITHDRAWN:
+                return outcome
+            # Handed to a loop that another slot then found blocked, before it started: run it on the new loop.
+
+    def _await(self, loop, coroutine, start: _Start, job, timeout: float | None) -> object:
         import asyncio
 
-        loop = self._event_loop()
-        future = asyncio.run_coroutine_threadsafe(_attempt(fn, job, timeout), loop)
+        future = asyncio.run_coroutine_threadsafe(coroutine, loop)
         # Past the deadline, a probe is put on the loop every BLOCKED_LOOP_GRACE: one that has not run by the
         # next look means the loop is blocked. A coroutine slow to finish its cancellation (an await in its
         # finally) keeps its loop running, so it is waited for, as any running coroutine is.
@@ -206,6 +214,9 @@ class HandlerRunner:
             if getattr(job, "cancel_requested", False):
                 future.cancel()  # cancels the task: the coroutine gets CancelledError at its await
                 raise AttemptCancelled()
+            if self._left_blocked(loop) and start.withdraw():
+                future.cancel()  # if the loop ever runs again, the coroutine returns at once
+                return _WITHDRAWN
             if look_at is None or time.monotonic() < look_at:
                 continue
             if probe is not None and not probe.is_set():
@@ -218,6 +229,9 @@ class HandlerRunner:
         if future.cancelled():
             raise AttemptCancelled()  # the worker's stop cancelled it (its job was released)
         return future.result()
+
+    def _left_blocked(self, loop: asyncio.AbstractEventLoop) -> bool:
+        return any(old is loop for old, _thread in self._blocked)
 
     def _leave_blocked_loop(self, loop: asyncio.AbstractEventLoop, job, timeout: float) -> None:
         """The loop did not run the coroutine's own deadline: report it, and run the next ones on a new loop."""
@@ -249,10 +263,37 @@ class HandlerRunner:
             return self._loop
 
 
-async def _attempt(fn: Handler, job, timeout: float | None) -> object:
+_WITHDRAWN = object()  # _await's answer for a coroutine its slot took back before it started
+
+
+class _Start:
+    """Whether a coroutine handed to a loop has started, or its slot took it back first: a slot hands its
+    coroutine to the loop just as another slot finds that loop blocked, and it would wait behind the blocking
+    handler (for ever, with no timeout) unless it can move to the new loop. Once started, it stays."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._state: str | None = None
+
+    def begin(self) -> bool:
+        """On the loop, first thing: False if the slot took the coroutine back."""
+        with self._lock:
+            self._state = self._state or "started"
+            return self._state == "started"
+
+    def withdraw(self) -> bool:
+        """In the slot: True if the coroutine had not started, and now never will."""
+        with self._lock:
+            self._state = self._state or "withdrawn"
+            return self._state == "withdrawn"
+
+
+async def _attempt(fn: Handler, job, timeout: float | None, start: _Start) -> object:
     """The handler's coroutine with ``current_job()`` set for it (each task has its own context)."""
     import asyncio
 
+    if not start.begin():
+        return None  # its slot ran it on another loop
     _current_job.set(job)
     if timeout is None:
         return await fn(job.payload)
