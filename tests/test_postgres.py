@@ -456,6 +456,16 @@ def test_a_url_that_cannot_be_opened_is_one_clear_line(postgres_url, path, reaso
     assert message.startswith("cannot open") and reason in message and "\n" not in message
 
 
+@postgres_only
+def test_a_search_path_schema_that_does_not_exist_says_to_create_it(postgres_url):
+    """README, PostgreSQL: the schema must exist first. PostgreSQL's own "no schema has been selected to create
+    in" named neither the schema nor what to do about it."""
+    base = postgres_url.split("?")[0]
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(base + "?options=-csearch_path%3Dno_such_schema")
+    assert "CREATE SCHEMA no_such_schema" in str(info.value)
+
+
 def test_postgres_url_without_psycopg_says_what_to_install(monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "psycopg", None)
     with pytest.raises(DatabaseURLError) as info:

@@ -63,3 +63,18 @@ def test_a_worker_importing_the_task_module_only_registers_its_tasks(tmp_path):
     counted = subprocess.run(stats, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60, check=False)
     assert counted.returncode == 0, counted.stderr
     assert '"completed": 0' in counted.stdout and '"pending": 0' in counted.stdout, counted.stdout
+
+
+def test_listing_the_schedules_of_the_periodic_module_only_lists_them(tmp_path):
+    """`python periodic_demo.py`, then `python -m queue_core schedules --handlers periodic_demo`, as README says:
+    importing the module ran the demo's tick again, so the listing ran the scheduler (a listing that enqueues)
+    and printed its keys above the table."""
+    (tmp_path / "periodic_demo.py").write_text(snippets()["periodic_demo.py"], encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tmp_path)])
+    run = {"cwd": tmp_path, "env": env, "capture_output": True, "text": True, "timeout": 120, "check": False}
+    demo = subprocess.run([sys.executable, "periodic_demo.py"], **run)
+    assert demo.returncode == 0, demo.stderr
+    listing = subprocess.run([sys.executable, "-m", "queue_core", "schedules", "--handlers", "periodic_demo"], **run)
+    assert listing.returncode == 0, listing.stderr
+    assert listing.stdout.startswith("NAME"), listing.stdout  # the table, and nothing the import printed before it

@@ -34,6 +34,7 @@ _PEEWEE_ERRORS = pw.__exception_wrapper__
 _PEEWEE_LOG = logging.getLogger("peewee")
 # What a database call can raise beyond our own errors: what the database reports, and a lost connection.
 DATABASE_ERRORS = (pw.DatabaseError, pw.InterfaceError)
+INVALID_SCHEMA_NAME = "3F000"  # PostgreSQL's SQLSTATE for a schema that does not exist
 
 
 class DiskFullError(QueueError, pw.OperationalError):
@@ -181,8 +182,19 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
         db.close()
         # The driver's first line says what is wrong; the rest (the failing SQL, a caret) is noise to an operator.
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if getattr(getattr(exc, "orig", None), "sqlstate", None) == INVALID_SCHEMA_NAME:
+            reason += f"; {_missing_schema_hint(parsed.query)}"
         raise DatabaseURLError(f"cannot open {without_password(url)}: {reason}") from exc
     return db
+
+
+def _missing_schema_hint(query: str) -> str:
+    """What to do when PostgreSQL found no schema on the search_path to create the tables in: PostgreSQL's own
+    "no schema has been selected to create in" names neither the schema nor the fix."""
+    options = dict(parse_qsl(query)).get("options", "")
+    named = re.search(r"search_path\s*=\s*([^\s,]+)", options)
+    schema = named.group(1) if named else "SCHEMA"
+    return f"the search_path's schema must exist first: create it once (psql -c 'CREATE SCHEMA {schema}')"
 
 
 def without_password(url: str) -> str:
