@@ -47,6 +47,7 @@ def test_each_snippet_runs_as_pasted(name, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert EXPECTED[name] in done.stdout, done.stdout
+    assert "Warning" not in done.stderr, done.stderr  # a newcomer's first run warns of nothing
 
 
 def test_a_worker_importing_the_task_module_only_registers_its_tasks(tmp_path):
