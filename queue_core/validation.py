@@ -6,7 +6,6 @@ The repository validates before it writes anything, so a refused input leaves th
 from __future__ import annotations
 
 import json
-import math
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -32,6 +31,9 @@ MAX_TYPES = 1000
 # The longest span of seconds any option takes (a timeout, a back-off, a delay): a century, more than anyone
 # means. Past it, a deadline leaves the platform's time range, and PostgreSQL's REAL column overflows.
 MAX_SECONDS = 100 * 365 * 24 * 3600
+# The largest value of an integer column (PostgreSQL's INTEGER is 32 bits): the registry's pid, concurrency
+# and counters. Past it PostgreSQL refuses the row where SQLite stores it.
+MAX_INT32 = 2**31 - 1
 
 
 def is_text(value: str) -> bool:
@@ -93,16 +95,16 @@ def validate_timeout(value) -> float | None:
 
 
 def validate_seconds(field: str, value) -> float:
-    """A non-negative, finite number of seconds (a worker's ``stale_after``)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValidationError(field, "must be a non-negative number of seconds")
+    """A non-negative, finite number of seconds up to ``MAX_SECONDS`` (a worker's ``stale_after``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_SECONDS:  # NaN too
+        raise ValidationError(field, f"must be a number of seconds from 0 to {MAX_SECONDS}")
     return float(value)
 
 
-def validate_count(field: str, value) -> int:
-    """A counter: a non-negative integer."""
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
-        raise ValidationError(field, "must be a non-negative integer")
+def validate_count(field: str, value, most: int = 2**63 - 1) -> int:
+    """A counter: a non-negative integer, at most ``most``."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:
+        raise ValidationError(field, f"must be an integer from 0 to {most}")
     return value
 
 

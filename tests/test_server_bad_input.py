@@ -144,3 +144,22 @@ def test_a_field_that_takes_several_shapes_is_named_as_the_client_sent_it(http, 
     body = {"host": "h", "pid": 1, "queues": queues, "concurrency": 1, "stale_after": 60}
     problem = assert_problem(http.post("/workers/w1/register", json=body), 422, field=field)
     assert [error["field"] for error in problem["errors"]] == [field]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"pid": 2**31}, "pid"), ({"concurrency": 2**31}, "concurrency"), ({"stale_after": 1e300}, "stale_after")],
+)
+def test_a_registration_past_the_registrys_columns_is_a_422_naming_the_field(http, repo, change, field):
+    # PostgreSQL's INTEGER and REAL columns refused these with a 422 that named no field; SQLite stored them.
+    body = {"host": "h", "pid": 1, "queues": None, "concurrency": 1, "stale_after": 60.0} | change
+    assert_problem(http.post("/workers/w1/register", json=body), 422, field=field)
+    assert repo.workers() == []
+
+
+def test_a_heartbeat_with_counters_past_the_registrys_columns_is_accepted(http, repo):
+    http.post("/workers/w1/register", json={"host": "h", "pid": 1, "concurrency": 1, "stale_after": 60.0})
+    response = http.post("/workers/w1/seen", json={"running": 0, "completed": 2**31, "failed": 2**62})
+    assert response.status_code == 204, response.text
+    (worker,) = repo.workers()
+    assert (worker.completed, worker.failed) == (2**31 - 1, 2**31 - 1)
