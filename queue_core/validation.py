@@ -229,6 +229,8 @@ def validate_idempotency_key(value) -> str | None:
         return None
     if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS or not is_text(value):
         raise ValidationError("idempotency_key", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
+    if "\x00" in value:  # PostgreSQL's text cannot hold it (a 422 naming no field there; SQLite stored it)
+        raise ValidationError("idempotency_key", "must not contain a NUL character (\\x00)")
     return value
 
 

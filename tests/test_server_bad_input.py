@@ -163,3 +163,16 @@ def test_a_heartbeat_with_counters_past_the_registrys_columns_is_accepted(http, 
     assert response.status_code == 204, response.text
     (worker,) = repo.workers()
     assert (worker.completed, worker.failed) == (2**31 - 1, 2**31 - 1)
+
+
+@pytest.mark.parametrize("query", ["type=a%00b", "type=", "type=%20", "type=" + "x" * 256])
+def test_a_list_filtered_by_a_type_no_job_can_have_is_a_422_naming_it(http, repo, query):
+    # A NUL was a database error on PostgreSQL (a 422 naming no field) and an empty page on SQLite.
+    repo.create("echo")
+    assert_problem(http.get(f"/jobs?{query}"), 422, field="type")
+
+
+def test_an_idempotency_key_holding_a_nul_is_a_422_naming_it_and_writes_nothing(http, repo):
+    response = http.post("/jobs", json={"type": "echo", "idempotency_key": "k\x00"})
+    assert_problem(response, 422, field="idempotency_key")
+    assert sum(repo.counts().values()) == 0

@@ -31,6 +31,7 @@ BAD_CREATES = [
     ({"type": "t", "max_retries": 2.0}, "max_retries"),
     ({"type": "t", "idempotency_key": ""}, "idempotency_key"),
     ({"type": "t", "idempotency_key": 5}, "idempotency_key"),
+    ({"type": "t", "idempotency_key": "k\x00"}, "idempotency_key"),  # PostgreSQL's text cannot hold a NUL
     ({"type": "t", "run_at": datetime(2026, 1, 1)}, "run_at"),
     ({"type": "t", "run_at": "2026-01-01"}, "run_at"),
     # Out of range once converted to UTC, or a year SQLite's text order would misplace.
