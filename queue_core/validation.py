@@ -6,6 +6,7 @@ The repository validates before it writes anything, so a refused input leaves th
 from __future__ import annotations
 
 import json
+import sys
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -204,6 +205,10 @@ def parse_payload(text: str) -> dict:
     except RecursionError:
         raise _too_deep() from None
     except ValueError as exc:
+        if "digits" in str(exc) and not isinstance(exc, json.JSONDecodeError):
+            # Python's limit on the digits of an integer read from text; its message says to call a function.
+            too_long = f"has a number of more than {sys.get_int_max_str_digits()} digits; write it as a string"
+            raise ValidationError("payload", too_long) from None
         raise ValidationError("payload", f"is not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         raise ValidationError("payload", 'must be a JSON object, e.g. {"to": "ann@example.com"}')

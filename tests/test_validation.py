@@ -184,6 +184,14 @@ def test_parse_payload_takes_a_json_object_only():
         assert info.value.field == "payload"
 
 
+def test_a_payload_number_too_long_to_read_says_so_not_how_to_raise_pythons_limit():
+    # `enqueue --payload '{"n": 999...}'` passed on Python's own message, "use sys.set_int_max_str_digits()".
+    with pytest.raises(ValidationError) as info:
+        parse_payload('{"n": ' + "9" * 5000 + "}")
+    assert info.value.field == "payload" and "more than 4300 digits" in info.value.message
+    assert "sys." not in info.value.message
+
+
 def test_a_tuple_of_names_is_checked_once_and_a_bad_one_every_time():
     from queue_core import validation
 

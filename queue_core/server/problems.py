@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from http import HTTPStatus
 
 import peewee as pw
@@ -169,7 +170,10 @@ def unreadable_body(cause: BaseException | None) -> str | None:
         return "the body nests arrays and objects too deep to be read; flatten it (a payload nests at most 64 levels)"
     if isinstance(cause, ValueError) and "digits" in str(cause):
         # Python's limit on the digits of an integer it converts from text (4,300 by default).
-        return f"a number in the body is too long to be read ({cause}); send a number that long as a string"
+        return (
+            f"a number in the body has more than {sys.get_int_max_str_digits()} digits, too long to be read; "
+            "send a number that long as a string"
+        )
     return None
 
 
