@@ -137,7 +137,9 @@ class HttpQueue:
         claims and acks a worker sends. The heartbeat of no jobs does: it is a write, refused with 403 before
         its route runs for that token, and for any other it answers ``{"held": []}`` without a statement run.
         """
-        stats = self._request("GET", "/stats", None).json()
+        stats = self._json(self._request("GET", "/stats", None))
+        if not isinstance(stats, dict) or not isinstance(stats.get("counts"), dict):
+            raise RemoteQueueError(f"{self.base_url} is not the queue API: GET /stats answered JSON without counts")
         self._post("/jobs/heartbeat", {"worker_id": "queue-core-check", "job_ids": []})
         return stats
 
@@ -172,17 +174,17 @@ class HttpQueue:
             body["timeout"] = timeout
         response = self._request("POST", "/jobs", body, allow=(422,))
         if response.status_code == 422:
-            problem = response.json()
+            problem = _problem(response)
             existing = self.find_by_id(problem["job_id"]) if problem.get("type") == IDEMPOTENCY_CONFLICT else None
             if existing is None:
                 raise error_from(response)
             raise IdempotencyConflict(idempotency_key, existing)
-        return RemoteJob.from_dict(response.json()), response.status_code == 201
+        return RemoteJob.from_dict(self._json(response)), response.status_code == 201
 
     def claim(self, worker_id: str, *, types=None, queues=None) -> RemoteJob | None:
         body = _with_queues({"worker_id": worker_id, "types": _list_or_none(types)}, queues)
         response = self._post("/jobs/claim", body)
-        return None if response.status_code == 204 else RemoteJob.from_dict(response.json())
+        return None if response.status_code == 204 else RemoteJob.from_dict(self._json(response))
 
     def claim_many(self, worker_id: str, n: int, *, types=None, queues=None) -> list[RemoteJob]:
         """Up to ``n`` jobs, and at most ``MAX_CLAIM_BATCH``: the server refuses to be asked for more, and a
@@ -190,7 +192,7 @@ class HttpQueue:
         if isinstance(n, int):  # anything else goes as it is, for the server's 422 naming n
             n = min(n, MAX_CLAIM_BATCH)
         body = _with_queues({"worker_id": worker_id, "n": n, "types": _list_or_none(types)}, queues)
-        return [RemoteJob.from_dict(data) for data in self._post("/jobs/claim-many", body).json()["jobs"]]
+        return [RemoteJob.from_dict(data) for data in self._json(self._post("/jobs/claim-many", body))["jobs"]]
 
     def complete(
         self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None, result=None
@@ -210,12 +212,12 @@ class HttpQueue:
         job_ids = list(job_ids)
         if not job_ids:
             return []
-        return self._post("/jobs/heartbeat", {"worker_id": worker_id, "job_ids": job_ids}).json()["held"]
+        return self._json(self._post("/jobs/heartbeat", {"worker_id": worker_id, "job_ids": job_ids}))["held"]
 
     def reap_stale(self, older_than: timedelta) -> int:
         if not isinstance(older_than, timedelta):
             raise ValidationError("older_than", "must be a non-negative timedelta")
-        return self._post("/jobs/reap", {"older_than_seconds": older_than.total_seconds()}).json()["reaped"]
+        return self._json(self._post("/jobs/reap", {"older_than_seconds": older_than.total_seconds()}))["reaped"]
 
     def complete_and_claim(
         self, job_id: int, types=None, *, worker_id: str, attempt: int, queues=None, result=None
@@ -224,7 +226,7 @@ class HttpQueue:
         (completed, claimed)."""
         body = _with_queues({"worker_id": worker_id, "attempt": attempt, "types": _list_or_none(types)}, queues)
         body["result"] = result
-        data = self._post(f"/jobs/{int(job_id)}/complete-and-claim", body).json()
+        data = self._json(self._post(f"/jobs/{int(job_id)}/complete-and-claim", body))
         return _remote_or_none(data["completed"]), _remote_or_none(data["claimed"])
 
     def complete_many(self, completions, *, worker_id: str) -> list[tuple[int, int]]:
@@ -253,7 +255,7 @@ class HttpQueue:
         job_ids = list(job_ids)
         if not job_ids:
             return []
-        return self._post("/jobs/cancel-requests", {"worker_id": worker_id, "job_ids": job_ids}).json()["ids"]
+        return self._json(self._post("/jobs/cancel-requests", {"worker_id": worker_id, "job_ids": job_ids}))["ids"]
 
     def mark_cancelled(self, job_id: int, *, worker_id: str, attempt: int) -> RemoteJob | None:
         return self._ack(job_id, "cancelled", {"worker_id": worker_id, "attempt": attempt})
@@ -287,24 +289,38 @@ class HttpQueue:
         if not isinstance(older_than, timedelta):
             raise ValidationError("older_than", "must be a non-negative timedelta")
         body = {"older_than_seconds": older_than.total_seconds(), "batch": batch, "max_batches": max_batches}
-        return self._post("/jobs/prune", body).json()["pruned"]
+        return self._json(self._post("/jobs/prune", body))["pruned"]
 
     def refresh_statistics(self) -> bool:
         """Ask the server to refresh its database's planner statistics if they are stale. A server older
         than the route answers 404: nothing done, and no error (its claims plan as they always did)."""
         response = self._request("POST", "/jobs/refresh-statistics", None, allow=(404,))
-        return response.status_code != 404 and bool(response.json()["analyzed"])
+        return response.status_code != 404 and bool(self._json(response)["analyzed"])
 
     def find_by_id(self, job_id: int) -> RemoteJob | None:
         response = self._request("GET", f"/jobs/{int(job_id)}", None, allow=(404,))
-        return None if response.status_code == 404 else RemoteJob.from_dict(response.json())
+        return None if response.status_code == 404 else RemoteJob.from_dict(self._json(response))
 
     # --- HTTP -------------------------------------------------------------------------------------
 
     def _ack(self, job_id: int, verb: str, body: dict) -> RemoteJob | None:
         # 404 and 409 are the repository's None: the job is gone, or no longer ours to finish.
         response = self._request("POST", f"/jobs/{int(job_id)}/{verb}", body, allow=(404, 409))
-        return RemoteJob.from_dict(response.json()) if response.status_code == 200 else None
+        return RemoteJob.from_dict(self._json(response)) if response.status_code == 200 else None
+
+    def _json(self, response: httpx.Response) -> Any:
+        """A success's body as JSON; a RemoteQueueError when it is none (``base_url`` is some other server,
+        whose page was a JSONDecodeError here, a traceback out of a worker's start-up check)."""
+        try:
+            return response.json()
+        except ValueError:
+            request = response.request
+            kind = response.headers.get("content-type") or "no content type"
+            raise RemoteQueueError(
+                f"{self.base_url} is not the queue API: {request.method} {request.url.path} answered "
+                f"{response.status_code} with {kind}, not JSON; give the address of python -m queue_core.server",
+                response.status_code,
+            ) from None
 
     def _post(self, path: str, body: dict) -> httpx.Response:
         return self._request("POST", path, body)
@@ -340,12 +356,7 @@ def _list_or_none(types):
 
 def error_from(response: httpx.Response) -> QueueError:
     """The queue error a problem+json response stands for, so callers catch the same errors as locally."""
-    try:
-        problem = response.json()
-    except ValueError:
-        problem = {}
-    if not isinstance(problem, dict):
-        problem = {}
+    problem = _problem(response)
     detail = problem.get("detail") or response.reason_phrase
     status = response.status_code
     if status == 422:
@@ -359,3 +370,12 @@ def error_from(response: httpx.Response) -> QueueError:
             status,
         )
     return RemoteQueueError(f"the queue API answered {status}: {detail}", status)
+
+
+def _problem(response: httpx.Response) -> dict:
+    """An error response's problem object; ``{}`` when its body is none (a proxy's page, say)."""
+    try:
+        problem = response.json()
+    except ValueError:
+        return {}
+    return problem if isinstance(problem, dict) else {}

@@ -6,7 +6,7 @@ The repository validates before it writes anything, so a refused input leaves th
 from __future__ import annotations
 
 import json
-import math
+import sys
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
 
@@ -32,6 +32,9 @@ MAX_TYPES = 1000
 # The longest span of seconds any option takes (a timeout, a back-off, a delay): a century, more than anyone
 # means. Past it, a deadline leaves the platform's time range, and PostgreSQL's REAL column overflows.
 MAX_SECONDS = 100 * 365 * 24 * 3600
+# The largest value of an integer column (PostgreSQL's INTEGER is 32 bits): the registry's pid, concurrency
+# and counters. Past it PostgreSQL refuses the row where SQLite stores it.
+MAX_INT32 = 2**31 - 1
 
 
 def is_text(value: str) -> bool:
@@ -93,16 +96,16 @@ def validate_timeout(value) -> float | None:
 
 
 def validate_seconds(field: str, value) -> float:
-    """A non-negative, finite number of seconds (a worker's ``stale_after``)."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise ValidationError(field, "must be a non-negative number of seconds")
+    """A non-negative, finite number of seconds up to ``MAX_SECONDS`` (a worker's ``stale_after``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= MAX_SECONDS:  # NaN too
+        raise ValidationError(field, f"must be a number of seconds from 0 to {MAX_SECONDS}")
     return float(value)
 
 
-def validate_count(field: str, value) -> int:
-    """A counter: a non-negative integer."""
-    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value < 2**63:
-        raise ValidationError(field, "must be a non-negative integer")
+def validate_count(field: str, value, most: int = 2**63 - 1) -> int:
+    """A counter: a non-negative integer, at most ``most``."""
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:
+        raise ValidationError(field, f"must be an integer from 0 to {most}")
     return value
 
 
@@ -202,6 +205,10 @@ def parse_payload(text: str) -> dict:
     except RecursionError:
         raise _too_deep() from None
     except ValueError as exc:
+        if "digits" in str(exc) and not isinstance(exc, json.JSONDecodeError):
+            # Python's limit on the digits of an integer read from text; its message says to call a function.
+            too_long = f"has a number of more than {sys.get_int_max_str_digits()} digits; write it as a string"
+            raise ValidationError("payload", too_long) from None
         raise ValidationError("payload", f"is not valid JSON ({exc})") from None
     if not isinstance(value, dict):
         raise ValidationError("payload", 'must be a JSON object, e.g. {"to": "ann@example.com"}')
@@ -227,6 +234,8 @@ def validate_idempotency_key(value) -> str | None:
         return None
     if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS or not is_text(value):
         raise ValidationError("idempotency_key", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
+    if "\x00" in value:  # PostgreSQL's text cannot hold it (a 422 naming no field there; SQLite stored it)
+        raise ValidationError("idempotency_key", "must not contain a NUL character (\\x00)")
     return value
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import threading
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
 from queue_core.client import HttpQueue, RemoteJob, RemoteQueueError
-from queue_core.errors import IdempotencyConflict, ValidationError
+from queue_core.errors import IdempotencyConflict, QueueError, ValidationError
 from queue_core.server.app import create_app
 from queue_core.wire import MAX_CLAIM_BATCH
 from queue_core.worker import Worker
@@ -216,3 +217,30 @@ def test_what_json_cannot_carry_is_the_repositorys_validation_error(queue, repo,
         call(queue)
     assert info.value.field == field
     assert sum(repo.counts().values()) == 0
+
+
+def not_the_api(status: int, content: bytes, content_type: str) -> HttpQueue:
+    """A queue whose address answers every request with this page: another server than the queue API."""
+    page = httpx.MockTransport(
+        lambda request: httpx.Response(status, content=content, headers={"content-type": content_type})
+    )
+    return HttpQueue("http://elsewhere", client=httpx.Client(base_url="http://elsewhere", transport=page))
+
+
+@pytest.mark.parametrize(
+    ("status", "content", "content_type"),
+    [(200, b"<html>welcome</html>", "text/html"), (200, b"[1, 2]", "application/json"), (422, b"<html>", "text/html")],
+    ids=["a web page", "other JSON", "an error page"],
+)
+def test_an_address_that_is_not_the_queue_api_is_a_remote_queue_error(status, content, content_type):
+    # A 200 page that is not JSON was a JSONDecodeError: `queue-worker --api` at the wrong address ended its
+    # start-up check in a traceback (exit 1) instead of one error: line.
+    with not_the_api(status, content, content_type) as queue:
+        with pytest.raises(QueueError) as info:
+            queue.check()
+        assert "http://elsewhere" in str(info.value) or status == 422
+        if content_type == "text/html":  # past the check, a page is still an error of the queue's
+            with pytest.raises(QueueError):
+                queue.create("t")
+            with pytest.raises(QueueError):
+                queue.claim("w")

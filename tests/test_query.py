@@ -137,6 +137,20 @@ def test_a_payload_holding_a_nul_leaves_payload_searches_working(repo):
     assert repo.find_by_id(odd.id).payload == {"k": "a\u0000b"}
 
 
+def test_a_payload_holding_a_lone_surrogate_leaves_payload_searches_working(repo):
+    # JSON allows the escape of a lone surrogate (the API takes {"k": "\\ud800"}) and the payload column keeps
+    # it; PostgreSQL's jsonb refuses it, and one such row made every payload.KEY: search there a 422.
+    repo.create("t", {"k": "\ud800", "\udc00": 1})  # a lone high surrogate; a lone low one as a key
+    repo.create("t", {"k": "\udc00\ud800x"})  # low then high: no pair, two lone ones
+    repo.create("t", {"k": "a\ud83d"})  # a high surrogate ending the string
+    plain, _ = repo.create("t", {"k": "v"})
+    emoji, _ = repo.create("t", {"k": "\U0001f600"})  # a real pair, escaped as \\ud83d\\ude00
+    written_out, _ = repo.create("t", {"k": "\\ud800"})  # a backslash, then "ud800": six characters
+    assert ids(repo, "payload.k:v") == [plain.id]
+    assert ids(repo, "payload.k:\U0001f600") == [emoji.id]
+    assert ids(repo, "payload.k:\\ud800") == [written_out.id]
+
+
 def test_free_text_finds_accents_other_scripts_and_quotes_in_a_payload(repo):
     """Payloads are stored with JSON's escapes ("Zo\\u00eb", a quote as \\"): free text matched only ASCII
     without quotes."""

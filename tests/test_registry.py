@@ -115,6 +115,10 @@ def test_prune_removes_stopped_and_lost_worker_rows_last_seen_before_the_cutoff(
         ({"queues": [""]}, "queues"),
         ({"concurrency": 0}, "concurrency"),
         ({"stale_after": float("nan")}, "stale_after"),
+        # Past PostgreSQL's INTEGER (and REAL) columns: refused there with no field named, stored by SQLite.
+        ({"pid": 2**31}, "pid"),
+        ({"concurrency": 2**31}, "concurrency"),
+        ({"stale_after": 1e300}, "stale_after"),
     ],
 )
 def test_bad_registrations_name_the_field_and_write_nothing(repo, options, field):
@@ -128,3 +132,14 @@ def test_seen_and_stopped_of_an_unknown_worker_change_nothing(repo):
     repo.worker_seen("ghost", running=0, completed=0, failed=0)
     repo.worker_stopped("ghost")
     assert repo.workers() == []
+
+
+def test_counters_past_the_columns_range_are_kept_at_its_top_and_the_worker_stays_alive(repo, clock):
+    # PostgreSQL's INTEGER ends at 2**31 - 1: a heartbeat with more completed jobs failed there, and the worker
+    # went on being seen as lost.
+    register(repo, stale_after=2)
+    clock.advance(1.5)
+    repo.worker_seen("w1", running=2**31, completed=2**31 + 5, failed=2**40)
+    clock.advance(1.5)
+    (worker,) = repo.workers()
+    assert (worker.completed, worker.failed, worker.state) == (2**31 - 1, 2**31 - 1, "running")

@@ -517,6 +517,13 @@ def test_the_right_token_passes_and_healthz_is_open(secured):
     assert spec["paths"]["/healthz"]["get"]["security"] == []
 
 
+@pytest.mark.parametrize("scheme", ["bearer", "BEARER", "beaRer"])
+def test_the_auth_scheme_is_case_insensitive_and_the_token_is_not(secured, scheme):
+    # RFC 9110 11.1: a client sending "bearer s3cret" was refused with 401.
+    assert secured.get("/stats", headers={"Authorization": f"{scheme} s3cret"}).status_code == 200
+    assert_problem(secured.get("/stats", headers={"Authorization": f"{scheme} S3CRET"}), 401)
+
+
 def test_token_is_compared_in_constant_time(monkeypatch, repo):
     import hmac
 

@@ -144,3 +144,52 @@ def test_a_field_that_takes_several_shapes_is_named_as_the_client_sent_it(http, 
     body = {"host": "h", "pid": 1, "queues": queues, "concurrency": 1, "stale_after": 60}
     problem = assert_problem(http.post("/workers/w1/register", json=body), 422, field=field)
     assert [error["field"] for error in problem["errors"]] == [field]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [({"pid": 2**31}, "pid"), ({"concurrency": 2**31}, "concurrency"), ({"stale_after": 1e300}, "stale_after")],
+)
+def test_a_registration_past_the_registrys_columns_is_a_422_naming_the_field(http, repo, change, field):
+    # PostgreSQL's INTEGER and REAL columns refused these with a 422 that named no field; SQLite stored them.
+    body = {"host": "h", "pid": 1, "queues": None, "concurrency": 1, "stale_after": 60.0} | change
+    assert_problem(http.post("/workers/w1/register", json=body), 422, field=field)
+    assert repo.workers() == []
+
+
+def test_a_heartbeat_with_counters_past_the_registrys_columns_is_accepted(http, repo):
+    http.post("/workers/w1/register", json={"host": "h", "pid": 1, "concurrency": 1, "stale_after": 60.0})
+    response = http.post("/workers/w1/seen", json={"running": 0, "completed": 2**31, "failed": 2**62})
+    assert response.status_code == 204, response.text
+    (worker,) = repo.workers()
+    assert (worker.completed, worker.failed) == (2**31 - 1, 2**31 - 1)
+
+
+@pytest.mark.parametrize("query", ["type=a%00b", "type=", "type=%20", "type=" + "x" * 256])
+def test_a_list_filtered_by_a_type_no_job_can_have_is_a_422_naming_it(http, repo, query):
+    # A NUL was a database error on PostgreSQL (a 422 naming no field) and an empty page on SQLite.
+    repo.create("echo")
+    assert_problem(http.get(f"/jobs?{query}"), 422, field="type")
+
+
+def test_an_idempotency_key_holding_a_nul_is_a_422_naming_it_and_writes_nothing(http, repo):
+    response = http.post("/jobs", json={"type": "echo", "idempotency_key": "k\x00"})
+    assert_problem(response, 422, field="idempotency_key")
+    assert sum(repo.counts().values()) == 0
+
+
+@pytest.mark.parametrize(
+    ("body", "says"),
+    [
+        (b'{"type": "t\xff"}', "not UTF-8 text (byte 11"),
+        (b'{"type": "t", "payload": {"a": ' + b"[" * 5000 + b"]" * 5000 + b"}}", "nests arrays and objects too deep"),
+        (b'{"type": "t", "payload": {"n": ' + b"9" * 5000 + b"}}", "a number in the body has more than 4300 digits"),
+    ],
+    ids=["latin-1 byte", "deep", "5000 digits"],
+)
+def test_a_body_that_cannot_be_decoded_says_why(http, repo, body, says):
+    # FastAPI's own 400 said only "there was an error parsing the body" of a body that was JSON.
+    problem = assert_problem(http.post("/jobs", content=body, headers=JSON_BODY), 400)
+    assert says in problem["detail"] and problem["type"] == wire.MALFORMED_JSON
+    assert "sys." not in problem["detail"]  # Python's own hint, to call sys.set_int_max_str_digits()
+    assert sum(repo.counts().values()) == 0

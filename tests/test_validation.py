@@ -31,6 +31,7 @@ BAD_CREATES = [
     ({"type": "t", "max_retries": 2.0}, "max_retries"),
     ({"type": "t", "idempotency_key": ""}, "idempotency_key"),
     ({"type": "t", "idempotency_key": 5}, "idempotency_key"),
+    ({"type": "t", "idempotency_key": "k\x00"}, "idempotency_key"),  # PostgreSQL's text cannot hold a NUL
     ({"type": "t", "run_at": datetime(2026, 1, 1)}, "run_at"),
     ({"type": "t", "run_at": "2026-01-01"}, "run_at"),
     # Out of range once converted to UTC, or a year SQLite's text order would misplace.
@@ -181,6 +182,14 @@ def test_parse_payload_takes_a_json_object_only():
         with pytest.raises(ValidationError) as info:
             parse_payload(text)
         assert info.value.field == "payload"
+
+
+def test_a_payload_number_too_long_to_read_says_so_not_how_to_raise_pythons_limit():
+    # `enqueue --payload '{"n": 999...}'` passed on Python's own message, "use sys.set_int_max_str_digits()".
+    with pytest.raises(ValidationError) as info:
+        parse_payload('{"n": ' + "9" * 5000 + "}")
+    assert info.value.field == "payload" and "more than 4300 digits" in info.value.message
+    assert "sys." not in info.value.message
 
 
 def test_a_tuple_of_names_is_checked_once_and_a_bad_one_every_time():

@@ -88,6 +88,8 @@ class RequestGuard:
     def access(self, scope) -> str:
         for name, value in scope["headers"]:
             if name == b"authorization":
+                if value[:7].lower() == b"bearer ":  # the scheme is case-insensitive (RFC 9110 11.1), the token not
+                    value = b"Bearer " + value[7:]
                 # Constant time, and both compared, so a wrong token's timing says nothing about either.
                 full = hmac.compare_digest(value, self.expected)
                 read = self.expected_read is not None and hmac.compare_digest(value, self.expected_read)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import sys
 from http import HTTPStatus
 
 import peewee as pw
@@ -153,8 +154,27 @@ def on_http_error(request: Request, exc: HTTPException) -> Response:
         headers = {**(exc.headers or {}), "Allow": allowed}
         detail = f"{request.method} is not allowed on {request.url.path}; allowed: {allowed}"
     elif exc.status_code == 400:
+        unreadable = unreadable_body(exc.__cause__)
+        if unreadable is not None:
+            return problem_response(400, unreadable, type=MALFORMED_JSON)
         detail = f"the body could not be parsed ({detail.lower()}); send a JSON object"
     return problem_response(exc.status_code, detail, headers=headers)
+
+
+def unreadable_body(cause: BaseException | None) -> str | None:
+    """What to fix in a body FastAPI could not decode for a reason other than its JSON syntax (its 400 says
+    only "There was an error parsing the body"), or None when the cause is none of these."""
+    if isinstance(cause, UnicodeDecodeError):
+        return f"the body is not UTF-8 text (byte {cause.start}: {cause.reason}); send JSON encoded as UTF-8"
+    if isinstance(cause, RecursionError):
+        return "the body nests arrays and objects too deep to be read; flatten it (a payload nests at most 64 levels)"
+    if isinstance(cause, ValueError) and "digits" in str(cause):
+        # Python's limit on the digits of an integer it converts from text (4,300 by default).
+        return (
+            f"a number in the body has more than {sys.get_int_max_str_digits()} digits, too long to be read; "
+            "send a number that long as a string"
+        )
+    return None
 
 
 def allowed_methods(request: Request) -> str:

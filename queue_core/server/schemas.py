@@ -31,8 +31,10 @@ from ..store.models import JobStatus, Priority
 from ..store.query import MAX_QUERY_CHARS
 from ..store.repository import PRUNE_BATCH
 from ..validation import (
+    MAX_INT32,
     MAX_LIST_LIMIT,
     MAX_RETRIES_LIMIT,
+    MAX_SECONDS,
     MAX_TEXT_CHARS,
     MAX_TYPES,
     validate_queue_name,
@@ -215,11 +217,12 @@ class CancelRequested(BaseModel):
 
 class RegisterWorker(Body):
     host: StrictStr = Field(json_schema_extra={"maxLength": MAX_TEXT_CHARS})
-    pid: Count
+    pid: Annotated[int, Field(strict=True, ge=0, le=MAX_INT32)]
     queues: list[QueueName] | Literal["*"] | None = Field(default=None, description='queue names; "*" or null: all')
-    concurrency: Annotated[int, Field(strict=True, ge=1, le=INT64_MAX)]
+    concurrency: Annotated[int, Field(strict=True, ge=1, le=MAX_INT32)]
     stale_after: StrictFloat = Field(
-        description="seconds without a heartbeat after which it counts as lost", json_schema_extra={"minimum": 0}
+        description="seconds without a heartbeat after which it counts as lost",
+        json_schema_extra={"minimum": 0, "maximum": MAX_SECONDS},
     )
     types: list[TypeName] | None = Field(
         default=None, description="the job types it has handlers for; null: not said (taken as every type)"

@@ -149,15 +149,23 @@ def _like(column, pattern: pw.Value):
     return pw.NodeList((pw.fn.LOWER(column), pw.SQL("LIKE"), pattern, pw.SQL("ESCAPE '\\'")))
 
 
+# A JSON escape jsonb refuses, after a backslash not itself escaped: \u0000, a high surrogate not followed by a
+# low one, a low one not preceded by a high one (json.dumps writes these escapes in lower case).
+_HIGH, _LOW = r"\\ud[89ab][0-9a-f]{2}", r"\\ud[c-f][0-9a-f]{2}"
+UNREADABLE_ESCAPE = rf"(?<!\\)((?:\\\\)*)(?:\\u0000|{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW})"
+
+
 def _payload_field(Job, key: str, postgres: bool):
     """A top-level payload field as text (the key bound too): JSON functions differ per backend."""
     if postgres:
-        # jsonb refuses the escape \u0000, which a stored payload may hold (JSON allows it; the text column keeps
-        # it): one such row failed every payload search. Each escape (a backslash not itself escaped, then
-        # u0000) is read as U+FFFD, which matches nothing an operator types; "\\u0000" written out in a
-        # string is left alone. Rows without the six characters (nearly all) are cast as they are.
-        escape = r"(?<!\\)((?:\\\\)*)\\u0000"
-        fixed = pw.fn.REGEXP_REPLACE(Job.payload, pw.Value(escape), pw.Value(r"\1\\ufffd"), pw.Value("g"))
-        text = pw.Case(None, [(pw.fn.STRPOS(Job.payload, pw.Value("\\u0000")) > 0, fixed)], Job.payload)
+        # jsonb refuses the escape \u0000 and that of a lone surrogate (\ud800 with no low one after it, \udc00
+        # with no high one before), which a stored payload may hold (JSON allows them; the text column keeps
+        # them): one such row failed every payload search. Each such escape (a backslash not itself escaped,
+        # then u and the code) is read as U+FFFD, which matches nothing an operator types; a pair (an emoji)
+        # stays, and "\\u0000" written out in a string is left alone. Rows without "\u0000" or "\ud" (nearly
+        # all) are cast as they are.
+        fixed = pw.fn.REGEXP_REPLACE(Job.payload, pw.Value(UNREADABLE_ESCAPE), pw.Value(r"\1\\ufffd"), pw.Value("g"))
+        odd = (pw.fn.STRPOS(Job.payload, pw.Value("\\u0000")) > 0) | (pw.fn.STRPOS(Job.payload, pw.Value("\\ud")) > 0)
+        text = pw.Case(None, [(odd, fixed)], Job.payload)
         return pw.NodeList((pw.NodeList((text, pw.SQL("::jsonb")), glue=""), pw.SQL("->>"), pw.Value(key)))
     return pw.Cast(pw.fn.json_extract(Job.payload, pw.Value(f'$."{key}"')), "TEXT")

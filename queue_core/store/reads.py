@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import peewee as pw
 
 from ..rules import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, cutoff_before, worker_state
-from ..validation import validate_age, validate_limit, validate_positive_int, validate_status
+from ..validation import validate_age, validate_limit, validate_positive_int, validate_status, validate_type
 from .compiled import Markers, RowReader
 from .models import Job, JobStatus
 from .schema import queue_index_parts
@@ -179,7 +179,9 @@ class JobReads:
         if status is not None:
             query = query.where(Job.status == validate_status(status))
         if type is not None:
-            query = query.where(Job.type == type)
+            # A job's type follows validate_type: another (a NUL, which PostgreSQL refused as a database error,
+            # or a blank) is a mistake to name, not a filter that matches nothing.
+            query = query.where(Job.type == validate_type(type))
         if after is not None:
             query = query.where(Job.id > after)
         return list(query)

@@ -13,6 +13,7 @@ from datetime import datetime
 from ..errors import ValidationError
 from ..rules import WORKER_RUNNING, worker_state
 from ..validation import (
+    MAX_INT32,
     MAX_TEXT_CHARS,
     validate_count,
     validate_positive_int,
@@ -66,9 +67,9 @@ class WorkerRegistry:
         row = {
             "id": validate_worker_id(worker_id),
             "host": _text("host", host),
-            "pid": validate_count("pid", pid),
+            "pid": validate_count("pid", pid, MAX_INT32),
             "queues": stored,
-            "concurrency": validate_positive_int("concurrency", concurrency),
+            "concurrency": validate_count("concurrency", validate_positive_int("concurrency", concurrency), MAX_INT32),
             "stale_after": validate_seconds("stale_after", stale_after),
             "started_at": now,
             "last_seen_at": now,
@@ -85,11 +86,13 @@ class WorkerRegistry:
     def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:
         """A worker's heartbeat: seen now, with its jobs running now and completed / failed since its start."""
         Worker = self.WorkerRecord
+        # Counters past the column's range are shown at its top rather than refused: a heartbeat that failed
+        # on them (a worker past 2**31 jobs) would leave the worker seen as lost, its claims open to reap --lost.
         Worker.update(
             last_seen_at=self.time.sql(),
-            running=validate_count("running", running),
-            completed=validate_count("completed", completed),
-            failed=validate_count("failed", failed),
+            running=min(validate_count("running", running), MAX_INT32),
+            completed=min(validate_count("completed", completed), MAX_INT32),
+            failed=min(validate_count("failed", failed), MAX_INT32),
         ).where(Worker.id == validate_worker_id(worker_id)).execute()
 
     def worker_stopped(self, worker_id: str) -> None:
