@@ -66,6 +66,23 @@ def test_a_query_finds_jobs_by_every_qualifier(repo):
     assert ids(repo, "") == [invoice.id, other.id, report.id]
 
 
+def test_a_payload_field_reads_as_the_same_text_on_every_backend(repo):
+    """payload.KEY:VALUE compares the field as text, the text PostgreSQL's ->> gives: SQLite's json_extract read
+    true as 1 and false as 0, and an integer past 64 bits as a float (1.0e+19)."""
+    yes, _ = repo.create("t", {"flag": True})
+    no, _ = repo.create("t", {"flag": False})
+    one, _ = repo.create("t", {"flag": 1})
+    text, _ = repo.create("t", {"flag": "true"})
+    big, _ = repo.create("t", {"n": 10**19})
+    repo.create("t", {"flag": None})
+    assert ids(repo, "payload.flag:true") == [yes.id, text.id]
+    assert ids(repo, "payload.flag:false") == [no.id]
+    assert ids(repo, "payload.flag:1") == [one.id]
+    assert ids(repo, "payload.flag:0") == []
+    assert ids(repo, f"payload.n:{10**19}") == [big.id]
+    assert ids(repo, "payload.flag:null") == []  # a JSON null is no text at all
+
+
 def test_sql_in_a_query_is_only_ever_a_value(repo):
     job, _ = repo.create("t", {"note": "x'); DROP TABLE jobs; --"})
     assert ids(repo, "type:'OR'1'='1") == []

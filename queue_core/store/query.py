@@ -160,4 +160,9 @@ def _payload_field(Job, key: str, postgres: bool):
         fixed = pw.fn.REGEXP_REPLACE(Job.payload, pw.Value(escape), pw.Value(r"\1\\ufffd"), pw.Value("g"))
         text = pw.Case(None, [(pw.fn.STRPOS(Job.payload, pw.Value("\\u0000")) > 0, fixed)], Job.payload)
         return pw.NodeList((pw.NodeList((text, pw.SQL("::jsonb")), glue=""), pw.SQL("->>"), pw.Value(key)))
-    return pw.Cast(pw.fn.json_extract(Job.payload, pw.Value(f'$."{key}"')), "TEXT")
+    # The text PostgreSQL's ->> gives: a string's value, NULL for a JSON null, any other value as its JSON text
+    # (SQLite's ->). json_extract made true 1 and false 0, and an integer past 64 bits a float ("1.0e+19").
+    path = pw.Value(f'$."{key}"')
+    kind = pw.fn.json_type(Job.payload, path)
+    as_json = pw.NodeList((Job.payload, pw.SQL("->"), path))
+    return pw.Case(kind, [("text", pw.fn.json_extract(Job.payload, path)), ("null", None)], as_json)
