@@ -205,6 +205,22 @@ def test_a_version_12_database_upgrades_to_13_its_workers_keeping_their_rows_wit
     db.close()
 
 
+def test_a_version_13_database_upgrades_to_14_its_workers_keeping_their_rows_and_counting_past_32_bits(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    repo.register_worker("w1", host="h", pid=7, queues=["mail"], concurrency=2, stale_after=30)
+    repo.worker_seen("w1", running=1, completed=12, failed=3)
+    # Version 13's counts were INTEGER on PostgreSQL (SQLite's are 64-bit whatever the declared type).
+    narrow = [f"ALTER TABLE workers ALTER COLUMN {name} TYPE INTEGER" for name in ("running", "completed", "failed")]
+    db = reopened_at_version(db, db_url, 13, *(narrow if is_postgres(db) else ()))
+    repo = JobRepository(db)
+    row = repo.WorkerRecord.get_by_id("w1")
+    assert (row.pid, row.queues, row.completed, row.failed) == (7, '["mail"]', 12, 3)
+    repo.worker_seen("w1", running=0, completed=2**31 + 1, failed=3)
+    assert repo.WorkerRecord.get_by_id("w1").completed == 2**31 + 1
+    db.close()
+
+
 def test_a_version_11_database_upgrades_to_12_its_queue_status_index_holding_no_pending_job(db_url):
     db = open_database(db_url)
     repo = JobRepository(db)

@@ -600,3 +600,46 @@ def test_errors_never_show_the_password():
     with pytest.raises(DatabaseURLError) as info:
         open_database("postgresql://queue:s3cret@127.0.0.1:1/queue")
     assert "s3cret" not in str(info.value) and "queue:***@127.0.0.1:1/queue" in str(info.value)
+
+
+@postgres_only
+@pytest.mark.parametrize("in_transaction", [False, True], ids=["alone", "in-a-transaction"])
+def test_a_create_that_loses_the_race_for_its_key_returns_the_winners_job(db_url, repo, in_transaction):
+    """Two creates of one key at once: the one whose INSERT waited on the other's uncommitted row returns
+    that job with created=False, also inside the application's own transaction (transactional enqueue),
+    which its failed INSERT must not abort."""
+    winner_db = open_database(db_url)
+    outcome = []
+
+    def create():
+        try:
+            if in_transaction:
+                with repo.db.atomic():
+                    outcome.append(repo.create("t", {"n": 1}, idempotency_key="k"))
+                    repo.create("after", {})  # the transaction goes on
+            else:
+                outcome.append(repo.create("t", {"n": 1}, idempotency_key="k"))
+        except Exception as exc:  # the assertion below shows it
+            outcome.append(exc)
+
+    try:
+        with winner_db.atomic():
+            winner, _ = JobRepository(winner_db).create("t", {"n": 1}, idempotency_key="k")
+            thread = threading.Thread(target=create)
+            thread.start()
+            with psycopg.connect(db_url, autocommit=True) as watcher:
+                me = watcher.execute("SHOW application_name").fetchone()[0]
+                blocked = (
+                    "SELECT count(*) FROM pg_locks JOIN pg_stat_activity USING (pid)"
+                    " WHERE NOT granted AND application_name = %s"
+                )
+                deadline = time.monotonic() + 10
+                while watcher.execute(blocked, (me,)).fetchone()[0] == 0 and time.monotonic() < deadline:
+                    time.sleep(0.01)
+        thread.join(10)
+    finally:
+        winner_db.close()
+    assert len(outcome) == 1 and not isinstance(outcome[0], Exception), outcome
+    job, created = outcome[0]
+    assert (job.id, created) == (winner.id, False)
+    assert repo.counts()["pending"] == (2 if in_transaction else 1)  # the winner's job, and "after"

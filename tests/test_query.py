@@ -66,6 +66,38 @@ def test_a_query_finds_jobs_by_every_qualifier(repo):
     assert ids(repo, "") == [invoice.id, other.id, report.id]
 
 
+def test_a_payload_field_reads_as_the_same_text_on_every_backend(repo):
+    """payload.KEY:VALUE compares the field as text, the text PostgreSQL's ->> gives: SQLite's json_extract read
+    true as 1 and false as 0, and an integer past 64 bits as a float (1.0e+19)."""
+    yes, _ = repo.create("t", {"flag": True})
+    no, _ = repo.create("t", {"flag": False})
+    one, _ = repo.create("t", {"flag": 1})
+    text, _ = repo.create("t", {"flag": "true"})
+    big, _ = repo.create("t", {"n": 10**19})
+    repo.create("t", {"flag": None})
+    assert ids(repo, "payload.flag:true") == [yes.id, text.id]
+    assert ids(repo, "payload.flag:false") == [no.id]
+    assert ids(repo, "payload.flag:1") == [one.id]
+    assert ids(repo, "payload.flag:0") == []
+    assert ids(repo, f"payload.n:{10**19}") == [big.id]
+    assert ids(repo, "payload.flag:null") == []  # a JSON null is no text at all
+
+
+def test_text_with_capital_letters_beyond_ascii_is_found_as_typed_and_in_other_case(repo):
+    """Text matches ignore case. SQLite's LOWER() lowers only ASCII letters (so may PostgreSQL's, by its collation),
+    and a payload keeps other letters as JSON escapes (\\u00c9, which no LOWER() touches): an error or a payload
+    value with a capital like É was found by no search, not even one typed exactly as stored."""
+    job, _ = repo.create("t", {"name": "ÉMILE", "city": "Zoë-Ünal"}, max_retries=0)
+    repo.create("t", {"name": "emile"})  # no accent: found by none of these
+    claimed = repo.claim("w", types=["t"])
+    assert claimed.id == job.id
+    repo.fail(job.id, "ÉCHEC de paiement", worker_id="w", attempt=claimed.attempt)
+    for typed in ("ÉCHEC", "Échec", "échec"):
+        assert ids(repo, f"error:{typed}") == ids(repo, typed) == [job.id], typed
+    for typed in ("ÉMILE", "Émile", "émile", "Zoë-Ünal"):
+        assert ids(repo, typed) == [job.id], typed
+
+
 def test_sql_in_a_query_is_only_ever_a_value(repo):
     job, _ = repo.create("t", {"note": "x'); DROP TABLE jobs; --"})
     assert ids(repo, "type:'OR'1'='1") == []

@@ -55,6 +55,15 @@ def test_seen_refreshes_and_counts_and_lost_follows_each_workers_own_threshold(r
     assert states(repo) == {"patient": "lost", "quick": "lost"}
 
 
+def test_counts_past_32_bits_are_kept_on_every_backend(repo):
+    """validate_count takes any count below 2**63, as SQLite stores it; PostgreSQL's INTEGER columns refused a
+    busy worker's heartbeat once it had completed 2**31 jobs (schema version 14 widens them)."""
+    register(repo, "busy")
+    repo.worker_seen("busy", running=3, completed=2**31 + 5, failed=2**40)
+    (busy,) = repo.workers()
+    assert (busy.completed, busy.failed) == (2**31 + 5, 2**40)
+
+
 def running(repo) -> dict[str, int]:
     return {worker.id: worker.running for worker in repo.workers()}
 

@@ -323,9 +323,11 @@ class WorkerRecord(BaseModel):
     started_at = UTCDateTimeField()
     last_seen_at = UTCDateTimeField()
     stopped_at = UTCDateTimeField(null=True)
-    running = pw.IntegerField(default=0)
-    completed = pw.IntegerField(default=0)
-    failed = pw.IntegerField(default=0)
+    # 64-bit (schema version 14): a worker's counts since its start; PostgreSQL's INTEGER refused a heartbeat
+    # past 2**31 completions (a few days of a busy worker), which SQLite, whose integers are 64-bit, took.
+    running = pw.BigIntegerField(default=0)
+    completed = pw.BigIntegerField(default=0)
+    failed = pw.BigIntegerField(default=0)
     # A JSON list of the job types it has handlers for (schema version 13); NULL: not said (a worker from
     # before, or a caller that did not): "why is this job waiting?" then assumes it serves every type.
     types = pw.TextField(null=True)

@@ -126,22 +126,58 @@ def _term_condition(Job, term: Term, postgres: bool):
     if term.field == "payload":
         return _payload_field(Job, term.key, postgres) == term.value
     # Payloads are stored with JSON's escapes (``Zoë`` as ``Zo\\u00eb``, a quote as ``\\"``): free text with
-    # accents, another script or a quote also looks for its escaped form (lowercased first: the search ignores
-    # case, and an escape's hex digits are lowercase). Always the same SQL, the form bound as NULL where there
-    # is no other (the test of NULL comes first: no row is lowercased for it).
-    escaped = json.dumps(term.value.lower())[1:-1]
-    pattern = pw.Value(_pattern(escaped) if escaped != term.value.lower() else None)
-    other = pw.NodeList((pw.Cast(pattern, "TEXT"), pw.SQL("IS NOT NULL AND"), _like(Job.payload, pattern)))
-    return _contains(Job.payload, term.value) | _contains(Job.error, term.value) | other
+    # accents, another script or a quote also looks for its escaped forms (see _forms; an escape's hex digits are
+    # lowercase). Always the same SQL, a form bound as NULL where it repeats another (the test of NULL comes
+    # first: no row is lowercased for it).
+    value = term.value
+    plain = _forms(value)
+    escaped = [_ascii_lower(json.dumps(form)[1:-1]) for form in (value.lower(), value, value.upper())]
+    first, *others = _distinct([*plain, *escaped])
+    condition = _like(Job.payload, _value(first)) | _like(Job.error, _value(first))
+    for index, form in enumerate(others, start=1):
+        columns = (Job.payload, Job.error) if index < len(plain) else (Job.payload,)
+        condition |= reduce(operator.or_, [_like_if_given(column, form) for column in columns])
+    return condition
 
 
 def _contains(column, value: str):
     """``column`` contains ``value``, ignoring case; ``%``, ``_`` and ``\\`` in the value match themselves."""
-    return _like(column, pw.Value(_pattern(value)))
+    first, *others = _distinct(_forms(value))
+    return reduce(operator.or_, [_like(column, _value(first)), *(_like_if_given(column, form) for form in others)])
+
+
+def _forms(value: str) -> list[str]:
+    """``value`` as a ``LOWER()``ed column may hold it, ignoring case: lowered; and as typed and upper-cased, with
+    only their ASCII letters lowered. ``LOWER()`` may leave other letters as they are (SQLite's lowers ASCII only,
+    PostgreSQL's as its collation says): "ÉCHEC" stored was found by no search there, not even one typed so."""
+    return [value.lower(), _ascii_lower(value), _ascii_lower(value.upper())]
+
+
+def _ascii_lower(value: str) -> str:
+    return value.translate(_ASCII_LOWER)
+
+
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+
+
+def _distinct(forms: list[str]) -> list[str | None]:
+    """``forms`` with each one that repeats an earlier one as None."""
+    return [form if form not in forms[:index] else None for index, form in enumerate(forms)]
+
+
+def _value(form: str | None) -> pw.Value:
+    """A form's LIKE pattern as a bound value (NULL for None)."""
+    return pw.Value(None if form is None else _pattern(form))
+
+
+def _like_if_given(column, form: str | None):
+    """``column`` contains ``form``, or false where it is None (the test of NULL first: no row is lowercased)."""
+    pattern = _value(form)
+    return pw.NodeList((pw.Cast(pattern, "TEXT"), pw.SQL("IS NOT NULL AND"), _like(column, pattern)))
 
 
 def _pattern(value: str) -> str:
-    escaped = value.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    escaped = value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return f"%{escaped}%"
 
 
@@ -168,4 +204,9 @@ def _payload_field(Job, key: str, postgres: bool):
         odd = (pw.fn.STRPOS(Job.payload, pw.Value("\\u0000")) > 0) | (pw.fn.STRPOS(Job.payload, pw.Value("\\ud")) > 0)
         text = pw.Case(None, [(odd, fixed)], Job.payload)
         return pw.NodeList((pw.NodeList((text, pw.SQL("::jsonb")), glue=""), pw.SQL("->>"), pw.Value(key)))
-    return pw.Cast(pw.fn.json_extract(Job.payload, pw.Value(f'$."{key}"')), "TEXT")
+    # The text PostgreSQL's ->> gives: a string's value, NULL for a JSON null, any other value as its JSON text
+    # (SQLite's ->). json_extract made true 1 and false 0, and an integer past 64 bits a float ("1.0e+19").
+    path = pw.Value(f'$."{key}"')
+    kind = pw.fn.json_type(Job.payload, path)
+    as_json = pw.NodeList((Job.payload, pw.SQL("->"), path))
+    return pw.Case(kind, [("text", pw.fn.json_extract(Job.payload, path)), ("null", None)], as_json)

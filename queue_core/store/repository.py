@@ -119,7 +119,13 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             if existing is not None:
                 return same_job_or_conflict(existing, fields), False
         try:
-            job = self.statements.insert(fields)  # one statement: atomic by itself, no BEGIN/COMMIT round trips
+            if idempotency_key is not None and self.db.in_transaction():
+                # Inside the caller's transaction, a savepoint: on PostgreSQL the INSERT that loses the race
+                # for the key would otherwise abort that whole transaction, and the look-up below with it.
+                with self.db.atomic():
+                    job = self.statements.insert(fields)
+            else:
+                job = self.statements.insert(fields)  # one statement: atomic by itself, no BEGIN/COMMIT round trips
         except pw.IntegrityError:
             # Lost the race to a concurrent create: the UNIQUE constraint is the authority.
             existing = self.find_by_idempotency_key(idempotency_key) if idempotency_key is not None else None

@@ -265,6 +265,18 @@ def _migrate_v13(db: pw.Database) -> None:
         db.execute_sql("ALTER TABLE workers ADD COLUMN types TEXT")
 
 
+def _migrate_v14(db: pw.Database) -> None:
+    # PostgreSQL only: a worker's counts (running, completed, failed) as BIGINT, the range the registry accepts
+    # (validate_count) and SQLite's INTEGER holds; INTEGER refused a heartbeat past 2**31 completions. The
+    # workers table holds a row per worker: rewriting it is instant. A fresh database has them already (v6
+    # creates the table from the current model).
+    if is_postgres(db):
+        db.execute_sql(
+            "ALTER TABLE workers ALTER COLUMN running TYPE BIGINT, ALTER COLUMN completed TYPE BIGINT,"
+            " ALTER COLUMN failed TYPE BIGINT"
+        )
+
+
 def queue_index_parts(Job) -> list:
     """The conditions that split a read by queue into reads of one (queue, ...) index each: on PostgreSQL
     its pending jobs (``jobs_pending_queue_claim``, v6) and the rest (``jobs_queue_status``, v12), as a
@@ -290,6 +302,7 @@ MIGRATIONS = (
     (11, _migrate_v11),
     (12, _migrate_v12),
     (13, _migrate_v13),
+    (14, _migrate_v14),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 
