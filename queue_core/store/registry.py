@@ -86,13 +86,11 @@ class WorkerRegistry:
     def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:
         """A worker's heartbeat: seen now, with its jobs running now and completed / failed since its start."""
         Worker = self.WorkerRecord
-        # Counters past the column's range are shown at its top rather than refused: a heartbeat that failed
-        # on them (a worker past 2**31 jobs) would leave the worker seen as lost, its claims open to reap --lost.
         Worker.update(
             last_seen_at=self.time.sql(),
-            running=min(validate_count("running", running), MAX_INT32),
-            completed=min(validate_count("completed", completed), MAX_INT32),
-            failed=min(validate_count("failed", failed), MAX_INT32),
+            running=validate_count("running", running),
+            completed=validate_count("completed", completed),
+            failed=validate_count("failed", failed),
         ).where(Worker.id == validate_worker_id(worker_id)).execute()
 
     def worker_stopped(self, worker_id: str) -> None:
