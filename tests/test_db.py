@@ -221,6 +221,78 @@ def test_a_version_13_database_upgrades_to_14_its_workers_keeping_their_rows_and
     db.close()
 
 
+def column_types(db, table: str) -> dict[str, str]:
+    rows = db.execute_sql(
+        "SELECT column_name, data_type FROM information_schema.columns"
+        " WHERE table_schema = current_schema() AND table_name = %s",
+        (table,),
+    )
+    return dict(rows.fetchall())
+
+
+@pytest.mark.backends("postgresql")
+def test_a_new_postgres_database_has_64_bit_job_ids_and_double_precision_seconds(db):
+    jobs, errors, workers = (column_types(db, table) for table in ("jobs", "job_errors", "workers"))
+    assert (jobs["id"], errors["id"], errors["job_id"]) == ("bigint", "bigint", "bigint")
+    assert {jobs["timeout"], jobs["retry_backoff"], workers["stale_after"]} == {"double precision"}
+    sequence = db.execute_sql("SELECT pg_get_serial_sequence('jobs', 'id')").fetchone()[0]
+    name = sequence.rsplit(".", 1)[-1]
+    assert db.execute_sql("SELECT data_type FROM pg_sequences WHERE sequencename = %s", (name,)).fetchone() == (
+        "bigint",
+    )
+
+
+def test_a_version_14_database_upgrades_to_15_its_jobs_kept_and_ids_going_past_32_bits(db_url):
+    """PostgreSQL's SERIAL ids stopped at 2**31 - 1 jobs ever created (ids are never reused: a week at a few
+    thousand jobs a second), and REAL seconds read 0.1 back as 0.10000000149011612."""
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    first, _ = repo.create("t", {"n": 1}, timeout=0.1, retry_backoff=0.1)
+    claimed = repo.claim("w")
+    repo.fail(claimed.id, "boom", worker_id="w", attempt=claimed.attempt)
+    repo.register_worker("w1", host="h", pid=7, queues=None, concurrency=2, stale_after=0.1)
+    if is_postgres(db):
+        narrow = [
+            "ALTER TABLE jobs ALTER COLUMN id TYPE integer, ALTER COLUMN timeout TYPE real,"
+            " ALTER COLUMN retry_backoff TYPE real",
+            "ALTER SEQUENCE jobs_id_seq AS integer",
+            "ALTER TABLE job_errors ALTER COLUMN id TYPE integer, ALTER COLUMN job_id TYPE integer",
+            "ALTER SEQUENCE job_errors_id_seq AS integer",
+            "ALTER TABLE workers ALTER COLUMN stale_after TYPE real",
+        ]
+        for statement in narrow:
+            db.execute_sql(statement)
+        assert column_types(db, "jobs")["id"] == "integer"  # the shape of version 14
+        db.execute_sql("SELECT setval('jobs_id_seq', 2147483647)")  # a sequence keeps it: no transaction
+        with pytest.raises(pw.DataError, match="maximum value"):  # what version 14 did at 2**31 jobs
+            repo.create("t")
+    db = reopened_at_version(db, db_url, 14)
+    repo = JobRepository(db)
+    kept = repo.find_by_id(first.id)
+    assert (kept.payload, kept.status, kept.retry_count, kept.timeout, kept.retry_backoff) == (
+        {"n": 1},
+        "pending",
+        1,
+        0.1,
+        0.1,
+    )
+    assert [error.error for error in repo.errors_for(first.id)] == ["boom"]
+    assert repo.workers()[0].stale_after == 0.1
+    if is_postgres(db):
+        db.execute_sql("SELECT setval('job_errors_id_seq', 2147483647)")
+    else:  # SQLite's next id is one past the largest
+        db.execute_sql("UPDATE jobs SET id = 2147483647 WHERE id = ?", (repo.create("filler")[0].id,))
+    big, _ = repo.create("t", {"n": 2}, max_retries=0)
+    assert big.id > 2**31 - 1 and repo.find_by_id(big.id).payload == {"n": 2}
+    held = repo.claim("w", types=["t"])
+    while held.id != big.id:  # the first job, then the new one
+        repo.complete(held.id, worker_id="w", attempt=held.attempt)
+        held = repo.claim("w", types=["t"])
+    failed = repo.fail(big.id, "past 32 bits", worker_id="w", attempt=held.attempt)
+    assert failed.status == "failed"
+    db.close()
+
+
 def test_a_version_11_database_upgrades_to_12_its_queue_status_index_holding_no_pending_job(db_url):
     db = open_database(db_url)
     repo = JobRepository(db)

@@ -207,6 +207,7 @@ def _key(value):
 # Fields whose python_value only coerces to one type: a value the driver already gives in that type
 # is left as it is (what the coercion would return anyway).
 _PLAIN_TYPES = {pw.AutoField: int, pw.IntegerField: int, pw.CharField: str, pw.TextField: str, pw.FloatField: float}
+_PLAIN_TYPES.update({pw.BigAutoField: int, pw.BigIntegerField: int, pw.DoubleField: float})
 
 
 class FetchedRows:

@@ -215,8 +215,9 @@ class BaseModel(pw.Model):
 
 
 class Job(BaseModel):
-    # The guide's columns, names and meaning unchanged.
-    id = pw.AutoField()
+    # The guide's columns, names and meaning unchanged. 64-bit ids (schema version 15 on PostgreSQL, whose
+    # SERIAL ran out at 2**31 jobs ever created: a week at a few thousand jobs a second; SQLite's are 64-bit).
+    id = pw.BigAutoField()
     type = pw.CharField(max_length=255)
     payload = JSONTextField(default="{}")
     priority = pw.IntegerField(default=0)
@@ -233,7 +234,7 @@ class Job(BaseModel):
     # Extensions (schema version 1).
     run_at = UTCDateTimeField()  # claimable from this time on: delayed jobs and retry back-off
     heartbeat_at = UTCDateTimeField(null=True)  # refreshed by the worker while the job runs
-    retry_backoff = pw.FloatField(null=True)  # base delay in seconds; None = repository default, 0 = at once
+    retry_backoff = pw.DoubleField(null=True)  # base delay in seconds; None = repository default, 0 = at once
     # Schema version 5: claims so far, 1-based once claimed. Every claim adds one and nothing resets it (an
     # operator retry resets retry_count, not this), so it is the fencing token an ack names: a hung run's
     # late ack carries an older number than any later claim of the same job.
@@ -242,7 +243,7 @@ class Job(BaseModel):
     queue = pw.CharField(max_length=255, default=rules.DEFAULT_QUEUE, constraints=[pw.SQL("DEFAULT 'default'")])
     cancel_requested_at = UTCDateTimeField(null=True)  # an operator asked to cancel it while it ran
     result = JSONTextField(null=True)  # a handler's return value, as JSON
-    timeout = pw.FloatField(null=True)  # seconds an attempt may run; None: no limit
+    timeout = pw.DoubleField(null=True)  # seconds an attempt may run; None: no limit (64-bit from v15)
 
     class Meta:
         table_name = "jobs"
@@ -270,8 +271,8 @@ class Job(BaseModel):
 class JobError(BaseModel):
     """One failed attempt of a job: every attempt's error, kept for operators."""
 
-    id = pw.AutoField()
-    job_id = pw.IntegerField()
+    id = pw.BigAutoField()
+    job_id = pw.BigIntegerField()
     attempt = pw.IntegerField()
     worker_id = pw.CharField(max_length=255, null=True)
     error = pw.TextField()
@@ -319,7 +320,7 @@ class WorkerRecord(BaseModel):
     pid = pw.IntegerField()
     queues = pw.TextField()  # a JSON list of queue names, or "*" for every queue
     concurrency = pw.IntegerField()
-    stale_after = pw.FloatField()  # seconds without a sign of life after which it counts as lost
+    stale_after = pw.DoubleField()  # seconds without a sign of life after which it counts as lost
     started_at = UTCDateTimeField()
     last_seen_at = UTCDateTimeField()
     stopped_at = UTCDateTimeField(null=True)

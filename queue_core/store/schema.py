@@ -277,6 +277,46 @@ def _migrate_v14(db: pw.Database) -> None:
         )
 
 
+# Version 15, PostgreSQL only: job ids 64-bit (SERIAL's sequence and column stopped at 2**31 - 1 jobs ever
+# created, and ids are never reused: about a week at the few thousand jobs a second README measures), and the
+# seconds of a job's timeout and back-off and a worker's stale_after in double precision (REAL read 0.1 back
+# as 0.10000000149011612; the values kept are read as the decimals they were written as). One ALTER TABLE
+# per table: jobs is rewritten once, its indexes rebuilt, under an exclusive lock (README, "PostgreSQL": how
+# long it takes). A column already of its type is left alone: a database created at v15 is not rewritten.
+WIDER_COLUMNS = {
+    "jobs": {"id": "bigint", "timeout": "double precision", "retry_backoff": "double precision"},
+    "job_errors": {"id": "bigint", "job_id": "bigint"},
+    "workers": {"stale_after": "double precision"},
+}
+
+
+def _migrate_v15(db: pw.Database) -> None:
+    if not is_postgres(db):
+        return  # SQLite's integers and reals are 64-bit whatever the declared type
+    for table, columns in WIDER_COLUMNS.items():
+        narrow = [
+            name
+            for name, kind in columns.items()
+            if db.execute_sql(
+                "SELECT data_type FROM information_schema.columns"
+                " WHERE table_schema = current_schema() AND table_name = %s AND column_name = %s",
+                (table, name),
+            ).fetchone()[0]
+            != kind
+        ]
+        if narrow:
+            db.execute_sql(f"ALTER TABLE {table} " + ", ".join(_widened(name, columns[name]) for name in narrow))
+        if "id" in narrow:
+            sequence = db.execute_sql("SELECT pg_get_serial_sequence(%s, 'id')", (table,)).fetchone()[0]
+            db.execute_sql(f"ALTER SEQUENCE {sequence} AS bigint")
+
+
+def _widened(column: str, kind: str) -> str:
+    # A REAL's shortest text is the decimal it was written as (0.1, not 0.10000000149011612): read through it.
+    through = f" USING {column}::text::{kind}" if kind == "double precision" else ""
+    return f"ALTER COLUMN {column} TYPE {kind}{through}"
+
+
 def queue_index_parts(Job) -> list:
     """The conditions that split a read by queue into reads of one (queue, ...) index each: on PostgreSQL
     its pending jobs (``jobs_pending_queue_claim``, v6) and the rest (``jobs_queue_status``, v12), as a
@@ -303,6 +343,7 @@ MIGRATIONS = (
     (12, _migrate_v12),
     (13, _migrate_v13),
     (14, _migrate_v14),
+    (15, _migrate_v15),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

@@ -1067,7 +1067,9 @@ _row_values = operator.itemgetter(*INSERT_COLUMNS)
 
 def _pg_type(field: pw.Field) -> str:
     """The PostgreSQL type a value of ``field`` is cast to (``text`` becomes the column's varchar as it is written)."""
-    for kind, name in ((pw.DateTimeField, "timestamp"), (pw.FloatField, "real"), (pw.IntegerField, "integer")):
+    kinds = ((pw.DateTimeField, "timestamp"), (pw.DoubleField, "double precision"), (pw.FloatField, "real"))
+    kinds += ((pw.BigIntegerField, "bigint"), (pw.BigAutoField, "bigint"), (pw.IntegerField, "integer"))
+    for kind, name in kinds:
         if isinstance(field, kind):
             return name
     return "text"
