@@ -31,15 +31,7 @@ def rows_of(widths: list[int], width: int) -> list[int]:
 
 
 class WrappingFooter(Footer):
-    DEFAULT_CSS = """
-    WrappingFooter.-wrapped {
-        layout: vertical;
-        height: auto;
-        HorizontalGroup.footer-row {
-            height: 1;
-        }
-    }
-    """
+    """Its style (``-wrapped``: a line per row of keys) is in console.tcss."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
