@@ -20,6 +20,7 @@ from .commands import command_line, enqueue_line
 from .messages import JobFailedByOperator, StaleReaped, WriteFailed
 from .screens.enqueue import EnqueueScreen
 from .screens.prompt import PromptScreen
+from .selection import JOB_VIEWS
 
 DEFAULT_FAIL_REASON = "failed by the operator"
 
@@ -55,8 +56,9 @@ class JobActions:
     def cursor_job(self, action: str, status: str) -> int | None:
         """The selected job's id if it is in the ``status`` table; otherwise say why nothing happens."""
         table = self.current_table
-        job_id = table.selected_job_id
-        where = f"select one in the {status.capitalize()} table (tab moves between tables)"
+        # Off the jobs views the current table is the hidden pending one: its cursor job is not on screen.
+        job_id = table.selected_job_id if self.view in JOB_VIEWS else None
+        where = f"select one in the {status.capitalize()} table ({self.tables_hint()})"
         if job_id is None:
             self.notify(f"No job to {action}: {where}.", severity="warning")
             return None
@@ -67,6 +69,10 @@ class JobActions:
             )
             return None
         return job_id
+
+    def tables_hint(self) -> str:
+        """How to reach another table from this view: tab on the live tables, 1 from anywhere else."""
+        return "tab moves between tables" if self.view == "tables" else "press 1 for the live tables"
 
     # --- n: enqueue (the form writes on its own thread worker and stays open until it is written) --
 

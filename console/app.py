@@ -19,7 +19,7 @@ from textual import work
 from textual.actions import SkipAction
 from textual.app import App, ComposeResult, SystemCommand
 from textual.binding import Binding
-from textual.widgets import Footer, Header
+from textual.widgets import Header
 
 from queue_core.cli.args import fail
 from queue_core.errors import QueueError
@@ -50,6 +50,7 @@ from .serve import serve
 from .snapshot import WINDOW, Snapshot, load_snapshot
 from .views import VIEW_BINDINGS, VIEW_TITLES, ViewControls
 from .widgets.command_panel import CommandPanel
+from .widgets.footer import WrappingFooter
 from .widgets.jobs.stats_bar import StatsBar
 from .widgets.jobs.table import JobTable
 from .widgets.worker.pane import WorkerPane
@@ -61,6 +62,10 @@ SLOW_READ = 5.0
 
 
 SHORT_TERMINAL = 32  # rows: below this the worker pane shows its state and two log lines, not eight
+# Rows: below this (24, at 80 columns three lines more for the wrapped counts, views and footer) the job
+# tables get every line the rest can spare: the worker pane shows its state line only, the command panel has
+# no bottom border, and a table too wide for the terminal scrolls (→) without a scrollbar line.
+TINY_TERMINAL = 26
 
 
 class QueueConsole(
@@ -153,7 +158,8 @@ class QueueConsole(
         yield from self.compose_views()
         yield CommandPanel(id="commands")
         yield WorkerPane(clock=self.repo.local_now, id="worker-pane")  # no round trip on the UI thread
-        yield Footer(compact=True)  # 12 keys: the roomy footer cut the last ones off at 120 columns
+        # 12 keys: the roomy footer cut the last ones off at 120 columns; below about 110, two lines
+        yield WrappingFooter(compact=True)
 
     def on_mount(self) -> None:
         self.sub_title = self.db_label + (" · read-only" if self.read_only else "")
@@ -174,6 +180,7 @@ class QueueConsole(
     def on_resize(self, event) -> None:
         # A short terminal (24 rows, say) gives the job tables the rows the worker pane's log would take.
         self.set_class(event.size.height < SHORT_TERMINAL, "-short")
+        self.set_class(event.size.height < TINY_TERMINAL, "-tiny")
 
     @property
     def tables(self) -> list[JobTable]:
@@ -287,7 +294,7 @@ class QueueConsole(
         # A banner in place of the counts until a refresh works again (the next snapshot replaces it): the
         # tables below still show the last data read, and a toast alone would be gone in seconds.
         first_line = (message.error.splitlines() or [""])[0]
-        self.query_one(StatsBar).update(Text(f"⚠ disconnected: {first_line} · retrying", style="bold red"))
+        self.query_one(StatsBar).show_banner(Text(f"⚠ disconnected: {first_line} · retrying", style="bold red"))
         self._reload_if_asked()
 
     def _reload_if_asked(self) -> None:

@@ -92,7 +92,7 @@ def outcome_text(outcome, what: str, running: int) -> str:
 
 class BulkActions:
     """Needs from the app: ``repo``, ``view``, ``current_table``, ``selection``, ``set_selection``,
-    ``request_refresh``, ``_on_main_screen``."""
+    ``request_refresh``, ``_on_main_screen``, ``tables_hint``."""
 
     bulk_batch_size: int = BULK_BATCH
     _bulk_stop: threading.Event | None = None
@@ -126,7 +126,7 @@ class BulkActions:
             # Said before the dry run: the operator is on the wrong table, not racing a worker.
             self.notify(
                 f"{VERBS[action]} works on {' or '.join(takes)} jobs; job {job_id} is {table.status} "
-                "(tab moves between tables).",
+                f"({self.tables_hint()}).",
                 severity="warning",
             )
             return None, None

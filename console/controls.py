@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from functools import partial
 
-from textual.actions import SkipAction
 from textual.binding import Binding
 
 from queue_core.errors import QueueError
@@ -78,8 +77,10 @@ class QueueControls:
 
     def show_worker_jobs(self) -> None:
         worker_id = self.query_one(WorkersTable).selected_worker_id
-        if worker_id is None:
-            raise SkipAction()
+        if worker_id is None:  # enter did nothing at all: say why, as enter on an empty jobs table does
+            note = "No worker selected: none has registered yet (a worker registers when it starts)."
+            self.notify(note, severity="warning")
+            return
         self.run_worker(partial(self._read_worker_jobs, worker_id), group="read", thread=True)
 
     def _read_worker_jobs(self, worker_id: str) -> None:

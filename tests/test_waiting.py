@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from queue_core.store.reads import page_columns
+
 
 def serve(repo, queues="*", worker_id="w1"):
     repo.register_worker(worker_id, host="h", pid=1, queues=queues, concurrency=1, stale_after=30)
@@ -58,6 +60,19 @@ def test_jobs_ahead_by_priority_are_counted(repo):
     assert [(r.kind, r.message) for r in reasons] == [
         ("ahead", "3 due jobs are ahead of it by priority in queue default")
     ]
+
+
+def test_the_jobs_ahead_stop_at_a_cap_when_one_is_given(repo):
+    """The console asks again on every refresh: behind a backlog it counts up to its cap, as its tables do."""
+    serve(repo)
+    low, _ = repo.create("t", priority="low")
+    for _ in range(4):
+        repo.create("t", priority="high")
+    message = "2+ due jobs are ahead of it by priority in queue default"
+    assert repo.why_waiting(low.id, ahead_cap=2)[0].message == message
+    assert repo.why_waiting(low.id, ahead_cap=4)[0].message.startswith("4 due jobs are ahead")
+    light = repo.Job.select(*page_columns(repo.Job)).where(repo.Job.id == low.id).first()  # no payload read
+    assert repo.why_job_waits(light, ahead_cap=2) == repo.why_waiting(low.id, ahead_cap=2)
 
 
 def test_no_live_worker_for_its_queue(repo, clock):

@@ -42,6 +42,7 @@ from ..detail_text import (
     waiting_text,
 )
 from ..messages import DetailFailed, DetailLoaded, DetailRefreshed, DetailStale, PageRendered, WaitingExplained
+from ..snapshot import COUNT_CAP
 from .dialog import Dialog
 
 
@@ -112,20 +113,21 @@ class JobDetailScreen(Dialog):
         else:
             self.post_message(DetailLoaded(detail, page))
             if job is not None and job.status == "pending":
-                self.explain_waiting()
+                self.explain_waiting(job)
 
-    def explain_waiting(self) -> None:
-        """On the loading thread: why this pending job is not running yet (repo.why_waiting), in words."""
+    def explain_waiting(self, job) -> None:
+        """On the loading thread: why this pending job is not running yet (repo.why_job_waits), in words; the
+        jobs ahead counted up to COUNT_CAP, as the tables count, since this is asked again on every refresh."""
         stale_after = getattr(self.app, "stale_after", None)
         try:
             with self.repo.db.connection_context():
-                reasons = self.repo.why_waiting(self.job_id, stale_after=stale_after)
+                reasons = self.repo.why_job_waits(job, stale_after=stale_after, ahead_cap=COUNT_CAP)
         except Exception as exc:  # the detail itself is shown: say what could not be read, in its place
             reasons = [WaitReason("error", f"cannot tell: {type(exc).__name__}: {exc}")]
         self.post_message(WaitingExplained(reasons))
 
     def on_waiting_explained(self, message: WaitingExplained) -> None:
-        if self.gone:
+        if self.gone or self.status != "pending":  # a late answer: a later read found it running or done
             return
         waiting = self.query_one("#detail-waiting", Static)
         waiting.update(waiting_text(message.reasons))
@@ -156,10 +158,10 @@ class JobDetailScreen(Dialog):
         if self.detail is None or self.gone or self._reading:
             return
         self._reading = True
-        self._reread(self.attempts.number if self.attempts else 1, self.status)
+        self._reread(self.attempts.number if self.attempts else 1)
 
     @work(thread=True, exit_on_error=False, group="detail-refresh")
-    def _reread(self, number: int, was: str | None) -> None:
+    def _reread(self, number: int) -> None:
         try:
             job, attempts = self._read_again(number)
             shown = None if job is None else (job.status, title_text(job), fields_text(job), attempts)
@@ -171,10 +173,10 @@ class JobDetailScreen(Dialog):
             self.post_message(DetailRefreshed(None, None, None, None))
             return
         self.post_message(DetailRefreshed(*shown))
-        if job.status == "pending" and was != "pending":
-            # Only when it becomes pending (retried, backed off): why_waiting counts every job ahead, too
-            # much to repeat each second behind a large backlog.
-            self.explain_waiting()
+        if job.status == "pending":
+            # Every refresh, as the rest of the detail: the queue paused or resumed, a worker started or lost,
+            # the jobs ahead claimed meanwhile change why it waits (the count of those stops at COUNT_CAP).
+            self.explain_waiting(job)
 
     def _read_again(self, number: int) -> tuple:
         """On the thread: the job without its payload, and attempt page ``number``; (None, None) once gone."""

@@ -22,9 +22,10 @@ from queue_core.store.overview import held_by
 
 from ..detail_text import stale_text
 from ..formatting import since
+from .detail import JobDetailScreen
 from .dialog import Dialog
 
-HINT = "[dim]escape[/] close"
+HINT = "[dim]enter[/] the job's detail   [dim]escape[/] close"
 
 
 def read_held(repo, worker_id: str) -> tuple[list, object]:
@@ -101,6 +102,11 @@ class WorkerJobsScreen(Dialog):
             table.move_cursor(row=table.get_row_index(keep))
         self.query_one("#held-title", Static).update(self.title_text())
         hint.update(Content.from_markup(HINT))
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        """Enter (or a click) on a job opens its detail, as enter does on every jobs table: it did nothing."""
+        event.stop()  # the app's handler would take it for enter on the workers view
+        self.app.push_screen(JobDetailScreen(self.repo, int(event.row_key.value)))
 
     def action_close(self) -> None:
         self.answer(None)

@@ -33,15 +33,25 @@ class WaitReason:
 class WaitingReasons:
     """``why_waiting`` (see ``JobRepository``)."""
 
-    def why_waiting(self, job_id: int, *, stale_after: timedelta | None = None) -> list[WaitReason]:
+    def why_waiting(
+        self, job_id: int, *, stale_after: timedelta | None = None, ahead_cap: int | None = None
+    ) -> list[WaitReason]:
         """Why job ``job_id`` is not running yet; ``[not_waiting]`` if it is not pending.
 
         A worker counts as live while the registry says so (seen within its own ``stale_after``), or, with
-        ``stale_after`` given, while seen within that.
+        ``stale_after`` given, while seen within that. With ``ahead_cap``, the jobs ahead are counted up to
+        that many ("10,000+ due jobs are ahead"), so asking again each second costs the same behind any backlog.
         """
         job = self.find_by_id(job_id)
         if job is None:
             return [WaitReason("not_waiting", f"there is no job {job_id}")]
+        return self.why_job_waits(job, stale_after=stale_after, ahead_cap=ahead_cap)
+
+    def why_job_waits(
+        self, job, *, stale_after: timedelta | None = None, ahead_cap: int | None = None
+    ) -> list[WaitReason]:
+        """``why_waiting`` for a job already read: its row without the payload will do (a view that reads the
+        job again each refresh does not read a large payload again to say why it waits)."""
         if job.status != PENDING:
             worker = f" on worker {job.worker_id}" if job.status == RUNNING and job.worker_id else ""
             return [WaitReason("not_waiting", f"it is {job.status}{worker}, not waiting")]
@@ -57,10 +67,11 @@ class WaitingReasons:
             when = f"{job.run_at:%H:%M:%S}" if job.run_at.date() == now.date() else f"{job.run_at:%Y-%m-%d %H:%M:%S}"
             reasons.append(WaitReason("scheduled", f"scheduled for {when} UTC ({why})"))
         else:
-            ahead = self._jobs_ahead(job, now)
+            ahead = self._jobs_ahead(job, now, ahead_cap)
             if ahead:
                 noun = "due job is" if ahead == 1 else "due jobs are"
-                reasons.append(WaitReason("ahead", f"{ahead:,} {noun} ahead of it by priority in queue {job.queue}"))
+                count = f"{ahead_cap:,}+" if ahead_cap is not None and ahead > ahead_cap else f"{ahead:,}"
+                reasons.append(WaitReason("ahead", f"{count} {noun} ahead of it by priority in queue {job.queue}"))
         serving = self._serving(job.queue, now, stale_after)
         if not serving:
             reasons.append(WaitReason("no_worker", f"no live worker serves queue {job.queue}"))
@@ -70,9 +81,10 @@ class WaitingReasons:
             reasons.append(WaitReason("no_worker", why))
         return reasons or [WaitReason("next", "it will be claimed next")]
 
-    def _jobs_ahead(self, job, now) -> int:
+    def _jobs_ahead(self, job, now, cap: int | None = None) -> int:
         """Due pending jobs of its queue that a claim takes before this one (a worker serving its queue
-        takes those first; one serving other queues too may also take theirs)."""
+        takes those first; one serving other queues too may also take theirs); with ``cap``, at most
+        ``cap + 1`` (the count stops there)."""
         Job = self.Job
         before = (
             (Job.priority > job.priority)
@@ -80,7 +92,8 @@ class WaitingReasons:
             | ((Job.priority == job.priority) & (Job.run_at == job.run_at) & (Job.id < job.id))
         )
         due = (Job.status == PENDING) & (Job.queue == job.queue) & (Job.run_at <= Job.run_at.to_value(now))
-        return Job.select(pw.SQL("1")).where(due & before).count()
+        query = Job.select(pw.SQL("1")).where(due & before)
+        return (query if cap is None else query.limit(cap + 1)).count()
 
     def _serving(self, queue: str, now, stale_after: timedelta | None) -> dict[str, frozenset[str] | None]:
         """The live workers in the registry that claim from ``queue``: id -> the types they have handlers

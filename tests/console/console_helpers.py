@@ -61,3 +61,15 @@ async def asked_then(pilot, key: str, answer: str) -> str:
     question = pilot.app.screen.question
     await pilot.press(answer)
     return question
+
+
+def screen_lines(app) -> list[str]:
+    """What the terminal shows now, line by line, as plain text (the screenshot's text, no styles)."""
+    import io
+
+    from rich.console import Console
+
+    width, height = app.size
+    console = Console(width=width, height=height, file=io.StringIO(), record=True, legacy_windows=False)
+    console.print(app.screen._compositor.render_update(full=True, screen_stack=app._background_screens))
+    return console.export_text().splitlines()

@@ -15,7 +15,9 @@ from console_helpers import settle
 
 import console.app
 import console.screens.detail
+from console.messages import WaitingExplained
 from console.screens.detail import JobDetailScreen
+from queue_core.store.waiting import WaitReason
 
 pytestmark = pytest.mark.asyncio
 
@@ -244,3 +246,36 @@ async def test_a_console_that_never_read_anything_shows_the_time_and_says_so(mak
         scene_clock.advance(3)
         await refresh(pilot)
         assert app.sub_title == "demo.db · 12:00:03 UTC · ⚠ disconnected, nothing read yet"
+
+
+def waiting(screen: JobDetailScreen) -> str | None:
+    """The "Why is this job waiting?" section; None while it is hidden."""
+    section = screen.query_one("#detail-waiting")
+    return str(section.render()) if section.display else None
+
+
+async def test_why_a_pending_job_waits_is_told_again_on_each_refresh(pilot, scene):
+    """Review finding: the explanation was read once, when the detail opened (or the job became pending), so
+    a queue paused meanwhile left it saying "it will be claimed next" under a job that would never be."""
+    job_id = pilot.app.query_one("#pending").selected_job_id  # due, on the default queue, nothing paused
+    screen = await open_detail(pilot, job_id)
+    before = waiting(screen)
+    assert before is not None and "is paused" not in before
+    queue = scene.find_by_id(job_id).queue
+
+    scene.pause_queue(queue)
+    await refresh(pilot)
+    assert f"queue {queue} is paused" in waiting(screen)
+    scene.resume_queue(queue)
+    await refresh(pilot)
+    assert waiting(screen) == before
+
+
+async def test_a_late_explanation_does_not_show_under_a_job_no_longer_pending(pilot, scene):
+    """Each refresh now explains again: an answer from a read older than the one on screen (the job has been
+    claimed since) must not bring the section back under a running job."""
+    job = running_sleep(scene)
+    screen = await open_detail(pilot, job.id)
+    screen.post_message(WaitingExplained([WaitReason("next", "it will be claimed next")]))
+    await settle(pilot)
+    assert waiting(screen) is None

@@ -8,8 +8,10 @@ import peewee as pw
 import pytest
 from console_helpers import asked_then, settle
 
+from console.app import QueueConsole
 from console.screens import worker_jobs
 from console.screens.confirm import ConfirmScreen
+from console.screens.detail import JobDetailScreen
 from console.screens.worker_jobs import WorkerJobsScreen
 from console.widgets.activity.view import ActivityView
 from console.widgets.jobs.paged import PagedJobTable
@@ -17,6 +19,7 @@ from console.widgets.queues.table import QueuesTable
 from console.widgets.schedules.view import SchedulesView
 from console.widgets.workers.table import WorkersTable
 from queue_core.store.pages import page
+from queue_core.store.repository import JobRepository
 from queue_core.worker.scheduler import Schedule
 
 pytestmark = pytest.mark.asyncio
@@ -356,3 +359,67 @@ async def test_a_hostile_query_is_a_value_never_sql(make_app, scene):
         await settle(pilot)
         assert app.is_running and app.job_query is not None
         assert sum(app.snapshot.counts.values()) == 0 and scene.counts() == before
+
+
+async def test_enter_on_the_workers_view_with_no_worker_says_why_nothing_opens(db):
+    """Review finding: enter on an empty workers view did nothing and said nothing (on an empty jobs table it
+    says "No job selected.")."""
+    app = QueueConsole(JobRepository(db), refresh_interval=None, db_label="empty.db")
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        assert len(app.screen_stack) == 1
+        assert [n.message for n in app._notifications] == [
+            "No worker selected: none has registered yet (a worker registers when it starts)."
+        ]
+
+
+@pytest.mark.parametrize("view", ["2", "3", "4", "5", "6"])
+async def test_fail_off_the_jobs_views_names_no_job_that_is_not_on_screen(make_app, view):
+    """Review finding: f on the queues, workers, schedules, activity or causes view said "job 53 is pending",
+    a job of the pending table hidden under that view."""
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press(view)
+        await settle(pilot)
+        await pilot.press("f")
+        await settle(pilot)
+        assert len(app.screen_stack) == 1
+        (message,) = [n.message for n in app._notifications]
+        assert message == "No job to fail: select one in the Running table (press 1 for the live tables)."
+
+
+async def test_a_key_on_the_wrong_kind_of_job_on_a_paged_view_points_to_1_not_tab(make_app):
+    """Tab does not move between tables on the completed view (it has one): the hint said it did."""
+    app = make_app()
+    async with app.run_test(size=(120, 40), notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("d")
+        await settle(pilot)
+        for key in ("c", "f"):
+            await pilot.press(key)
+            await settle(pilot)
+        messages = [n.message for n in app._notifications]
+        assert len(messages) == 2 and all(m.endswith("(press 1 for the live tables).") for m in messages), messages
+
+
+async def test_enter_on_a_job_a_worker_holds_opens_its_detail(make_app, scene):
+    """Review finding: enter on a job in a worker's jobs did nothing and said nothing."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("3")
+        await settle(pilot)
+        await pilot.press("enter")
+        await settle(pilot)
+        held = app.screen
+        assert isinstance(held, WorkerJobsScreen) and held.rows
+        await pilot.press("enter")
+        await settle(pilot)
+        assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == held.rows[0].id
+        await pilot.press("escape")
+        assert app.screen is held  # back to the worker's jobs

@@ -10,6 +10,7 @@ from .table import JobTable
 
 TABLES = (("pending", "Pending"), ("running", "Running"), ("failed", "Failed"))
 MIN_TABLE_HEIGHT = 5  # border, header and two rows
+BORDER_AND_HEADER = 3
 
 
 class TableStack(Vertical):
@@ -50,6 +51,10 @@ class TableStack(Vertical):
 def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:
     """Heights for the tables, water-filling: those needing less than an even share get what they need, the
     others share the rest evenly."""
+    if space < minimum * len(wanted):
+        # Too short for every table's border, header and two rows (24 rows, the command panel open): each
+        # an even share, at least its border and header (the count is in its title), never one cut off below.
+        minimum = max(BORDER_AND_HEADER, space // len(wanted))
     heights = [0] * len(wanted)
     order = sorted(range(len(wanted)), key=lambda i: (wanted[i], -i))  # ties: the first table is "longest"
     left = space

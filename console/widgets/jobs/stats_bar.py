@@ -1,4 +1,7 @@
-"""The line under the header: counts per status, stale claims and throughput (and a searched query's progress)."""
+"""The line under the header: counts per status, stale claims and throughput (and a searched query's progress).
+
+Too narrow for one line (80 columns), the throughput goes on a second line rather than off the edge.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ from rich.markup import escape
 from textual.widgets import Static
 
 from ...snapshot import Snapshot
+from ..view_bar import flow
 
 STATUS_STYLES = {
     "pending": "cyan",
@@ -17,11 +21,26 @@ STATUS_STYLES = {
 
 
 class StatsBar(Static):
+    parts: list[str] | None = None  # the counts and the rates, as last shown
+
     def show(self, snapshot: Snapshot) -> None:
-        self.update(self.markup(snapshot))
+        self.parts = self.markup_parts(snapshot)
+        self.lay_out()
+
+    def on_resize(self) -> None:
+        self.lay_out()
+
+    def lay_out(self) -> None:
+        if self.parts is not None:
+            self.update(flow(self.parts, self.content_size.width, " │ "))
+
+    def show_banner(self, text) -> None:
+        """A banner in the counts' place (disconnected) until the next ``show``; a resize keeps it."""
+        self.parts = None
+        self.update(text)
 
     @staticmethod
-    def markup(snapshot: Snapshot) -> str:
+    def markup_parts(snapshot: Snapshot) -> list[str]:
         counts = [f"[{style}]{name}[/] [b]{snapshot.count_text(name)}[/]" for name, style in STATUS_STYLES.items()]
         if snapshot.stale_count:
             counts[1] += f" [bold red]⚠ {snapshot.stale_count:,} stale[/]"
@@ -31,4 +50,4 @@ class StatsBar(Static):
         )
         if snapshot.query_note:  # the counts are of the matches a search has found so far: say so in their place
             rates = f"[bold]query[/] {escape(snapshot.query_note)}"
-        return " · ".join(counts) + " │ " + rates
+        return [" · ".join(counts), rates]

@@ -1,0 +1,86 @@
+"""An 80x24 terminal: every view's key, every footer key, the throughput and a whole admin-CLI line stay on
+screen, and the job tables still show jobs.
+
+Review finding: at 80 columns the view bar ended at "4" (Schedules, Activity and Causes cut off), the footer
+at "D Delet" (Reap, Worker, Query, Help and Quit cut off), the counts line lost "failed/min", the command
+panel showed half of a command, and with the command panel open the failed table was pushed off the screen.
+"""
+
+from __future__ import annotations
+
+import pytest
+import pytest_asyncio
+from console_helpers import screen_lines, settle, wait_for
+from textual.widgets._footer import FooterKey
+
+from console.views import VIEW_BINDINGS
+from console.widgets.command_panel import CommandPanel
+from console.widgets.jobs.stack import MIN_TABLE_HEIGHT, TableStack, share_height
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.backends("sqlite")]  # layout: the same on either backend
+VIEW_KEYS = [binding.key for binding in VIEW_BINDINGS]
+
+
+@pytest_asyncio.fixture
+async def pilot_80(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        yield pilot
+
+
+def on_screen(app) -> str:
+    return "\n".join(screen_lines(app))
+
+
+@pytest.mark.parametrize("size", [(80, 24), (100, 30)])
+async def test_every_view_and_every_footer_key_is_on_screen_on_every_view(make_app, size):
+    app = make_app()
+    async with app.run_test(size=size) as pilot:
+        await settle(pilot)
+        for key in VIEW_KEYS:
+            await pilot.press(key)
+            await settle(pilot)
+            await pilot.pause()
+            text = on_screen(app)
+            for binding in VIEW_BINDINGS:
+                assert f"{binding.key} {binding.description}" in text, (key, binding.description)
+            keys = [key for key in app.query(FooterKey) if key.description]
+            assert len(keys) >= 13  # the job keys (and on 5 the queue keys), the palette's
+            for footer_key in keys:
+                assert f"{footer_key.key_display} {footer_key.description}" in text, (key, footer_key.description)
+            assert "done/min" in text and "failed/min" in text, key
+
+
+async def test_the_whole_command_shows_and_no_table_is_pushed_off_the_screen(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("n", *"send-invoice", "tab", *'{"invoice": 78}', "enter")
+        panel = app.query_one(CommandPanel)
+        await wait_for(pilot, lambda: panel.display and panel.lines, "the command line")
+        await settle(pilot)
+        await pilot.pause()
+        command = panel.lines[-1]
+        assert len(command) > 78  # too long for one line: it wraps
+        lines = screen_lines(app)
+        top, height = panel.region.y, panel.region.height
+        shown = " ".join(line.strip("│ ") for line in lines[top + 1 : top + height])
+        assert " ".join(shown.split()) == "$ " + command
+        stack = app.query_one(TableStack)
+        for table in stack.tables:  # each at least its border and header, none cut off below the stack
+            assert table.region.height >= 3 and table.region.bottom <= stack.region.bottom, table.id
+            assert table.region.bottom <= panel.region.y
+
+
+async def test_tables_too_short_for_their_minimum_share_the_height_there_is():
+    heights = share_height(10, [11, 4, 4], minimum=MIN_TABLE_HEIGHT)
+    assert sum(heights) == 10 and min(heights) >= 3  # was [5, 5, 5]: the last table drawn below the stack
+
+
+async def test_a_wrapped_help_line_goes_on_under_its_own_text(pilot_80):
+    await pilot_80.press("question_mark")
+    await pilot_80.pause()
+    lines = screen_lines(pilot_80.app)
+    (row,) = [i for i, line in enumerate(lines) if "pending jobs due later" in line]
+    assert lines[row + 1].index("back-offs") == lines[row].index("pending jobs due later")
