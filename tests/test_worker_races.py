@@ -1,0 +1,53 @@
+"""Orderings of a worker's threads that once broke a guarantee, each forced with events and monkeypatching.
+
+Each test holds one thread at the point where the race happened and lets another step run meanwhile; none
+waits on the clock but for ``WAIT``, a guard against hangs.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from worker_support import WAIT
+
+from queue_core.worker.slots import Slots
+
+
+def hold_before_execute(monkeypatch) -> tuple[threading.Event, threading.Event]:
+    """Slots hold each job they took between its claim and its start until ``gate`` is set; ``arrived``
+    says one is held (a slot thread not yet scheduled after the claim that fed it)."""
+    gate, arrived = threading.Event(), threading.Event()
+    execute = Slots.execute
+
+    def held(self, session, entry):
+        arrived.set()
+        assert gate.wait(WAIT)
+        return execute(self, session, entry)
+
+    monkeypatch.setattr(Slots, "execute", held)
+    return gate, arrived
+
+
+def test_a_job_a_stop_released_before_its_slot_started_it_never_runs(
+    live_repo, handlers, events, make_worker, monkeypatch
+):
+    # A slot took a job (its own claim's, or one a claim mailed it) but had not started it when a stop with no
+    # time left (a second SIGTERM) released it back to pending: another worker may claim it now. The slot
+    # used to run the handler all the same, a second run of a job that had never failed.
+    ran = []
+    handlers.register("job", lambda payload: ran.append(payload))
+    job, _ = live_repo.create("job", {"n": 1})
+    gate, arrived = hold_before_execute(monkeypatch)
+    worker = make_worker()
+    worker.start()
+    assert arrived.wait(WAIT)
+    threads = list(worker._session.threads)
+    worker.stop(timeout=0)
+    assert live_repo.find_by_id(job.id).status == "pending"
+    assert [e.job_id for e in events.of("released")] == [job.id]
+    gate.set()
+    for thread in threads:
+        thread.join(WAIT)
+        assert not thread.is_alive()
+    assert ran == []
+    assert events.of("claimed") == []
