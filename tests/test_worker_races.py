@@ -6,10 +6,12 @@ waits on the clock but for ``WAIT``, a guard against hangs.
 
 from __future__ import annotations
 
+import signal
 import threading
 
 from worker_support import WAIT
 
+from queue_core.worker.cli import install_signal_handlers
 from queue_core.worker.slots import Slots
 
 
@@ -51,3 +53,19 @@ def test_a_job_a_stop_released_before_its_slot_started_it_never_runs(
         assert not thread.is_alive()
     assert ran == []
     assert events.of("claimed") == []
+
+
+def test_a_sigterm_that_comes_before_the_worker_started_stops_it_once_it_has(make_worker):
+    # The command installs its signal handlers, then starts the worker (gc.freeze, the session, the threads).
+    # A SIGTERM in between (a service manager stopping a unit just started) found no session to stop: it was
+    # logged as "stopping" and then ignored, and the worker ran on until a SIGKILL.
+    worker = make_worker()
+    previous = install_signal_handlers(worker)
+    try:
+        signal.raise_signal(signal.SIGTERM)  # its handler runs now, on this thread, before the start
+        returned = threading.Event()
+        threading.Thread(target=lambda: (worker.run(), returned.set()), daemon=True).start()
+        assert returned.wait(WAIT), "the SIGTERM received before the start was lost"
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
