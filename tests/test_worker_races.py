@@ -11,6 +11,7 @@ import threading
 
 from worker_support import WAIT
 
+from queue_core.store.repository import JobRepository
 from queue_core.worker.cli import install_signal_handlers
 from queue_core.worker.slots import Slots
 
@@ -69,3 +70,48 @@ def test_a_sigterm_that_comes_before_the_worker_started_stops_it_once_it_has(mak
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+class HeldHeartbeat(JobRepository):
+    """A repository whose first heartbeat of a job waits, between the worker's look at its jobs and the
+    statement, until ``go`` is set; ``beating`` says it waits, ``beat_done`` that the beat after it is over."""
+
+    def __init__(self, db):
+        super().__init__(db)
+        self.beating, self.go, self.beat_done = threading.Event(), threading.Event(), threading.Event()
+
+    def heartbeat(self, job_ids, *, worker_id):
+        job_ids = list(job_ids)
+        if job_ids and not self.beating.is_set():
+            self.beating.set()
+            assert self.go.wait(WAIT)
+        return super().heartbeat(job_ids, worker_id=worker_id)
+
+    def worker_seen(self, worker_id, **counts):
+        if self.beating.is_set():
+            self.beat_done.set()  # the beat that waited has looked at its answer
+        return super().worker_seen(worker_id, **counts)
+
+
+def test_a_job_a_stop_releases_during_a_heartbeat_is_released_not_lost(db, handlers, events, make_worker):
+    # The heartbeat read the running jobs, then the stop released one (back to pending) before the beat's
+    # statement: the beat found it not held and reported it "lost" (and metrics counted it twice, released
+    # and lost) though this worker had given it back itself.
+    repo = HeldHeartbeat(db)
+    finish = threading.Event()
+    handlers.register("job", lambda payload: finish.wait(WAIT))
+    job, _ = repo.create("job", {})
+    worker = make_worker(repo, stale_after=0.3)
+
+    def released(event):  # the stop, as its release is written and said (the job not yet forgotten)
+        repo.go.set()
+        assert repo.beat_done.wait(WAIT)
+
+    worker.subscribe(released, ["released"])
+    worker.start()
+    assert repo.beating.wait(WAIT)
+    worker.stop(timeout=0)
+    finish.set()
+    assert repo.find_by_id(job.id).status == "pending"
+    assert [e.job_id for e in events.of("released")] == [job.id]
+    assert events.of("lost") == []
