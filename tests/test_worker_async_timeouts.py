@@ -360,3 +360,30 @@ def test_a_coroutine_handed_to_a_loop_just_found_blocked_runs_on_the_new_loop_no
         release.set()
         first.join(WAIT)
         runner.close()
+
+
+@pytest.mark.parametrize("exit_with", [SystemExit(3), KeyboardInterrupt()], ids=["sys.exit", "KeyboardInterrupt"])
+def test_an_async_handler_that_exits_fails_its_attempt_and_the_loop_runs_the_next_ones(
+    queue, live_repo, make_worker, exit_with
+):
+    # SystemExit and KeyboardInterrupt raised in a task escape asyncio's event loop: the loop thread died with
+    # a traceback, the attempt's slot waited for ever for an answer the dead loop never sent, and every later
+    # coroutine was handed to that dead loop.
+    @queue.task("quits", max_retries=0)
+    async def quits():
+        await asyncio.sleep(0)
+        raise exit_with
+
+    @queue.task("fine")
+    async def fine():
+        await asyncio.sleep(0)
+        return "ok"
+
+    quitting, after = quits.enqueue(), fine.enqueue()
+    worker = make_worker()  # on the registry of the tasks above
+    ended = threading.Event()
+    threading.Thread(target=lambda: (worker.run(burst=True), ended.set()), daemon=True).start()
+    assert ended.wait(WAIT), "the burst never ended"
+    failed = live_repo.find_by_id(quitting.id)
+    assert (failed.status, failed.error) == ("failed", runner_module.attempt_error(exit_with))
+    assert (live_repo.find_by_id(after.id).status, live_repo.find_by_id(after.id).result) == ("completed", "ok")

@@ -412,3 +412,45 @@ def test_a_second_signal_while_the_first_is_being_sent_is_sent_after_it_once(mon
         pool._on_signal(signal.SIGTERM, None)
         assert pool.signals == 2
         assert words(readers) == [b"sn", b"sn"]
+
+
+def stop_when_logged(monkeypatch, pool: WorkerPool, level: str, text: str) -> None:
+    """Have ``pool`` receive a SIGTERM right after it logs a line containing ``text`` at ``level``."""
+    real = getattr(pool_module.logger, level)
+
+    def log(message, *args):
+        real(message, *args)
+        if text in message and not pool.stopping:
+            pool._on_signal(signal.SIGTERM, None)
+
+    monkeypatch.setattr(pool_module.logger, level, log)
+
+
+def until_told_to_stop(member) -> int:
+    os.read(member.control, 1)
+    return EXIT_OK
+
+
+def test_a_process_that_died_as_the_pool_was_told_to_stop_has_its_jobs_taken_back(monkeypatch):
+    # Its replacement was due when the stop came, so none was forked, and nothing took back the jobs it held:
+    # they stayed running, and its row in the registry too, until --stale-after.
+    monkeypatch.setattr(pool_module, "FIRST_RESTART_DELAY", 3600.0)
+    taken = []
+    serve = lambda member: EXIT_CRASH if member.index == 0 else until_told_to_stop(member)  # noqa: E731
+    pool = WorkerPool(2, serve, burst=False, shutdown_timeout=1, on_unreplaced=lambda *dead: taken.append(dead))
+    stop_when_logged(monkeypatch, pool, "warning", "starting another")
+    assert pool.run() == EXIT_OK
+    assert [index for index, _pid in taken] == [0]
+
+
+def test_a_process_that_crashes_while_the_pool_stops_has_its_jobs_taken_back(monkeypatch):
+    taken = []
+
+    def serve(member):
+        until_told_to_stop(member)
+        return EXIT_CRASH if member.index == 0 else EXIT_OK  # 0 died in its stop (killed, or a crash)
+
+    pool = WorkerPool(2, serve, burst=False, shutdown_timeout=1, on_unreplaced=lambda *dead: taken.append(dead))
+    stop_when_logged(monkeypatch, pool, "info", "started %d worker processes")
+    assert pool.run() == EXIT_CRASH
+    assert [index for index, _pid in taken] == [0]

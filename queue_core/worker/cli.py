@@ -186,11 +186,17 @@ def install_signal_handlers(worker: Worker) -> dict:
                 name,
                 worker.shutdown_timeout,
             )
-            worker.request_stop()
         else:
             logger.warning("%s received again: releasing running jobs now", name)
-            worker.request_stop(0)
+        stop_as_received()
 
+    def stop_as_received() -> None:
+        if received:
+            worker.request_stop(None if len(received) == 1 else 0)
+
+    # A signal before the worker has started finds nothing to stop (request_stop needs a run under way): it
+    # takes effect once the run exists, as a pool's process does with its parent's word (pool.Member.obey).
+    worker.subscribe(lambda _event: stop_as_received(), ["started"])
     return {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
 
 

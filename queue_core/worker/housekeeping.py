@@ -109,8 +109,9 @@ class Housekeeping:
             return set()
         for entry in entries:
             with session.lock:
-                # Finished since the snapshot: a completed job is not held any more, and not lost either.
-                if entry.job.id in held or entry.acking or session.running.get(entry.key) is not entry:
+                # Finished or released since the snapshot: not held any more, and not lost either.
+                done = entry.acking or entry.released or session.running.get(entry.key) is not entry
+                if entry.job.id in held or done:
                     continue
                 entry.lost = True
                 # Another worker may be running it now: the handler is told to stop as for a cancel (a

@@ -50,10 +50,11 @@ def take_back(queue: JobRepository, args, index: int, dead: int) -> None:
 
 
 def take_back_unreplaced(args, index: int, dead: int) -> None:
-    """``--burst``: the pool's parent does a replacement's first act (``take_back``) for a process that died,
-    since none replaces it; else its jobs stayed running, and it showed running in ``workers``, until
-    ``--stale-after``. The parent holds no connection (one would cross the next fork): it opens one for this,
-    after the last fork of a burst. Over ``--api`` the jobs are left to the reaper, as a replacement leaves them."""
+    """``--burst``, or a pool that is stopping: the pool's parent does a replacement's first act
+    (``take_back``) for a process that died, since none replaces it; else its jobs stayed running, and it
+    showed running in ``workers``, until ``--stale-after``. The parent holds no connection (one would cross
+    the next fork): it opens one for this, after the last fork (a burst forks no replacement, nor does a
+    stopping pool). Over ``--api`` the jobs are left to the reaper, as a replacement leaves them."""
     if args.api:
         return
     try:

@@ -5,7 +5,8 @@ processes. Started one by one, each pays the interpreter's start-up and the impo
 psycopg); forked from one that has paid them, each begins with its modules and handlers loaded and only opens
 its own connections. The parent is a supervisor: it holds no connection and runs no job, and a process that
 dies while the pool is not stopping is replaced (after 1 s, doubling up to 30 s while replacements keep dying
-young), unless the pool runs ``--burst``: then the parent takes back the jobs it held (``on_unreplaced``).
+young), unless the pool runs ``--burst`` or is stopping: then the parent takes back the jobs it held
+(``on_unreplaced``).
 
 Stopping: the processes' own SIGINT and SIGTERM do nothing, so that a terminal's Ctrl-C or a service manager's
 SIGTERM, which reach the whole process group, count once, not twice (a second signal releases running
@@ -105,7 +106,8 @@ class WorkerPool:
     else 1. ``exit_hooks``: a process runs the ``atexit`` functions before it exits, as a worker of its own
     would (only where the pool owns the program: a caller's hooks are not the processes' to run).
     ``on_unreplaced(index, pid)``: called in the parent for a process that died and is not replaced (a
-    burst), to do what a replacement does first: take back the jobs it held."""
+    burst, or a pool that is stopping: no fork follows), to do what a replacement does first: take back the
+    jobs it held."""
 
     def __init__(
         self,
@@ -145,6 +147,8 @@ class WorkerPool:
         due: dict[int, tuple[float, int]] = {}  # index -> (when its replacement is forked, the dead one's pid)
         while self.children or (due and not self.stopping):
             if self.stopping:
+                for index, (_at, dead) in due.items():
+                    self._take_back(index, dead)  # died just before the stop: no replacement will take them back
                 due.clear()
             for index, (at, dead) in list(due.items()):
                 if at <= time.monotonic():
@@ -165,6 +169,8 @@ class WorkerPool:
             what = f"worker process {child.index + 1} (pid {pid}) {describe_exit(status)}"
             if code == EXIT_OK or self.stopping:
                 self.code = max(self.code, code if code in (EXIT_OK, EXIT_USAGE) else EXIT_CRASH)
+                if code not in (EXIT_OK, EXIT_USAGE):
+                    self._take_back(child.index, pid)  # died in a stop: a stopping pool replaces none
             elif code == EXIT_USAGE and child.replaces is None:
                 # Its settings (a metrics port in use...): a replacement would fail alike.
                 logger.error("%s: stopping the others", what)

@@ -59,6 +59,11 @@ class AttemptCancelled(Exception):
         super().__init__("cancelled by an operator while running (the coroutine was cancelled)")
 
 
+class HandlerExited(Exception):
+    """An ``async def`` handler raised ``SystemExit`` or ``KeyboardInterrupt``: the attempt fails with its error
+    (``attempt_error``'s, as for a plain handler), carried as an Exception that its event loop survives."""
+
+
 def is_async_handler(fn) -> bool:
     """``async def`` functions, partials of them, and instances with an ``async def __call__``."""
     if inspect.iscoroutinefunction(fn):
@@ -295,15 +300,20 @@ async def _attempt(fn: Handler, job, timeout: float | None, start: _Start) -> ob
     if not start.begin():
         return None  # its slot ran it on another loop
     _current_job.set(job)
-    if timeout is None:
-        return await fn(job.payload)
     try:
-        async with asyncio.timeout(timeout) as scope:
+        if timeout is None:
             return await fn(job.payload)
-    except TimeoutError:
-        if scope.expired():
-            raise AttemptTimedOut(timeout) from None
-        raise  # the handler's own TimeoutError (an HTTP call of its own, say): its message, not ours
+        try:
+            async with asyncio.timeout(timeout) as scope:
+                return await fn(job.payload)
+        except TimeoutError:
+            if scope.expired():
+                raise AttemptTimedOut(timeout) from None
+            raise  # the handler's own TimeoutError (an HTTP call of its own, say): its message, not ours
+    except (KeyboardInterrupt, SystemExit) as exc:
+        # Raised out of a task, these stop the event loop itself (asyncio re-raises them from run_forever):
+        # its thread would die, and with it every coroutine on it, their slots waiting for ever.
+        raise HandlerExited(attempt_error(exc)) from exc
 
 
 def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:

@@ -175,6 +175,11 @@ class Slots:
         (None if it did not run)."""
         worker = self.worker
         job = entry.job
+        with worker._lock:
+            if entry.released:
+                # A stop gave it back before this slot started it (mailed, or its own claim, not yet taken up):
+                # it is pending again, maybe claimed elsewhere, so its handler must not run here too.
+                return None
         worker._events.emit("claimed", job)  # returns at once when nobody wants it
         fn = worker.registry.get(job.type)
         if fn is None:
