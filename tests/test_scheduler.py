@@ -175,6 +175,23 @@ def test_missed_ticks_are_enqueued_once_not_once_each(repo, clock):
     assert len(jobs_of(repo, "minutely")) == 2
 
 
+def test_a_tick_whose_job_was_pruned_is_not_enqueued_again_by_a_scheduler_starting_later(repo, clock):
+    """The key alone forgot a tick once prune deleted its job: a worker starting later enqueued it again."""
+    schedule = Schedule("nightly", "0 3 * * *", "nightly")
+    [job] = Scheduler(repo, [schedule]).tick(at(15 * 3600 + 30))  # 03:00:30 on 2 January
+    assert job.idempotency_key == "periodic:nightly:2026-01-02T03:00:00Z"
+    held = repo.claim("w", types=["nightly"])
+    repo.complete(held.id, worker_id="w", attempt=held.attempt)
+    clock.advance(7200)
+    assert repo.prune(timedelta(seconds=3600)) == 1 and repo.find_by_id(job.id) is None
+    assert Scheduler(repo, [schedule]).tick(at(16 * 3600)) == []  # a worker started since: still the same tick
+    assert jobs_of(repo, "nightly") == []
+    [tomorrow] = Scheduler(repo, [schedule]).tick(at(16 * 3600 + 24 * 3600))
+    assert tomorrow.idempotency_key == "periodic:nightly:2026-01-03T03:00:00Z"
+    # A schedule's tick record is its own: another schedule's first tick is enqueued.
+    assert len(Scheduler(repo, [Schedule("hourly", "0 * * * *", "hourly")]).tick(at(16 * 3600))) == 1
+
+
 def test_two_schedulers_ticking_together_create_one_job_per_tick(db_url, clock):
     # Each scheduler has its own connection, as on two hosts; both tick every simulated second at once.
     seconds = 40
@@ -219,11 +236,11 @@ class FailingOnce:
         self.repo = repo
         self.fail_next = True
 
-    def create(self, *args, **kwargs):
+    def create_tick(self, *args, **kwargs):
         if self.fail_next:
             self.fail_next = False
             raise pw.OperationalError("server closed the connection unexpectedly")
-        return self.repo.create(*args, **kwargs)
+        return self.repo.create_tick(*args, **kwargs)
 
 
 def test_a_tick_whose_create_failed_is_owed_and_tried_again(repo, caplog):

@@ -7,6 +7,7 @@ in store.statements, the read model in store.reads, the rules themselves in queu
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta
@@ -57,6 +58,12 @@ _KEEP = object()  # _requeue_changes: leave the latest error as it is
 PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum keeps up in between
 # Acknowledgements per statement in complete_many: 3 bound values each, far below every parameter limit.
 ACK_CHUNK = 500
+TICK_RECORD_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # fixed width, UTC: text order is time order
+
+
+def tick_record_key(schedule: str) -> str:
+    """``queue_meta``'s key for a schedule's newest enqueued tick (a digest: the key column holds 64 characters)."""
+    return "tick:" + hashlib.sha256(schedule.encode()).hexdigest()[:40]
 
 
 class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons, WorkerRegistry, JobReads):
@@ -78,6 +85,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         self.JobError = models.JobError
         self.QueueRecord = models.QueueRecord
         self.WorkerRecord = models.WorkerRecord
+        self.SchemaMeta = models.SchemaMeta
         # The one place that asks which database this is; every method after reads as the rules.
         if is_postgres(db):
             self.statements = PostgresStatements(db, self.Job, ServerTime(db) if clock is None else HostTime(clock))
@@ -133,6 +141,27 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
                 raise
             return same_job_or_conflict(existing, fields), False
         return job, True
+
+    def create_tick(
+        self, schedule: str, tick: datetime, type: str, payload: dict | None = None, *, idempotency_key: str, **options
+    ) -> tuple[Job, bool] | None:
+        """``create`` a periodic schedule's job for ``tick``, unless that tick or a later one of ``schedule`` was
+        enqueued before: None then. The idempotency key alone forgot a tick once prune deleted its job, and a
+        scheduler starting after that enqueued the same tick again; so each schedule's newest tick is also
+        recorded (in ``queue_meta``, in the create's transaction), and kept when its job is pruned."""
+        record = tick_record_key(schedule)
+        stamp = tick.strftime(TICK_RECORD_FORMAT)
+        meta = self.SchemaMeta
+        with self.db.atomic():
+            known = meta.get_or_none(meta.key == record)
+            if known is not None and known.value >= stamp and self.find_by_idempotency_key(idempotency_key) is None:
+                return None  # while its job is there, create says whether this definition is the one enqueued
+            made = self.create(type, payload, idempotency_key=idempotency_key, **options)
+            newer = pw.EXCLUDED.value > meta.value
+            meta.insert(key=record, value=stamp).on_conflict(
+                conflict_target=[meta.key], update={meta.value: pw.EXCLUDED.value}, where=newer
+            ).execute()
+        return made
 
     def create_many(self, specs: Iterable[Mapping]) -> list[Job]:
         """Enqueue many jobs in one transaction, all or nothing; the jobs come back in the order given.

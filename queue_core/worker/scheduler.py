@@ -197,13 +197,18 @@ class Scheduler:
         """Create the tick's job; None if another scheduler did (the UNIQUE key decided)."""
         key = schedule.key(tick)
         try:
-            job, created = self.repo.create(schedule.type, schedule.payload, idempotency_key=key, **schedule.options)
+            made = self.repo.create_tick(
+                schedule.name, tick, schedule.type, schedule.payload, idempotency_key=key, **schedule.options
+            )
         except IdempotencyConflict as exc:
             # A scheduler running another version of this schedule (another type or payload, e.g. during a
             # rolling deploy) enqueued this tick first: the tick is enqueued, and only once.
             message = "schedule %s: tick %s was enqueued as job %s by another definition"
             logger.warning(message, schedule.name, tick, exc.existing.id)
             return None
+        if made is None:
+            return None  # enqueued before, its job since pruned
+        job, created = made
         return job if created else None
 
     def next_due(self, now: datetime | None = None) -> datetime | None:
