@@ -251,6 +251,8 @@ def test_a_tick_whose_create_failed_is_owed_and_tried_again(repo, caplog):
     with caplog.at_level(logging.ERROR):
         assert scheduler.tick(at(10)) == []
     assert "schedule report: could not enqueue the tick" in caplog.text
+    assert "(OperationalError: server closed the connection unexpectedly)" in caplog.text
+    assert "Traceback" not in caplog.text  # an operator's log line, not a traceback
     assert scheduler.next_due(at(10)) == at(10)  # owed now
     assert scheduler._wait_after(at(10)) == RETRY_AFTER
     [job] = scheduler.tick(at(15))

@@ -28,6 +28,7 @@ from ..errors import IdempotencyConflict, ValidationError
 from ..job_options import validate_job_options
 from ..store.models import Job
 from ..validation import MAX_TEXT_CHARS, encode_payload, validate_aware, validate_type
+from .events import exception_message
 from .protocol import close_thread_connection
 
 if TYPE_CHECKING:
@@ -185,8 +186,12 @@ class Scheduler:
                 continue
             try:
                 job = self._enqueue(schedule, tick)
-            except Exception:
-                logger.exception("schedule %s: could not enqueue the tick of %s; will try again", schedule.name, tick)
+            except Exception as exc:  # the database away, say: one line for the operator, the traceback at debug
+                why = f"{type(exc).__name__}: {exception_message(exc)}"
+                logger.error(
+                    "schedule %s: could not enqueue the tick of %s (%s); will try again", schedule.name, tick, why
+                )
+                logger.debug("the tick's create raised", exc_info=True)
                 continue
             self._enqueued[schedule.name] = tick
             if job is not None:
