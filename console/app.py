@@ -363,6 +363,9 @@ class QueueConsole(
         if self.view == "workers":
             self.show_worker_jobs()
             return
+        if self.view == "queues":
+            self.show_queue_jobs()
+            return
         if self.view not in ("tables", "scheduled", "completed", "cancelled"):
             raise SkipAction()  # the view's own table has the key
         job_id = self.current_table.selected_job_id

@@ -14,11 +14,13 @@ from textual.binding import Binding
 
 from queue_core.errors import QueueError
 from queue_core.store.database import DATABASE_ERRORS
+from queue_core.store.query import parse_query
 
 from .commands import command_line
 from .messages import QueuePauseChanged, WorkerJobsLoaded, WriteFailed
 from .screens.confirm import ConfirmScreen
 from .screens.worker_jobs import WorkerJobsScreen, read_held
+from .snapshot import LIVE
 from .widgets.queues.table import QueuesTable
 from .widgets.workers.table import WorkersTable
 
@@ -52,6 +54,16 @@ class QueueControls:
         question = f"{verb.capitalize()} queue {state.name!r}? {what}"
         screen = ConfirmScreen(f"{verb.capitalize()} queue", question, id="confirm-pause")
         self.push_screen(screen, partial(self._toggle_pause, state.name, verb))
+
+    def show_queue_jobs(self) -> None:
+        """enter on the queues view: the Jobs view narrowed to the selected queue, as the query ``queue:NAME``
+        (in the header; escape clears it)."""
+        state = self.query_one(QueuesTable).selected_queue
+        if state is None:
+            self.notify("No queue selected.", severity="warning")
+            return
+        self._set_query(parse_query(f"queue:{query_value(state.name)}"))
+        self.action_show_view(LIVE)
 
     def _toggle_pause(self, name: str, verb: str, yes: bool | None) -> None:
         if not yes:
@@ -94,3 +106,11 @@ class QueueControls:
 
     def on_worker_jobs_loaded(self, message: WorkerJobsLoaded) -> None:
         self.push_screen(WorkerJobsScreen(message.worker_id, message.rows, message.now, self.repo))
+
+
+def query_value(value: str) -> str:
+    """``value`` as the query line reads it back: quoted, with its quotes and backslashes escaped, if it holds
+    a space, a quote or a backslash."""
+    if value and not any(char.isspace() or char in '"\\' for char in value):
+        return value
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'

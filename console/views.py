@@ -50,7 +50,7 @@ VIEW_BINDINGS = [
     view_binding("s", "scheduled", "Scheduled", "pending jobs due later: delays and back-offs"),
     view_binding("d", "completed", "Completed", "completed jobs, newest first, a page at a time"),
     view_binding("k", "cancelled", "Cancelled", "cancelled jobs, newest first, a page at a time"),
-    view_binding("2", "queues", "Queues", "per queue: paused, counts, latency; p pauses"),
+    view_binding("2", "queues", "Queues", "per queue: counts, latency; p pauses, enter lists its jobs"),
     view_binding("3", "workers", "Workers", "every registered worker; enter: the jobs it holds"),
     view_binding("4", "schedules", "Schedules", "periodic jobs: cron, last and next run"),
     view_binding("5", "activity", "Activity", "the last hour per minute: done, failed, enqueued, latency"),

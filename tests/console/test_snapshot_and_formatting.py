@@ -92,3 +92,11 @@ def test_bad_database_url_is_one_line_not_a_traceback(capsys):
 def test_defaults():
     args = build_parser().parse_args([])
     assert (args.stale_after, args.refresh, args.worker, args.demo) == (300.0, 1.0, False, False)
+
+
+@pytest.mark.parametrize("name", ["mail", "two words", 'say "hi"', "back\\slash", '"quoted'])
+def test_a_queue_name_goes_into_the_query_line_and_back_unchanged(name):
+    from console.controls import query_value
+    from queue_core.store.query import Term, parse_query
+
+    assert parse_query(f"queue:{query_value(name)}").terms == (Term("queue", name),)

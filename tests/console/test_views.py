@@ -169,6 +169,22 @@ async def test_queues_view_pauses_and_resumes_the_selected_queue_after_asking(ma
         assert not scene.queue_state("mail").paused
 
 
+async def test_enter_on_a_queue_shows_the_jobs_view_narrowed_to_that_queue(make_app, scene, db_url):
+    app = make_app()
+    repo = JobRepository(app.repo.db)
+    mail = {job.id for job in repo.list(limit=1000) if job.queue == "mail" and job.status == "pending"}
+    assert mail  # the scene has pending mail jobs, and jobs of other queues
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_view(app, pilot, "2")
+        await pilot.press("down", "enter")  # mail
+        await settle(pilot)
+        assert app.view == "tables" and app.query_text == "queue:mail"
+        assert set(shown_ids(app.query_one("#pending"))) == mail
+        await pilot.press("escape")  # clears the query
+        await settle(pilot)
+        assert app.query_text == "" and set(shown_ids(app.query_one("#pending"))) > mail
+
+
 async def test_workers_view_shows_lost_workers_and_enter_lists_the_jobs_held(make_app, scene, db_url):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
