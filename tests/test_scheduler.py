@@ -186,6 +186,8 @@ def test_a_tick_whose_job_was_pruned_is_not_enqueued_again_by_a_scheduler_starti
     assert repo.prune(timedelta(seconds=3600)) == 1 and repo.find_by_id(job.id) is None
     assert Scheduler(repo, [schedule]).tick(at(16 * 3600)) == []  # a worker started since: still the same tick
     assert jobs_of(repo, "nightly") == []
+    [line] = describe_schedules(repo, [schedule], at(16 * 3600))  # the listing still knows when it last ran
+    assert (line.last_run, line.last_job_id) == (datetime(2026, 1, 2, 3, tzinfo=UTC), None)
     [tomorrow] = Scheduler(repo, [schedule]).tick(at(16 * 3600 + 24 * 3600))
     assert tomorrow.idempotency_key == "periodic:nightly:2026-01-03T03:00:00Z"
     # A schedule's tick record is its own: another schedule's first tick is enqueued.

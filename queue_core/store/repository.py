@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import random
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import peewee as pw
 
@@ -162,6 +162,12 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
                 conflict_target=[meta.key], update={meta.value: pw.EXCLUDED.value}, where=newer
             ).execute()
         return made
+
+    def last_tick(self, schedule: str) -> datetime | None:
+        """The newest tick ``create_tick`` enqueued for ``schedule`` (its job may since have been pruned)."""
+        meta = self.SchemaMeta
+        known = meta.get_or_none(meta.key == tick_record_key(schedule))
+        return None if known is None else datetime.strptime(known.value, TICK_RECORD_FORMAT).replace(tzinfo=UTC)
 
     def create_many(self, specs: Iterable[Mapping]) -> list[Job]:
         """Enqueue many jobs in one transaction, all or nothing; the jobs come back in the order given.

@@ -298,7 +298,8 @@ class ScheduleStatus:
 
 
 def describe_schedules(repo, schedules: Iterable[Schedule], now: datetime) -> list[ScheduleStatus]:
-    """Each schedule with its last run (from the database) and its next run (from its cron expression)."""
+    """Each schedule with its last run (from the database) and its next run (from its cron expression); a last
+    run whose job was pruned shows its tick, with no job."""
     now = _utc(now)
     lines = []
     for schedule in schedules:
@@ -308,7 +309,7 @@ def describe_schedules(repo, schedules: Iterable[Schedule], now: datetime) -> li
                 name=schedule.name,
                 cron=schedule.cron,
                 type=schedule.type,
-                last_run=None if job is None else _tick_of(job, schedule.name),
+                last_run=repo.last_tick(schedule.name) if job is None else _tick_of(job, schedule.name),
                 last_job_id=None if job is None else job.id,
                 last_status=None if job is None else job.status,
                 next_run=schedule.next_tick(now),
