@@ -145,6 +145,14 @@ class HttpQueue:
 
     # --- the worker's methods ---------------------------------------------------------------------
 
+    def create_tick(
+        self, schedule: str, tick: datetime, type: str, payload: dict | None = None, *, idempotency_key: str, **options
+    ) -> tuple[RemoteJob, bool]:
+        """A ``--api`` worker's periodic tick: ``create`` with the tick's idempotency key. The API keeps no
+        record of a schedule's newest tick (``JobRepository.create_tick``), so here the key alone decides: a
+        tick whose job was pruned can be enqueued again by a scheduler starting later (README, Periodic jobs)."""
+        return self.create(type, payload, idempotency_key=idempotency_key, **options)
+
     def create(
         self,
         type: str,

@@ -244,3 +244,16 @@ def test_an_address_that_is_not_the_queue_api_is_a_remote_queue_error(status, co
                 queue.create("t")
             with pytest.raises(QueueError):
                 queue.claim("w")
+
+
+def test_a_remote_workers_scheduler_enqueues_its_ticks_through_the_api(queue, repo):
+    """A ``--api`` worker runs the scheduler of its --handlers modules over HTTP, as a local one does."""
+    from datetime import UTC, datetime
+
+    from queue_core.worker.scheduler import Schedule, Scheduler
+
+    scheduler = Scheduler(queue, [Schedule("report", "*/5 * * * *", "report", {"format": "pdf"})])
+    [job] = scheduler.tick(datetime(2026, 1, 1, 12, 7, tzinfo=UTC))
+    stored = repo.find_by_id(job.id)
+    assert (stored.idempotency_key, stored.payload) == ("periodic:report:2026-01-01T12:05:00Z", {"format": "pdf"})
+    assert Scheduler(queue, scheduler.schedules).tick(datetime(2026, 1, 1, 12, 8, tzinfo=UTC)) == []
