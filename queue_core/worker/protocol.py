@@ -76,8 +76,11 @@ class JobQueue(Protocol):
         """Give the held job back to pending without counting a retry (a stopping worker)."""
         ...
 
-    def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> Sequence[int]:
-        """Refresh the claims ``worker_id`` holds among ``job_ids``; the ids it still holds."""
+    def heartbeat(
+        self, job_ids: Iterable[int], *, worker_id: str, attempts: Iterable[int] | None = None
+    ) -> Sequence[int] | Sequence[tuple[int, int]]:
+        """Refresh the claims ``worker_id`` holds among ``job_ids``; the ids it still holds. With ``attempts``
+        (one per id), only claims held at that attempt: the (id, attempt) pairs still held."""
         ...
 
     def cancel_requests(self, job_ids: Iterable[int], *, worker_id: str) -> Sequence[int]:
