@@ -228,6 +228,14 @@ class HttpQueue:
             return sorted(pair for pair in pairs if pair[0] in held)
         return sorted(zip(answer["held"], answer["attempts"], strict=True))
 
+    def held_claims(self, worker_id: str) -> list[tuple[int, int]]:
+        """The (id, attempt) of the running jobs ``worker_id`` holds. A server older than the route answers
+        404: none known (a claim whose reply was lost is then left to the reaper, as it always was)."""
+        response = self._request("GET", f"/workers/{_segment(worker_id)}/held", None, allow=(404,))
+        if response.status_code == 404:
+            return []
+        return [(job_id, attempt) for job_id, attempt in self._json(response)["held"]]
+
     def reap_stale(self, older_than: timedelta) -> int:
         if not isinstance(older_than, timedelta):
             raise ValidationError("older_than", "must be a non-negative timedelta")

@@ -97,6 +97,13 @@ def test_a_heartbeat_with_attempts_to_a_server_without_them_falls_back_to_ids(re
         assert old.heartbeat([5, 6], worker_id="w1", attempts=[2, 1]) == [(5, 2)]
 
 
+def test_held_claims_over_http(queue, repo):
+    job, _ = queue.create("t")
+    queue.claim("w/1")
+    assert queue.held_claims("w/1") == [(job.id, 1)]
+    assert queue.held_claims("w2") == []
+
+
 def test_errors_match_the_repository(queue, repo):
     queue.create("charge", {"order": 1}, idempotency_key="k")
     with pytest.raises(IdempotencyConflict) as info:

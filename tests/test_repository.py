@@ -251,6 +251,22 @@ def test_a_heartbeat_with_attempts_holds_a_job_only_at_the_attempt_held(repo, cl
             repo.heartbeat([job.id], worker_id="w1", attempts=bad)
 
 
+def test_held_claims_are_the_running_jobs_a_worker_holds_with_their_attempts(repo, clock):
+    first, second, third = (repo.create("t")[0] for _ in range(3))
+    assert repo.held_claims("w1") == []
+    repo.claim_many("w1", 2)
+    repo.claim("w2")
+    clock.advance(10)
+    repo.complete(first.id, worker_id="w1", attempt=1)
+    assert repo.held_claims("w1") == [(second.id, 1)]
+    assert repo.held_claims("w2") == [(third.id, 1)]
+    repo.release(second.id, worker_id="w1", attempt=1)
+    repo.claim("w1")
+    assert repo.held_claims("w1") == [(second.id, 2)]
+    with pytest.raises(ValidationError):
+        repo.held_claims("")
+
+
 def test_stale_claim_with_no_retries_left_is_failed_naming_the_worker(repo, clock):
     job, _ = repo.create("t", max_retries=0)
     repo.claim("w-lost")

@@ -331,6 +331,10 @@ class HeartbeatResult(BaseModel):
     )
 
 
+class HeldClaims(BaseModel):
+    held: list[tuple[int, int]] = Field(description="[job id, attempt] of each running job the worker holds, by id")
+
+
 class ReapResult(BaseModel):
     reaped: int
 

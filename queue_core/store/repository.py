@@ -308,6 +308,15 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             return sorted(row.id for row in rows)
         return sorted((row.id, row.attempt) for row in rows)
 
+    def held_claims(self, worker_id: str) -> list[tuple[int, int]]:
+        """The (id, attempt) of every running job ``worker_id`` holds, by id: a worker compares them with the
+        jobs it tracks after a claim whose reply was lost (committed, yet it raised), to release the others."""
+        Job = self.Job
+        query = Job.select(Job.id, Job.attempt).where(
+            (Job.status == RUNNING) & (Job.worker_id == validate_worker_id(worker_id))
+        )
+        return sorted(query.tuples())
+
     def complete(
         self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None, result=None
     ) -> Job | None:

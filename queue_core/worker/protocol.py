@@ -83,6 +83,11 @@ class JobQueue(Protocol):
         (one per id), only claims held at that attempt: the (id, attempt) pairs still held."""
         ...
 
+    def held_claims(self, worker_id: str) -> Sequence[tuple[int, int]]:
+        """The (id, attempt) of every running job ``worker_id`` holds (to find the jobs of a claim whose reply
+        was lost)."""
+        ...
+
     def cancel_requests(self, job_ids: Iterable[int], *, worker_id: str) -> Sequence[int]:
         """Of ``job_ids`` (running, held by ``worker_id``), the ids an operator asked to cancel."""
         ...
