@@ -20,7 +20,7 @@ import httpx
 from .errors import IdempotencyConflict, QueueError, ValidationError
 from .results import encode_result
 from .store.models import priority_label
-from .store.repository import PRUNE_BATCH
+from .store.repository import PRUNE_BATCH, validated_attempts
 from .validation import encode_payload, validate_api_url, validate_aware, validate_token
 from .wire import IDEMPOTENCY_CONFLICT, MAX_CLAIM_BATCH, READ_ONLY
 
@@ -216,11 +216,33 @@ class HttpQueue:
     def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> RemoteJob | None:
         return self._ack(job_id, "release", {"worker_id": worker_id, "attempt": attempt})
 
-    def heartbeat(self, job_ids, *, worker_id: str) -> list[int]:
+    def heartbeat(self, job_ids, *, worker_id: str, attempts=None) -> list[int] | list[tuple[int, int]]:
         job_ids = list(job_ids)
         if not job_ids:
             return []
-        return self._json(self._post("/jobs/heartbeat", {"worker_id": worker_id, "job_ids": job_ids}))["held"]
+        body = {"worker_id": worker_id, "job_ids": job_ids}
+        if attempts is None:
+            return self._json(self._post("/jobs/heartbeat", body))["held"]
+        attempts = validated_attempts(job_ids, attempts)
+        pairs = list(zip(job_ids, attempts, strict=True))
+        response = self._request("POST", "/jobs/heartbeat", {**body, "attempts": attempts}, allow=(422,))
+        answer = None if response.status_code == 422 else self._json(response)
+        if answer is None or answer.get("attempts") is None:
+            errors = _problem(response).get("errors") if answer is None else None
+            if answer is None and not any(isinstance(e, dict) and e.get("field") == "attempts" for e in errors or ()):
+                raise error_from(response)
+            # A server from before attempts: ids only, as it always fenced heartbeats (by worker id alone).
+            held = set((answer or self._json(self._post("/jobs/heartbeat", body)))["held"])
+            return sorted(pair for pair in pairs if pair[0] in held)
+        return sorted(zip(answer["held"], answer["attempts"], strict=True))
+
+    def held_claims(self, worker_id: str) -> list[tuple[int, int]]:
+        """The (id, attempt) of the running jobs ``worker_id`` holds. A server older than the route answers
+        404: none known (a claim whose reply was lost is then left to the reaper, as it always was)."""
+        response = self._request("GET", f"/workers/{_segment(worker_id)}/held", None, allow=(404,))
+        if response.status_code == 404:
+            return []
+        return [(job_id, attempt) for job_id, attempt in self._json(response)["held"]]
 
     def reap_stale(self, older_than: timedelta) -> int:
         if not isinstance(older_than, timedelta):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from datetime import UTC, datetime, timedelta
 
@@ -67,6 +68,40 @@ def test_claim_many_heartbeat_and_reap(queue, repo, clock):
     assert repo.find_by_id(ids[1]).status == "pending"
     assert queue.find_by_id(ids[0]).status == "running"
     assert queue.find_by_id(999) is None
+
+
+def test_a_heartbeat_with_attempts_is_fenced_by_attempt_over_http(queue, repo, clock):
+    job, _ = queue.create("t")
+    queue.claim("w1")
+    clock.advance(10)
+    assert repo.reap_stale(timedelta(seconds=5)) == 1
+    assert queue.claim("w1").attempt == 2  # the same worker claims it again
+    assert queue.heartbeat([job.id, job.id], worker_id="w1", attempts=[1, 2]) == [(job.id, 2)]
+    assert queue.heartbeat([job.id], worker_id="w1", attempts=[1]) == []
+    assert queue.heartbeat([job.id], worker_id="w1") == [job.id]  # the old contract: ids alone
+    with pytest.raises(ValidationError, match="attempts"):
+        queue.heartbeat([job.id], worker_id="w1", attempts=[1, 2])
+
+
+def test_a_heartbeat_with_attempts_to_a_server_without_them_falls_back_to_ids(repo):
+    # A server from before attempts forbids the field (422): the worker's beats go on, fenced by worker id.
+    def old_server(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        if "attempts" in body:
+            errors = [{"field": "attempts", "message": "extra inputs are not permitted"}]
+            return httpx.Response(422, json={"status": 422, "errors": errors})
+        return httpx.Response(200, json={"held": [body["job_ids"][0]]})
+
+    client = httpx.Client(base_url="http://old", transport=httpx.MockTransport(old_server))
+    with HttpQueue("http://old", client=client) as old:
+        assert old.heartbeat([5, 6], worker_id="w1", attempts=[2, 1]) == [(5, 2)]
+
+
+def test_held_claims_over_http(queue, repo):
+    job, _ = queue.create("t")
+    queue.claim("w/1")
+    assert queue.held_claims("w/1") == [(job.id, 1)]
+    assert queue.held_claims("w2") == []
 
 
 def test_errors_match_the_repository(queue, repo):

@@ -226,6 +226,47 @@ def test_heartbeat_keeps_a_long_job_from_being_reaped(repo, clock):
     assert repo.reap_stale(timedelta(seconds=120)) == 1
 
 
+def test_a_heartbeat_with_attempts_holds_a_job_only_at_the_attempt_held(repo, clock):
+    # A job reaped and claimed again by the same worker: by id alone the stale run's heartbeat still held it,
+    # so that run was never told it lost the job.
+    job, _ = repo.create("t")
+    other, _ = repo.create("t")
+    assert repo.claim("w1").id == job.id
+    clock.advance(10)
+    assert repo.reap_stale(timedelta(seconds=5)) == 1
+    clock.advance(1)
+    assert sorted(j.id for j in repo.claim_many("w1", 2)) == [job.id, other.id]
+    assert repo.find_by_id(job.id).attempt == 2
+    clock.advance(1)
+    assert repo.heartbeat([job.id], worker_id="w1", attempts=[1]) == []
+    assert repo.find_by_id(job.id).heartbeat_at is None  # the stale run's beat refreshed nothing
+    ids, attempts = [job.id, job.id, other.id], [1, 2, 1]
+    assert repo.heartbeat(ids, worker_id="w1", attempts=attempts) == [(job.id, 2), (other.id, 1)]
+    assert repo.find_by_id(job.id).heartbeat_at is not None
+    assert repo.heartbeat(ids, worker_id="w2", attempts=attempts) == []
+    assert repo.heartbeat([job.id], worker_id="w1") == [job.id]  # ids alone, as before
+    assert repo.heartbeat([], worker_id="w1", attempts=[]) == []
+    for bad in ([1, 2], [0], ["1"]):
+        with pytest.raises(ValidationError, match="attempts"):
+            repo.heartbeat([job.id], worker_id="w1", attempts=bad)
+
+
+def test_held_claims_are_the_running_jobs_a_worker_holds_with_their_attempts(repo, clock):
+    first, second, third = (repo.create("t")[0] for _ in range(3))
+    assert repo.held_claims("w1") == []
+    repo.claim_many("w1", 2)
+    repo.claim("w2")
+    clock.advance(10)
+    repo.complete(first.id, worker_id="w1", attempt=1)
+    assert repo.held_claims("w1") == [(second.id, 1)]
+    assert repo.held_claims("w2") == [(third.id, 1)]
+    repo.release(second.id, worker_id="w1", attempt=1)
+    repo.claim("w1")
+    assert repo.held_claims("w1") == [(second.id, 2)]
+    with pytest.raises(ValidationError):
+        repo.held_claims("")
+
+
 def test_stale_claim_with_no_retries_left_is_failed_naming_the_worker(repo, clock):
     job, _ = repo.create("t", max_retries=0)
     repo.claim("w-lost")

@@ -478,6 +478,7 @@ def test_openapi_documents_every_endpoint_and_problem_responses(http):
         ("POST", "/workers/{worker_id}/register"),
         ("POST", "/workers/{worker_id}/seen"),
         ("POST", "/workers/{worker_id}/stopped"),
+        ("GET", "/workers/{worker_id}/held"),
         ("GET", "/stats"),
         ("GET", "/healthz"),
         ("GET", "/metrics"),

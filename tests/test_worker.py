@@ -549,9 +549,9 @@ class HeartbeatSpy:
         self.beats = threading.Condition()
         self.sent: list[list[int]] = []  # the job ids of each heartbeat call
 
-    def heartbeat(self, job_ids, *, worker_id):
+    def heartbeat(self, job_ids, *, worker_id, attempts=None):
         job_ids = list(job_ids)
-        held = self.repo.heartbeat(job_ids, worker_id=worker_id)
+        held = self.repo.heartbeat(job_ids, worker_id=worker_id, attempts=attempts)
         with self.beats:
             self.sent.append(job_ids)
             self.beats.notify_all()
@@ -613,6 +613,41 @@ def test_a_stale_runs_clean_up_leaves_the_newer_attempt_heartbeated(live_repo, h
     assert (after.status, after.attempt) == ("completed", 2)
     assert attempts == [1, 2]
     assert "reaped" not in events.kinds()
+
+
+def test_a_run_whose_job_the_same_worker_claimed_again_is_told_it_lost_it(live_repo, handlers, events, make_worker):
+    # The heartbeat named job ids only: attempt 1 of a job reaped and claimed again by this worker (attempt
+    # 2) still counted as held, so its handler was never told to stop while attempt 2 ran beside it.
+    told, second_started, attempts = threading.Event(), threading.Event(), []
+
+    def reclaimed(payload):
+        job = current_job()
+        attempts.append(job.attempt)
+        if job.attempt == 1:
+            deadline = time.monotonic() + WAIT
+            while not job.cancel_requested and time.monotonic() < deadline:
+                time.sleep(0.01)
+            if job.cancel_requested:
+                told.set()
+        else:
+            second_started.set()
+            told.wait(WAIT)
+
+    handlers.register("t", reclaimed)
+    job, _ = live_repo.create("t", max_retries=5)
+    worker = make_worker(concurrency=2, stale_after=1.5)
+    worker.start()
+    events.wait_for("claimed")
+    assert live_repo.reap_stale(timedelta(0)) == 1  # as if slot 0 had hung
+    worker.wakeup()
+    assert second_started.wait(WAIT)
+    assert told.wait(WAIT), "attempt 1's handler was never told its job was taken back"
+    lost = events.wait_for("lost")[0]
+    assert lost.attempt == 1 and "taken back while it ran" in lost.message
+    worker.stop(timeout=WAIT)
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.attempt, after.retry_count) == ("completed", 2, 1)
+    assert attempts == [1, 2]
 
 
 class StrRaises(Exception):

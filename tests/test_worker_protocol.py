@@ -47,6 +47,7 @@ def test_the_protocol_names_what_the_worker_calls():
         "complete_many",
         "fail",
         "heartbeat",
+        "held_claims",
         "mark_cancelled",
         "prune",
         "reap_stale",

@@ -80,12 +80,12 @@ class HeldHeartbeat(JobRepository):
         super().__init__(db)
         self.beating, self.go, self.beat_done = threading.Event(), threading.Event(), threading.Event()
 
-    def heartbeat(self, job_ids, *, worker_id):
+    def heartbeat(self, job_ids, *, worker_id, attempts=None):
         job_ids = list(job_ids)
         if job_ids and not self.beating.is_set():
             self.beating.set()
             assert self.go.wait(WAIT)
-        return super().heartbeat(job_ids, worker_id=worker_id)
+        return super().heartbeat(job_ids, worker_id=worker_id, attempts=attempts)
 
     def worker_seen(self, worker_id, **counts):
         if self.beating.is_set():

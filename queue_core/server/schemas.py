@@ -180,6 +180,11 @@ class FailJob(Ack):
 class Heartbeat(Body):
     worker_id: WorkerId
     job_ids: list[JobId] = Field(max_length=MAX_HEARTBEAT_IDS)
+    attempts: list[Attempt] | None = Field(
+        None,
+        max_length=MAX_HEARTBEAT_IDS,
+        description="one per job id: a job counts as held only at that attempt (the answer then has attempts too)",
+    )
 
 
 class Reap(Body):
@@ -321,6 +326,13 @@ class JobBatch(BaseModel):
 
 class HeartbeatResult(BaseModel):
     held: list[int] = Field(description="the ids this worker still holds; a missing one was lost")
+    attempts: list[int] | None = Field(
+        None, description="with attempts in the request: the attempt each id of held is held at, in the same order"
+    )
+
+
+class HeldClaims(BaseModel):
+    held: list[tuple[int, int]] = Field(description="[job id, attempt] of each running job the worker holds, by id")
 
 
 class ReapResult(BaseModel):

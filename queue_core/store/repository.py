@@ -292,18 +292,36 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         jobs.sort(key=lambda job: (-job.priority, job.run_at, job.id))
         return done, jobs
 
-    def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> list[int]:
-        """Refresh the heartbeat of running jobs this worker holds; returns the ids it still holds."""
+    def heartbeat(
+        self, job_ids: Iterable[int], *, worker_id: str, attempts: Iterable[int] | None = None
+    ) -> list[int] | list[tuple[int, int]]:
+        """Refresh the heartbeat of running jobs this worker holds; returns the ids it still holds.
+
+        With ``attempts`` (one per id, in order) a job counts only if held at that attempt, the fencing
+        token: a run whose job was reaped and claimed again by this same worker learns it lost it. The
+        answer is then the (id, attempt) pairs still held."""
         job_ids = list(job_ids)
+        pairs = None if attempts is None else list(zip(job_ids, validated_attempts(job_ids, attempts), strict=True))
         if not job_ids:
             return []
         Job = self.Job
-        query = (
-            Job.update(heartbeat_at=self.time.sql())
-            .where(Job.id.in_(job_ids) & (Job.status == RUNNING) & (Job.worker_id == worker_id))
-            .returning(Job.id)
+        condition = Job.id.in_(job_ids) & (Job.status == RUNNING) & (Job.worker_id == worker_id)
+        if pairs is not None:
+            condition &= pw.Tuple(Job.id, Job.attempt).in_(pairs)
+        query = Job.update(heartbeat_at=self.time.sql()).where(condition).returning(Job.id, Job.attempt)
+        rows = query.execute()
+        if pairs is None:
+            return sorted(row.id for row in rows)
+        return sorted((row.id, row.attempt) for row in rows)
+
+    def held_claims(self, worker_id: str) -> list[tuple[int, int]]:
+        """The (id, attempt) of every running job ``worker_id`` holds, by id: a worker compares them with the
+        jobs it tracks after a claim whose reply was lost (committed, yet it raised), to release the others."""
+        Job = self.Job
+        query = Job.select(Job.id, Job.attempt).where(
+            (Job.status == RUNNING) & (Job.worker_id == validate_worker_id(worker_id))
         )
-        return sorted(row.id for row in query.execute())
+        return sorted(query.tuples())
 
     def complete(
         self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None, result=None
@@ -538,6 +556,14 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         Job = self.Job
         where = (Job.status == status) & (Job.updated_at < cutoff)
         return Job.select(Job.id).where(where).order_by(Job.updated_at).limit(limit)
+
+
+def validated_attempts(job_ids: list[int], attempts: Iterable[int]) -> list[int]:
+    """A heartbeat's attempts: one positive attempt per job id."""
+    attempts = list(attempts)
+    if len(attempts) != len(job_ids):
+        raise ValidationError("attempts", f"give one attempt per job id ({len(job_ids)} ids, {len(attempts)} attempts)")
+    return [validate_positive_int("attempts", attempt) for attempt in attempts]
 
 
 def _stored_acks(completions: Iterable[tuple[int, int, object]]) -> list[tuple[int, int, str | None]]:

@@ -231,6 +231,7 @@ class AckBatch:
         self._oldest = 0.0  # monotonic time the first of the waiting completions was added
         self._idle = False  # the flusher sleeps until a completion arrives
         self._stopping = False
+        self._sending: list[list[Completion]] = []  # taken by the flusher, not yet reported
 
     def add(self, item: Completion) -> None:
         """Queue a completion. The flusher is not woken for it: the slot that adds one claims next and
@@ -259,10 +260,21 @@ class AckBatch:
         with self._ready:
             return _keys(self._items)
 
+    def unwritten(self) -> list[tuple[int, int]]:
+        """The (id, attempt) of the completions waiting, or being written by ``flush``: jobs still held."""
+        with self._ready:
+            return _keys([*self._items, *(item for items in self._sending for item in items)])
+
     def flush(self) -> None:
-        items = self.take()
-        if items:
-            self.report(items, self.acks.complete_many(items))
+        with self._ready:
+            items, self._items = self._items, []
+            self._sending.append(items)
+        try:
+            if items:
+                self.report(items, self.acks.complete_many(items))
+        finally:
+            with self._ready:
+                self._sending.remove(items)
 
     def run(self) -> None:
         """The flusher thread: until ``stop()``, write what waited ``delay`` seconds or filled a batch.

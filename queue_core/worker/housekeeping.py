@@ -95,15 +95,16 @@ class Housekeeping:
             return
         held = self._refresh(session, entries)
         if held:
-            self._pass_on_cancels(session, [entry for entry in entries if entry.job.id in held])
+            self._pass_on_cancels(session, [entry for entry in entries if entry.key in held])
 
-    def _refresh(self, session: Session, entries: list[Running]) -> set[int]:
-        """Heartbeat the running jobs; mark the claims taken back from us lost; the ids still held."""
+    def _refresh(self, session: Session, entries: list[Running]) -> set[tuple[int, int]]:
+        """Heartbeat the running jobs; mark the claims taken back from us lost; the (id, attempt) still held."""
         try:
-            # Ids only, once each: a stale attempt and the newer one of the same job share the row, and both
-            # count as held while this worker holds the newer one (the stale run's ack is refused anyway).
-            job_ids = sorted({r.job.id for r in entries})
-            held = set(self.queue.heartbeat(job_ids, worker_id=self.worker_id))
+            # Each at its attempt: a job reaped and claimed again by this same worker is held at the newer
+            # attempt only, so the stale run learns it lost the job (and its handler is told to stop).
+            keys = sorted({r.key for r in entries})
+            answer = self.queue.heartbeat([k[0] for k in keys], worker_id=self.worker_id, attempts=[k[1] for k in keys])
+            held = {(job_id, attempt) for job_id, attempt in answer}
         except Exception as exc:
             self._on_error("heartbeat", exc)
             return set()
@@ -111,7 +112,7 @@ class Housekeeping:
             with session.lock:
                 # Finished or released since the snapshot: not held any more, and not lost either.
                 done = entry.acking or entry.released or session.running.get(entry.key) is not entry
-                if entry.job.id in held or done:
+                if entry.key in held or done:
                     continue
                 entry.lost = True
                 # Another worker may be running it now: the handler is told to stop as for a cancel (a

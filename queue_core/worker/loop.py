@@ -257,6 +257,7 @@ class Worker:
         reason = session.release_reason()
         for entry in leftovers:
             self._release(session, entry, reason)
+        self._slots.orphans.recover(session)  # the jobs of a claim whose reply was lost, if no claim is stuck
         # 3. Threads that were writing an outcome finish it within the grace (no write of this run is tried
         #    again after it); those stuck in a released handler are abandoned.
         grace_deadline = time.monotonic() + ACK_GRACE

@@ -76,8 +76,16 @@ class JobQueue(Protocol):
         """Give the held job back to pending without counting a retry (a stopping worker)."""
         ...
 
-    def heartbeat(self, job_ids: Iterable[int], *, worker_id: str) -> Sequence[int]:
-        """Refresh the claims ``worker_id`` holds among ``job_ids``; the ids it still holds."""
+    def heartbeat(
+        self, job_ids: Iterable[int], *, worker_id: str, attempts: Iterable[int] | None = None
+    ) -> Sequence[int] | Sequence[tuple[int, int]]:
+        """Refresh the claims ``worker_id`` holds among ``job_ids``; the ids it still holds. With ``attempts``
+        (one per id), only claims held at that attempt: the (id, attempt) pairs still held."""
+        ...
+
+    def held_claims(self, worker_id: str) -> Sequence[tuple[int, int]]:
+        """The (id, attempt) of every running job ``worker_id`` holds (to find the jobs of a claim whose reply
+        was lost)."""
         ...
 
     def cancel_requests(self, job_ids: Iterable[int], *, worker_id: str) -> Sequence[int]:

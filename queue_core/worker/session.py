@@ -82,6 +82,10 @@ class Session:
         for slot, queues in enumerate(slot_queues):
             self.idle.setdefault(queues, []).append(slot)
         self.mail: dict[int, Running] = {}
+        # A claim raised (its reply lost, maybe after it committed): the jobs it may have taken are looked
+        # for before the next claim (worker.orphans), which waits while ``recovering``.
+        self.orphans = False
+        self.recovering = False
 
     def take_mail(self, slot: int) -> Running | None:
         """The job a claim handed to ``slot``, if it is still there; the next slot it fed is woken."""

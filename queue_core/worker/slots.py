@@ -24,6 +24,7 @@ import logging
 import threading
 import time
 
+from .orphans import Orphans
 from .protocol import ClaimedJob, close_thread_connection
 from .session import Running, Session
 
@@ -40,6 +41,9 @@ class Slots:
 
     def __init__(self, worker):
         self.worker = worker  # the loop.Worker (not imported: it imports this module)
+        self.orphans = Orphans(
+            worker.queue, worker.worker_id, events=worker._events, on_error=worker._error, lock=worker._lock
+        )
 
     def run(self, session: Session, slot: int) -> None:
         """A claim thread: run the jobs this slot claims or is handed until the worker stops."""
@@ -107,13 +111,14 @@ class Slots:
         nothing is left for a burst, the claim worked, another slot is claiming for us)."""
         worker = self.worker
         group = session.slot_queues[slot]
+        self.orphans.recover(session)  # after a claim whose reply was lost, once no claim is under way
         with worker._lock:
             mailed = session.take_mail(slot)
             if mailed is not None:
                 # Fed by a claim that ended after this slot last looked for mail: run that job, claim none.
                 return mailed, False, True, False
             idle = session.idle.setdefault(group, [])
-            waiting = group in session.claiming
+            waiting = group in session.claiming or session.recovering
             if waiting and slot not in idle:
                 idle.append(slot)  # fed, or woken to claim, when that claim returns
             if not waiting:
@@ -135,6 +140,7 @@ class Slots:
         with worker._lock:
             # Fed before the claim is over: a slot that stops waiting now finds its job, not a claim of its own.
             session.mail.update(fed)
+            session.orphans |= not ok  # before the claim is over: no recovery runs before it is tracked
             session.claiming.discard(group)
             session.in_flight -= n - len(jobs)
             latecomers = [other for other in idle if other not in others]  # fell idle while this claim ran

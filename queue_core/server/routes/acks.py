@@ -98,9 +98,17 @@ def mark_cancelled(job_id: JobIdPath, body: HeldAttempt, repo: Repo) -> Response
     )
 
 
-@router.post("/jobs/heartbeat", response_model=HeartbeatResult, summary="Keep running jobs' claims fresh")
+@router.post(
+    "/jobs/heartbeat",
+    response_model=HeartbeatResult,
+    response_model_exclude_none=True,  # without attempts asked, the answer is {held} as it always was
+    summary="Keep running jobs' claims fresh",
+)
 def heartbeat(body: Heartbeat, repo: Repo) -> dict:
-    return {"held": repo.heartbeat(body.job_ids, worker_id=body.worker_id)}
+    if body.attempts is None:
+        return {"held": repo.heartbeat(body.job_ids, worker_id=body.worker_id)}
+    pairs = repo.heartbeat(body.job_ids, worker_id=body.worker_id, attempts=body.attempts)
+    return {"held": [job_id for job_id, _ in pairs], "attempts": [attempt for _, attempt in pairs]}
 
 
 def ack_route(verb: str, transition: Callable, summary: str) -> None:

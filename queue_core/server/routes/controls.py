@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path
 from starlette.responses import Response
 
 from ...validation import MAX_TEXT_CHARS
-from ..schemas import QueueList, QueueOut, RegisterWorker, WorkerList, WorkerSeen
+from ..schemas import HeldClaims, QueueList, QueueOut, RegisterWorker, WorkerList, WorkerSeen
 from .common import NO_ROUTE, Repo
 
 router = APIRouter()
@@ -73,6 +73,11 @@ def register_worker(worker_id: WorkerPath, body: RegisterWorker, repo: Repo) -> 
 def worker_seen(worker_id: WorkerPath, body: WorkerSeen, repo: Repo) -> Response:
     repo.worker_seen(worker_id, running=body.running, completed=body.completed, failed=body.failed)
     return Response(status_code=204)
+
+
+@router.get("/workers/{worker_id:text}/held", response_model=HeldClaims, summary="The running jobs a worker holds")
+def held_claims(worker_id: WorkerPath, repo: Repo) -> dict:
+    return {"held": repo.held_claims(worker_id)}
 
 
 @router.post("/workers/{worker_id:text}/stopped", status_code=204, responses=NO_ROUTE, summary="A worker's clean stop")

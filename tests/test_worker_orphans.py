@@ -1,0 +1,83 @@
+"""A claim whose reply was lost (it committed, then raised): the jobs it took are released, never left to the
+reaper to count a retry for a job that never ran, and a job another claim of the worker took is never released.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import peewee as pw
+import pytest
+from worker_support import WAIT
+
+from queue_core.store.repository import JobRepository
+
+
+class LostReply(JobRepository):
+    """A repository whose claim commits, then raises (the connection dropped before its reply) when it took
+    ``job_id`` (the first claim that takes anything, if None), once."""
+
+    def __init__(self, db, job_id: int | None = None):
+        super().__init__(db)
+        self.job_id = job_id
+        self.lost = threading.Event()  # the claim's reply was lost
+
+    def complete_and_claim_many(self, completions, n, types=None, *, worker_id, queues=None):
+        done, jobs = super().complete_and_claim_many(completions, n, types, worker_id=worker_id, queues=queues)
+        if not self.lost.is_set() and jobs and (self.job_id is None or self.job_id in [job.id for job in jobs]):
+            self.lost.set()
+            raise pw.OperationalError("server closed the connection unexpectedly")
+        return done, jobs
+
+
+@pytest.mark.parametrize("concurrency", [1, 3])
+def test_the_jobs_of_a_claim_whose_reply_was_lost_are_released_and_run_once(
+    db, handlers, events, make_worker, concurrency
+):
+    repo = LostReply(db)
+    ran = []
+    handlers.register("t", lambda payload: ran.append(payload["n"]))
+    jobs = [repo.create("t", {"n": n}, max_retries=0)[0] for n in range(2)]
+    worker = make_worker(repo, concurrency=concurrency)
+    worker.run(burst=True)
+    assert repo.lost.is_set()
+    after = [repo.find_by_id(job.id) for job in jobs]
+    assert [(job.status, job.retry_count) for job in after] == [("completed", 0)] * 2
+    assert sorted(ran) == [0, 1]  # each ran exactly once
+    released = events.of("released")
+    assert released and all("its reply was lost" in event.message for event in released)
+    assert "reaped" not in events.kinds()
+
+
+def test_a_job_another_claim_took_and_runs_is_not_released(db, handlers, events, make_worker):
+    # Slot 0 runs A; slot 1's claim of B commits, then raises. B is found held and untracked, so released;
+    # A, held and tracked, runs on: it is neither released nor told it lost its claim.
+    a_started, a_may_return, ran = threading.Event(), threading.Event(), []
+
+    def handler(payload):
+        ran.append(payload["name"])
+        if payload["name"] == "a":
+            a_started.set()
+            assert a_may_return.wait(WAIT)
+
+    handlers.register("t", handler)
+    repo = LostReply(db)
+    a, _ = repo.create("t", {"name": "a"}, max_retries=0)
+    repo.lost.set()  # A's claim works
+    worker = make_worker(repo, concurrency=2)
+    worker.start()
+    assert a_started.wait(WAIT)
+    b, _ = repo.create("t", {"name": "b"}, max_retries=0)
+    repo.job_id = b.id
+    repo.lost.clear()  # the claim that takes B loses its reply
+    worker.wakeup()
+    events.wait_for("completed")  # B, released and claimed again, ran while A still runs
+    assert repo.lost.is_set()
+    assert repo.find_by_id(a.id).status == "running"
+    a_may_return.set()
+    events.wait_for("completed", 2)
+    worker.stop(timeout=WAIT)
+    assert [(repo.find_by_id(j.id).status, repo.find_by_id(j.id).retry_count) for j in (a, b)] == [("completed", 0)] * 2
+    assert ran == ["a", "b"]
+    assert [event.job_id for event in events.of("released")] == [b.id]
+    assert "lost" not in events.kinds()
