@@ -242,7 +242,8 @@ class HttpQueue:
         response = self._request("GET", f"/workers/{_segment(worker_id)}/held", None, allow=(404,))
         if response.status_code == 404:
             return []
-        return [(job_id, attempt) for job_id, attempt in self._json(response)["held"]]
+        answer = self._json(response)
+        return list(zip(answer["held"], answer["attempts"], strict=True))
 
     def reap_stale(self, older_than: timedelta) -> int:
         if not isinstance(older_than, timedelta):

@@ -332,7 +332,8 @@ class HeartbeatResult(BaseModel):
 
 
 class HeldClaims(BaseModel):
-    held: list[tuple[int, int]] = Field(description="[job id, attempt] of each running job the worker holds, by id")
+    held: list[int] = Field(description="the ids of the running jobs the worker holds, in order")
+    attempts: list[int] = Field(description="the attempt each id of held is held at, in the same order")
 
 
 class ReapResult(BaseModel):

@@ -77,7 +77,8 @@ def worker_seen(worker_id: WorkerPath, body: WorkerSeen, repo: Repo) -> Response
 
 @router.get("/workers/{worker_id:text}/held", response_model=HeldClaims, summary="The running jobs a worker holds")
 def held_claims(worker_id: WorkerPath, repo: Repo) -> dict:
-    return {"held": repo.held_claims(worker_id)}
+    pairs = repo.held_claims(worker_id)  # as the heartbeat's answer: two lists (a pair is no OpenAPI 3.0 schema)
+    return {"held": [job_id for job_id, _ in pairs], "attempts": [attempt for _, attempt in pairs]}
 
 
 @router.post("/workers/{worker_id:text}/stopped", status_code=204, responses=NO_ROUTE, summary="A worker's clean stop")
