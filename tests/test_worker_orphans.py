@@ -81,3 +81,33 @@ def test_a_job_another_claim_took_and_runs_is_not_released(db, handlers, events,
     assert ran == ["a", "b"]
     assert [event.job_id for event in events.of("released")] == [b.id]
     assert "lost" not in events.kinds()
+
+
+class CountingLock:
+    """The worker's lock, counting how often it is taken."""
+
+    def __init__(self, lock):
+        self.lock, self.taken = lock, 0
+
+    def __enter__(self):
+        self.taken += 1
+        return self.lock.__enter__()
+
+    def __exit__(self, *exc):
+        return self.lock.__exit__(*exc)
+
+
+@pytest.mark.parametrize("reply_lost", [False, True])
+def test_looking_for_orphans_takes_the_workers_lock_only_after_a_lost_reply(db, handlers, make_worker, reply_lost):
+    # Every claim (and the stop) looks for orphans: it took the lock each time only to read a flag that is
+    # almost never set, and claim threads queued on it behind one another.
+    handlers.register("t", lambda payload: None)
+    repo = LostReply(db)
+    if not reply_lost:
+        repo.lost.set()
+    jobs = [repo.create("t", {"n": n}, max_retries=0)[0] for n in range(3)]
+    worker = make_worker(repo, concurrency=2)
+    worker._slots.orphans._lock = lock = CountingLock(worker._lock)
+    worker.run(burst=True)
+    assert [repo.find_by_id(job.id).status for job in jobs] == ["completed"] * 3
+    assert (lock.taken > 0) == reply_lost

@@ -34,6 +34,11 @@ class Orphans:
     def recover(self, session: Session) -> None:
         """After a claim raised (``session.orphans``) and while no claim is under way: release the jobs the
         queue says this worker holds that it does not track. Tried again at the next claim if it fails."""
+        if not session.orphans:
+            # Every claim comes here, and almost never with anything to do: the flag is read without the lock
+            # (it is only set under it, and looked at again under it below). A claim whose error sets it while
+            # this reads it is as if it had raised a moment later: the next claim recovers.
+            return
         with self._lock:
             if not session.orphans or session.recovering or session.claiming:
                 return
