@@ -22,11 +22,11 @@ WAIT = 60  # seconds to wait for something that should happen far sooner; only a
 
 
 class WorkerProcess:
-    def __init__(self, args, env, cwd, log_path):
+    def __init__(self, args, env, cwd, log_path, **popen):
         self.log_path = log_path
         with open(log_path, "w") as log:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "queue_core.worker", *args], cwd=cwd, env=env, stdout=log, stderr=log
+                [sys.executable, "-m", "queue_core.worker", *args], cwd=cwd, env=env, stdout=log, stderr=log, **popen
             )
 
     def log(self) -> str:
@@ -51,11 +51,11 @@ def start_worker(worker_env, tmp_path):
     """Start ``python -m queue_core.worker`` with the test handlers and fast polling; killed at teardown."""
     started = []
 
-    def start(*args, worker_id="w1", handlers=("worker_handlers",)):
+    def start(*args, worker_id="w1", handlers=("worker_handlers",), **popen):
         options = ["--worker-id", worker_id, "--poll-interval", "0.02", "--max-poll-interval", "0.1"]
         for module in handlers:
             options += ["--handlers", module]
-        process = WorkerProcess([*options, *args], worker_env, tmp_path, tmp_path / f"{worker_id}.log")
+        process = WorkerProcess([*options, *args], worker_env, tmp_path, tmp_path / f"{worker_id}.log", **popen)
         started.append(process)
         return process
 
@@ -172,6 +172,87 @@ def test_jobs_still_running_at_shutdown_are_released_without_a_retry(live_repo, 
         assert "released by a second stop request" in worker.log() and "(120s)" not in worker.log()
     else:
         assert "still running after the shutdown timeout (0.2s)" in worker.log()
+
+
+def test_sighup_from_a_closed_terminal_stops_gracefully_as_sigterm_does(live_repo, start_worker, tmp_path):
+    # The terminal that started the worker closed (an SSH connection dropped, a tmux session killed): SIGHUP's
+    # default killed the worker at once, its running job held until the reaper took it back after
+    # --stale-after and counted a retry for it.
+    started = tmp_path / "started"
+    job, _ = live_repo.create("marked_sleep", {"seconds": 1.5, "started": str(started)}, priority="high")
+    later, _ = live_repo.create("echo")
+    worker = start_worker()
+    wait_until(started.exists, "the job's handler to start")
+
+    worker.signal(signal.SIGHUP)
+
+    assert worker.wait() == 0, worker.log()
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.retry_count) == ("completed", 0)
+    assert live_repo.find_by_id(later.id).status == "pending"  # no claims after the signal
+    log = worker.log()
+    assert log.index("SIGHUP received: stopping") < log.index(f"completed job={job.id}") < log.index("stopped worker")
+    assert registered(live_repo, "w1").state == "stopped"
+
+
+def test_a_worker_started_under_nohup_ignores_sighup(live_repo, start_worker, tmp_path):
+    # nohup's user asked for the worker to outlive the terminal: its SIGHUP stays ignored.
+    started = tmp_path / "started"
+    job, _ = live_repo.create("marked_sleep", {"seconds": 0.5, "started": str(started)})
+    worker = start_worker(preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_IGN))
+    wait_until(started.exists, "the job's handler to start")
+
+    worker.signal(signal.SIGHUP)
+    worker.signal(signal.SIGTERM)  # had the SIGHUP stopped it, this second signal would release the job
+
+    assert worker.wait() == 0, worker.log()
+    assert live_repo.find_by_id(job.id).status == "completed"
+    assert "SIGHUP" not in worker.log() and "SIGTERM received: stopping" in worker.log()
+
+
+SIGNAL_DURING_CLEAN_UP = """
+import signal, sys
+from queue_core.worker import cli
+
+SIG = signal.{name}
+
+
+class Metrics:  # the worker's metrics server, closed in the clean-up that follows the worker's stop
+    def close(self):
+        print("the clean-up begins", file=sys.stderr, flush=True)
+        signal.raise_signal(SIG)  # a second signal (an impatient operator's), its handler run now, here
+        print("the clean-up goes on", file=sys.stderr, flush=True)
+
+
+def start_metrics(worker, port):
+    worker.subscribe(lambda _event: signal.raise_signal(SIG), ["started"])  # the first signal
+    return Metrics()
+
+
+cli.start_metrics = start_metrics
+cli.run()
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_second_signal_during_the_clean_up_after_the_stop_lets_it_finish(worker_env, tmp_path, sig):
+    # The default handlers were put back as soon as the worker had stopped, before its clean-up: a second
+    # signal then killed the process (SIGTERM: exit 143, the log lines still waiting lost with it) or raised
+    # KeyboardInterrupt out of the clean-up (SIGINT: exit 130, the connections left to the exit).
+    script = tmp_path / "clean_up_signal.py"
+    script.write_text(SIGNAL_DURING_CLEAN_UP.format(name=sig))
+    done = subprocess.run(
+        [sys.executable, str(script), "--worker-id", "w1"],
+        cwd=tmp_path,
+        env=worker_env,
+        capture_output=True,
+        text=True,
+        timeout=WAIT,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.index(f"{sig} received: stopping") < done.stderr.index("stopped worker=w1")
+    assert "the clean-up goes on" in done.stderr and "Traceback" not in done.stderr
+    assert f"{sig} received: the worker has stopped already and runs no job" in done.stderr
 
 
 def holds_a_write(repo) -> bool:

@@ -124,6 +124,30 @@ def test_ctrl_c_to_the_whole_group_stops_the_pool_once_and_lets_jobs_finish(live
     assert {registered(live_repo, f"g-{k}").state for k in (1, 2)} == {"stopped"}
 
 
+def test_a_terminal_hang_up_to_the_whole_group_stops_the_pool_once_and_lets_jobs_finish(
+    live_repo, start_pool, tmp_path
+):
+    # SIGHUP's default killed the parent and every process at once (the terminal closed: an SSH connection
+    # dropped, a tmux session killed), their running jobs held until the reaper took them back.
+    job, started, release = gated_job(live_repo, tmp_path)
+    pool = start_pool("--processes", "2", "--worker-id", "h")
+    wait_until(started.exists, "the job's handler to start")
+    wait_until(lambda: len(members(live_repo, "h-")) == 2, "both processes to register")
+
+    os.killpg(pool.proc.pid, signal.SIGHUP)  # the parent and both processes get it, as from a hang-up
+    # ... or died of it: the assertion below says so at once
+    wait_until(lambda: "SIGHUP received" in pool.log() or pool.proc.poll() is not None, "the parent to take it")
+    release.touch()
+
+    assert pool.wait() == 0, pool.log()
+    log = pool.log()
+    after = live_repo.find_by_id(job.id)
+    assert (after.status, after.retry_count) == ("completed", 0)  # not released: the signal counted once
+    assert log.count("SIGHUP received") == 1 and "released" not in log, log
+    assert log.index("SIGHUP received") < log.index(f"completed job={job.id}") < log.index("stopped 2 worker")
+    assert {registered(live_repo, f"h-{k}").state for k in (1, 2)} == {"stopped"}
+
+
 def test_a_second_signal_to_the_parent_releases_running_jobs(live_repo, start_pool, tmp_path):
     started = tmp_path / "started"
     job, _ = live_repo.create("marked_sleep", {"seconds": 120, "started": str(started)})

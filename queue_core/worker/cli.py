@@ -1,9 +1,10 @@
 """``python -m queue_core.worker`` (script ``queue-worker``): the headless worker, one log line per job event.
 
-SIGTERM or SIGINT stops claiming and lets running jobs finish within ``--shutdown-timeout``; a second
-signal releases them back to pending at once. Bad arguments or an unimportable ``--handlers`` module print
-one line and exit 2 before any job is touched. With ``--api URL`` the same loop runs over the HTTP API
-(``queue_core.server``) through ``HttpQueue``, with no database connection of its own.
+SIGTERM, SIGINT or SIGHUP (the terminal closed) stops claiming and lets running jobs finish within
+``--shutdown-timeout``; a second signal releases them back to pending at once (``signals``). Bad arguments
+or an unimportable ``--handlers`` module print one line and exit 2 before any job is touched. With ``--api
+URL`` the same loop runs over the HTTP API (``queue_core.server``) through ``HttpQueue``, with no database
+connection of its own.
 """
 
 from __future__ import annotations
@@ -46,9 +47,13 @@ from .opening import member_worker_id, open_queue, start_metrics, take_back, tak
 from .pool import Member, WorkerPool
 from .protocol import JobQueue
 from .scheduler import Scheduler
+from .signals import StopOnSignal, stop_signals
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 EXIT_OK, EXIT_CRASH = 0, 1
+# Seconds a stopping worker waits for its wake-up listener's thread (a daemon), which may be stuck reconnecting
+# to a database that is gone: a clean-up that signals no longer cut short must not hang on it.
+LISTENER_STOP_WAIT = 2.0
 
 
 def concurrency(text: str) -> int:
@@ -95,7 +100,7 @@ def api_url(text: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     parser = CLIArgumentParser(
         prog="python -m queue_core.worker",
-        description="Run queued jobs with the registered handlers until stopped (SIGTERM/SIGINT).",
+        description="Run queued jobs with the registered handlers until stopped (SIGTERM/SIGINT/SIGHUP).",
     )
     add = parser.add_argument
     db_help = "database URL (default: $QUEUE_DB_URL, else the --handlers modules' Queue's, else sqlite:///queue.db)"
@@ -174,30 +179,13 @@ def too_many_types(count: int) -> str | None:
 
 
 def install_signal_handlers(worker: Worker) -> dict:
-    """First SIGTERM/SIGINT: graceful stop; the next one: release running jobs now. Returns the old handlers."""
-    received: list[str] = []
-
-    def on_signal(signum, _frame):
-        name = signal.Signals(signum).name
-        received.append(name)
-        if len(received) == 1:
-            logger.info(
-                "%s received: stopping; running jobs get up to %gs to finish (send it again to release them now)",
-                name,
-                worker.shutdown_timeout,
-            )
-        else:
-            logger.warning("%s received again: releasing running jobs now", name)
-        stop_as_received()
-
-    def stop_as_received() -> None:
-        if received:
-            worker.request_stop(None if len(received) == 1 else 0)
-
+    """First SIGTERM/SIGINT/SIGHUP: graceful stop; the next one: release running jobs now (a SIGHUP ignored
+    under ``nohup`` stays ignored). Returns the old handlers."""
+    on_signal = StopOnSignal(worker)
     # A signal before the worker has started finds nothing to stop (request_stop needs a run under way): it
     # takes effect once the run exists, as a pool's process does with its parent's word (pool.Member.obey).
-    worker.subscribe(lambda _event: stop_as_received(), ["started"])
-    return {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    worker.subscribe(lambda _event: on_signal.started(), ["started"])
+    return on_signal.install(stop_signals())
 
 
 def conflicting_arguments(args) -> str | None:
@@ -305,8 +293,15 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
         queue, database, close = open_queue(args)
     except QueueError as exc:
         return fail(str(exc))
+    previous: dict = {}  # the signal handlers before this worker's, put back once its clean-up is over
     try:
         worker = build_worker(args, queue, schedules, member)
+        # From here to the end of the clean-up: a signal before the start stops the worker once it has
+        # started, and one after the stop lets the clean-up finish (the defaults killed the process in it).
+        if member is None:
+            previous = install_signal_handlers(worker)
+        else:
+            member.obey(worker)
         if member is not None and member.replaces is not None and database is not None:
             take_back(queue, args, member.index, member.replaces)
         worker.subscribe(log_event, logged_kinds())
@@ -315,11 +310,6 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
         # connections' commits (PRAGMA data_version every 20 ms) does.
         # No database over the HTTP API: that worker polls the server.
         listener = None if args.burst or database is None else listen_for_jobs(database, worker.wakeup)
-        if member is None:
-            previous = install_signal_handlers(worker)
-        else:
-            previous = {}
-            member.obey(worker)
         if freeze_after_startup:
             # What start-up made (modules, classes, handlers, the connection) lives as long as the process:
             # moved out of the cyclic collector's way, no full collection walks it again, nor does the
@@ -328,10 +318,8 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
         try:
             worker.run(burst=args.burst)
         finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
             if listener is not None:
-                listener.stop()
+                listener.stop(LISTENER_STOP_WAIT)
             if metrics is not None:
                 metrics.close()
     except QueueError as exc:
@@ -341,6 +329,8 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
         return EXIT_CRASH
     finally:
         close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     return EXIT_OK
 
 

@@ -8,11 +8,11 @@ dies while the pool is not stopping is replaced (after 1 s, doubling up to 30 s 
 young), unless the pool runs ``--burst`` or is stopping: then the parent takes back the jobs it held
 (``on_unreplaced``).
 
-Stopping: the processes' own SIGINT and SIGTERM do nothing, so that a terminal's Ctrl-C or a service manager's
-SIGTERM, which reach the whole process group, count once, not twice (a second signal releases running
-jobs). The parent passes each signal it receives to every process over a pipe of its own: the first stops
-them gracefully, the next releases their running jobs now; a process whose parent dies (the pipe closes)
-stops gracefully.
+Stopping: the processes' own SIGINT, SIGTERM and SIGHUP do nothing, so that a terminal's Ctrl-C or hang-up
+or a service manager's SIGTERM, which reach the whole process group, count once, not twice (a second signal
+releases running jobs). The parent passes each signal it receives to every process over a pipe of its own:
+the first stops them gracefully, the next releases their running jobs now; a process whose parent dies (the
+pipe closes) stops gracefully. A SIGHUP ignored when the pool started (``nohup``) stays ignored, by all.
 """
 
 from __future__ import annotations
@@ -30,10 +30,11 @@ from dataclasses import dataclass
 
 from .logs import logger
 from .loop import Worker
+from .signals import STOP_SIGNALS, stop_signals
 
 STOP, STOP_NOW = b"s", b"n"  # what the parent writes to a process's pipe
 WORDS = (STOP, STOP_NOW)  # in the order a process must read them
-SIGNALS = (signal.SIGTERM, signal.SIGINT)
+SIGNALS = STOP_SIGNALS  # blocked while a process is forked
 FIRST_RESTART_DELAY, MAX_RESTART_DELAY = 1.0, 30.0  # seconds before a dead process is replaced
 YOUNG = 30.0  # seconds: a replacement that dies sooner doubles the next delay
 EXIT_OK, EXIT_CRASH, EXIT_USAGE = 0, 1, 2
@@ -85,7 +86,7 @@ def describe_exit(status: int) -> str:
 
 
 def ignore(_signum, _frame) -> None:
-    """A process's SIGINT and SIGTERM: nothing (its parent's word stops it). A handler, not SIG_IGN, which a
+    """A process's SIGINT, SIGTERM and SIGHUP: nothing (its parent's word stops it). A handler, not SIG_IGN, which a
     program a job starts would inherit, and then not stop on its own SIGTERM."""
 
 
@@ -127,19 +128,22 @@ class WorkerPool:
         self.telling = False  # _tell_all is writing them
         self.stopping = False  # told to stop (by a signal, or a process that could not start): no replacements
         self.code = EXIT_OK
+        self.handled: tuple[signal.Signals, ...] = ()  # the signals that stop the pool (stop_signals)
 
     def run(self) -> int:
-        previous = {sig: signal.signal(sig, self._on_signal) for sig in SIGNALS}
+        self.handled = stop_signals()
+        previous = {sig: signal.signal(sig, self._on_signal) for sig in self.handled}
         try:
             for index in range(self.processes):
                 self._fork(index)
             pids = ",".join(str(pid) for pid in self.children)
             logger.info("started %d worker processes: pids %s", len(self.children), pids)
             self._supervise()
+            # Said before the handlers are put back: a signal meanwhile is logged, not a kill that loses the line.
+            logger.info("stopped %d worker processes", self.processes)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
-        logger.info("stopped %d worker processes", self.processes)
         return self.code
 
     def _supervise(self) -> None:
@@ -220,7 +224,7 @@ class WorkerPool:
     def _child(self, member: Member, writer: int) -> None:
         code = EXIT_CRASH
         try:
-            for sig in SIGNALS:
+            for sig in self.handled:
                 signal.signal(sig, ignore)
             signal.pthread_sigmask(signal.SIG_UNBLOCK, SIGNALS)
             # Only the parent may hold a pipe's write end, or a sibling would keep it open past the parent.
