@@ -30,6 +30,7 @@ from .protocol import JobQueue, close_thread_connection
 from .runner import HandlerRunner
 from .scheduler import Scheduler, start_periodic
 from .session import Running, Session, slot_queues
+from .signals import ctrl_c
 from .slots import Slots, next_idle_delay, slot_threads
 
 logger = logging.getLogger(__name__)
@@ -171,14 +172,27 @@ class Worker:
 
     def run(self, *, burst: bool = False) -> None:
         """Start, then block until ``stop()``/``request_stop()`` or, with ``burst``, until nothing is claimable
-        and nothing runs; the worker is stopped (jobs finished or released) when this returns."""
-        session = self._start(burst=burst)
+        and nothing runs; the worker is stopped (jobs finished or released) when this returns.
+
+        On the main thread, while Ctrl-C raises KeyboardInterrupt (Python's default), Ctrl-C is taken as the
+        worker program takes SIGINT: the first stops claiming and lets running jobs finish within
+        ``shutdown_timeout``, the next releases them now, and once the stop is done this raises
+        KeyboardInterrupt. (Raised in the middle of the stop, it left the stop half done.)"""
+        interrupts = ctrl_c(self)
         try:
-            while not session.stopping.is_set():
-                session.wake_main.wait(1.0)
-                session.wake_main.clear()
+            # A Ctrl-C during the start stops the run as soon as it exists, before any slot claims.
+            session = self._start(burst=burst, started=None if interrupts is None else interrupts.started)
+            try:
+                while not session.stopping.is_set():
+                    session.wake_main.wait(1.0)
+                    session.wake_main.clear()
+            finally:
+                self.stop()
         finally:
-            self.stop()
+            if interrupts is not None:
+                interrupts.restore()
+        if interrupts is not None and interrupts.received:
+            raise KeyboardInterrupt
 
     def request_stop(self, timeout: float | None = None) -> None:
         """Begin a stop without waiting for it (safe in a signal handler); ``run()`` returns once it is done.
@@ -216,7 +230,8 @@ class Worker:
 
     # --- lifecycle ---------------------------------------------------------------------------------
 
-    def _start(self, *, burst: bool) -> Session:
+    def _start(self, *, burst: bool, started: Callable[[], None] | None = None) -> Session:
+        """Start a run; ``started()`` is called once it exists (``request_stop`` reaches it), before any claim."""
         with self._lock:
             if self.is_running:
                 raise QueueError(f"worker {self.worker_id} is already running; stop() it first")
@@ -227,6 +242,8 @@ class Worker:
             message=f"started worker={self.worker_id} concurrency={self.concurrency} queues={queues} "
             f"burst={burst} types={','.join(self.registry.names()) or '(none)'}",
         )
+        if started is not None:
+            started()
         # Here, not on the heartbeat thread: the row exists once start() returns, and the first beats are
         # not held up by it (a beat late by a write is a beat that can race an operator's reap).
         self._presence.register()
