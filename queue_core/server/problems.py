@@ -178,12 +178,15 @@ def unreadable_body(cause: BaseException | None) -> str | None:
 
 
 def allowed_methods(request: Request) -> str:
-    """Every method some route serves at this path: Starlette's own Allow names only the first route's."""
+    """Every method some route serves at this path: Starlette's own Allow names only the first route's, and
+    HEAD where GET is."""
     methods = set()
     for route in endpoint_routes(request.app.router.routes):
         match, _ = route.matches({**request.scope, "method": "GET"})
         if match != Match.NONE and getattr(route, "methods", None):
             methods |= route.methods
+    if "GET" in methods:
+        methods.add("HEAD")  # the guard answers HEAD on every GET route
     return ", ".join(sorted(methods))
 
 
