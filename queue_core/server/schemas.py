@@ -8,6 +8,7 @@ schema, using the repository's own constants.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -59,6 +60,20 @@ def _unix_seconds(value):
 
 
 RunAt = Annotated[datetime, BeforeValidator(_unix_seconds)]
+
+# A leading "-" gets through, to be refused by the range ("greater than or equal to 0") rather than its form.
+QUERY_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _ascii_digits(value):
+    """A number in a query string is ASCII digits: pydantic alone reads ``1_000`` as 1000, and ``+1``,
+    `` 1`` and ``1.0`` as 1 (a path's id is digits already: its route matches nothing else)."""
+    if isinstance(value, str) and not QUERY_INTEGER.fullmatch(value):
+        raise PydanticCustomError("ascii_integer", "must be a whole number in ASCII digits 0-9, e.g. 42")
+    return value
+
+
+QueryInt = Annotated[int, BeforeValidator(_ascii_digits)]
 
 # Ids, attempts and counts must fit the database's 64-bit integers; larger ones would not even reach a query.
 INT64_MAX = 2**63 - 1
