@@ -147,11 +147,18 @@ class HttpQueue:
 
     def create_tick(
         self, schedule: str, tick: datetime, type: str, payload: dict | None = None, *, idempotency_key: str, **options
-    ) -> tuple[RemoteJob, bool]:
-        """A ``--api`` worker's periodic tick: ``create`` with the tick's idempotency key. The API keeps no
-        record of a schedule's newest tick (``JobRepository.create_tick``), so here the key alone decides: a
-        tick whose job was pruned can be enqueued again by a scheduler starting later (README, Periodic jobs)."""
-        return self.create(type, payload, idempotency_key=idempotency_key, **options)
+    ) -> tuple[RemoteJob, bool] | None:
+        """A ``--api`` worker's periodic tick, as ``JobRepository.create_tick``: None when this tick or a later one
+        of ``schedule`` was enqueued before and its job since pruned. A server older than the route answers 404:
+        a ``create`` with the tick's key then, which forgets a tick once its job is pruned (README, Periodic jobs)."""
+        body = self._create_body(type, payload, idempotency_key=idempotency_key, **options)
+        body["tick"] = validate_aware("tick", tick).isoformat()
+        response = self._request("POST", f"/schedules/{_segment(schedule)}/ticks", body, allow=(404, 422))
+        if response.status_code == 404:
+            return self.create(type, payload, idempotency_key=idempotency_key, **options)
+        if response.status_code == 204:
+            return None
+        return self._created(response, idempotency_key)
 
     def create(
         self,
@@ -166,6 +173,32 @@ class HttpQueue:
         queue: str | None = None,
         timeout: float | None = None,
     ) -> tuple[RemoteJob, bool]:
+        body = self._create_body(
+            type,
+            payload,
+            priority=priority,
+            max_retries=max_retries,
+            idempotency_key=idempotency_key,
+            run_at=run_at,
+            retry_backoff=retry_backoff,
+            queue=queue,
+            timeout=timeout,
+        )
+        return self._created(self._request("POST", "/jobs", body, allow=(422,)), idempotency_key)
+
+    @staticmethod
+    def _create_body(
+        type: str,
+        payload: dict | None = None,
+        *,
+        priority: int | str = 0,
+        max_retries: int | None = None,
+        idempotency_key: str | None = None,
+        run_at: datetime | None = None,
+        retry_backoff: float | None = None,
+        queue: str | None = None,
+        timeout: float | None = None,
+    ) -> dict:
         # The repository's own checks of what JSON cannot carry, so both answer a ValidationError naming the
         # field (a set or NaN in the payload was a TypeError or ValueError from the JSON encoder here).
         encode_payload(payload)
@@ -180,7 +213,10 @@ class HttpQueue:
             body["retry_backoff"] = retry_backoff
         if timeout is not None:
             body["timeout"] = timeout
-        response = self._request("POST", "/jobs", body, allow=(422,))
+        return body
+
+    def _created(self, response: httpx.Response, idempotency_key: str | None) -> tuple[RemoteJob, bool]:
+        """A create's answer: the job and whether it is new; a reused key's conflict as ``create`` raises it."""
         if response.status_code == 422:
             problem = _problem(response)
             existing = self.find_by_id(problem["job_id"]) if problem.get("type") == IDEMPOTENCY_CONFLICT else None

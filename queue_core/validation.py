@@ -55,6 +55,11 @@ def validate_queue_name(value, field: str = "queue") -> str:
     return _validate_name(field, value, "mail")
 
 
+def validate_schedule(value) -> str:
+    """A periodic schedule's name, as ``create_tick`` records its ticks: the rules of a type name."""
+    return _validate_name("schedule", value, "nightly-report")
+
+
 def validate_new_queue_name(value, field: str = "queue") -> str:
     """The queue of a new job: ``validate_queue_name``, and a name a worker's ``--queues NAME=N,...`` can
     name. A queue called "a,b", "x=2" or " mail" took jobs that no ``--queues`` worker would ever claim

@@ -292,3 +292,50 @@ def test_a_remote_workers_scheduler_enqueues_its_ticks_through_the_api(queue, re
     stored = repo.find_by_id(job.id)
     assert (stored.idempotency_key, stored.payload) == ("periodic:report:2026-01-01T12:05:00Z", {"format": "pdf"})
     assert Scheduler(queue, scheduler.schedules).tick(datetime(2026, 1, 1, 12, 8, tzinfo=UTC)) == []
+
+
+def test_a_remote_schedulers_tick_whose_job_was_pruned_is_not_enqueued_again(queue, repo, clock):
+    """As on the database (test_scheduler.py): the key alone forgot a tick once prune deleted its job, and a
+    ``--api`` worker starting later enqueued the tick that already ran again."""
+    from queue_core.worker.scheduler import Schedule, Scheduler
+
+    schedule = Schedule("nightly", "0 3 * * *", "nightly")
+    [job] = Scheduler(queue, [schedule]).tick(datetime(2026, 1, 2, 3, 0, 30, tzinfo=UTC))
+    held = queue.claim("w", types=["nightly"])
+    queue.complete(held.id, worker_id="w", attempt=held.attempt)
+    clock.advance(7200)
+    assert queue.prune(timedelta(seconds=3600)) == 1 and repo.find_by_id(job.id) is None
+    later = datetime(2026, 1, 2, 16, tzinfo=UTC)
+    assert Scheduler(queue, [schedule]).tick(later) == []  # a worker started since: still the same tick
+    assert repo.list() == []
+    assert repo.last_tick("nightly") == datetime(2026, 1, 2, 3, tzinfo=UTC)  # recorded over the API too
+    [tomorrow] = Scheduler(queue, [schedule]).tick(later + timedelta(days=1))
+    assert tomorrow.idempotency_key == "periodic:nightly:2026-01-03T03:00:00Z"
+    # While the tick's job is there, the same job comes back (not created again), as create answers.
+    assert queue.create_tick(
+        "nightly", datetime(2026, 1, 3, 3, tzinfo=UTC), "nightly", idempotency_key=tomorrow.idempotency_key
+    ) == (tomorrow, False)
+
+
+def test_a_tick_to_a_server_without_the_tick_route_is_a_create_with_the_ticks_key(repo):
+    # A server from before POST /schedules/{name}/ticks answers 404: the tick goes as POST /jobs with its key.
+    app = create_app(repo)
+    seen = []
+
+    def old_server(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.raw_path.decode())
+        if request.url.path.startswith("/schedules/"):
+            return httpx.Response(404, json={"type": "about:blank", "status": 404, "detail": "no route"})
+        return httpx.Response(201, json=app_create(app, json.loads(request.content)))
+
+    client = httpx.Client(base_url="http://old", transport=httpx.MockTransport(old_server))
+    with HttpQueue("http://old", client=client) as old:
+        tick = datetime(2026, 1, 2, 3, tzinfo=UTC)
+        job, created = old.create_tick("night/ly", tick, "nightly", {"a": 1}, idempotency_key="periodic:k", priority=5)
+    assert created and (job.idempotency_key, job.payload, job.priority) == ("periodic:k", {"a": 1}, 5)
+    assert seen == ["/schedules/night%2Fly/ticks", "/jobs"]
+
+
+def app_create(app, body: dict) -> dict:
+    with TestClient(app) as http:
+        return http.post("/jobs", json=body).json()

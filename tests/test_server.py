@@ -479,6 +479,7 @@ def test_openapi_documents_every_endpoint_and_problem_responses(http):
         ("POST", "/workers/{worker_id}/seen"),
         ("POST", "/workers/{worker_id}/stopped"),
         ("GET", "/workers/{worker_id}/held"),
+        ("POST", "/schedules/{name}/ticks"),
         ("GET", "/stats"),
         ("GET", "/healthz"),
         ("GET", "/metrics"),

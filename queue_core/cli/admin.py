@@ -18,6 +18,7 @@ from ..worker.cli import adopt_queue_url, import_handler_modules
 from . import bulk, controls, schedules
 from .args import (
     EXIT_FAILURE,
+    WHOLE_NUMBER,
     CLIArgumentParser,
     bounded_number,
     fail,
@@ -25,21 +26,31 @@ from .args import (
     one_line,
     open_for_command,
     positive_seconds,
+    whole_number,
 )
 
 INT64_MAX = 2**63 - 1  # ids are the database's 64-bit signed integers
+JOB_ID = "a job id: pass its number in ASCII digits 0-9, e.g. 42"
 
 
 def job_id(text: str) -> int:
-    return bounded_number(text, int, 1, INT64_MAX, "a job id (a whole number)", "a job id ")
+    return bounded_number(text, whole_number, 1, INT64_MAX, JOB_ID, "a job id ")
 
 
 def after_id(text: str) -> int:
-    return bounded_number(text, int, 0, INT64_MAX, "a job id (a whole number)", "a job id ")
+    return bounded_number(text, whole_number, 0, INT64_MAX, JOB_ID, "a job id ")
 
 
 def list_limit(text: str) -> int:
-    return bounded_number(text, int, 1, MAX_LIST_LIMIT, "a whole number")
+    return bounded_number(text, whole_number, 1, MAX_LIST_LIMIT, WHOLE_NUMBER)
+
+
+def retry_limit(text: str) -> int:
+    """``--max-retries``: its form here; its range is the repository's (``max_retries: must be ...``)."""
+    try:
+        return whole_number(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {WHOLE_NUMBER}") from None
 
 
 def json_object(text: str) -> dict:
@@ -64,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue.add_argument("type", help="job type, e.g. echo")
     enqueue.add_argument("--payload", type=json_object, default=None, help="JSON object")
     enqueue.add_argument("--priority", default="low", help="low, medium, high, critical or an integer")
-    enqueue.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES)
+    enqueue.add_argument("--max-retries", type=retry_limit, default=DEFAULT_MAX_RETRIES)
     enqueue.add_argument("--idempotency-key", default=None)
     enqueue.add_argument("--delay", type=non_negative_seconds, default=0.0, help="seconds before it may run")
     timeout_help = "seconds an attempt may run before it fails as timed out (default: no limit)"

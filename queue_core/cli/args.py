@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import re
 import signal
 import sys
 from collections.abc import Callable
@@ -60,6 +61,21 @@ def exit_with(main: Callable[[], int]) -> NoReturn:
 def fail(message: str) -> int:
     print(f"error: {one_line(message)}", file=sys.stderr)
     return EXIT_USAGE
+
+
+# An id or count on a command line: ASCII digits, a leading "-" let through so that a negative number is
+# refused by its range ("must be from 1 to ..."), not as no number at all.
+ASCII_INTEGER = re.compile(r"-?[0-9]+")
+WHOLE_NUMBER = "a whole number (ASCII digits 0-9)"
+
+
+def whole_number(text: str) -> int:
+    """``text`` as an int if it is written in ASCII digits, else ValueError. ``int`` alone also takes
+    full-width or other Unicode digits (``１``), ``_`` between digits (``1_000``), a ``+`` and spaces around:
+    forms no id or count is written in, which a typo or a paste from a document would pass unnoticed."""
+    if not ASCII_INTEGER.fullmatch(text):
+        raise ValueError(f"{text!r} is not written in ASCII digits")
+    return int(text)
 
 
 def bounded_number(text: str, parse, low, high, what: str, range_what: str = ""):

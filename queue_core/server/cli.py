@@ -11,12 +11,14 @@ import sys
 
 from ..cli.args import (
     EXIT_USAGE,
+    WHOLE_NUMBER,
     CLIArgumentParser,
     api_token,
     bounded_number,
     fail,
     is_loopback,
     open_for_command,
+    whole_number,
 )
 from ..errors import QueueError
 from ..store.database import default_url
@@ -26,16 +28,16 @@ from .app import DEFAULT_MAX_BODY_BYTES, create_app
 
 def positive_int(text: str) -> int:
     try:
-        value = int(text)
+        value = whole_number(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {WHOLE_NUMBER}") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
     return value
 
 
 def port_number(text: str) -> int:
-    return bounded_number(text, int, 1, 65535, "a port number")
+    return bounded_number(text, whole_number, 1, 65535, "a port number (ASCII digits 0-9)")
 
 
 def build_parser() -> argparse.ArgumentParser:

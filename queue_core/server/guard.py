@@ -1,4 +1,4 @@
-"""``RequestGuard``: the outermost ASGI layer of the API: bearer tokens, body-size limit, last-resort 500.
+"""``RequestGuard``: the outermost ASGI layer of the API: bearer tokens, body-size limit, HEAD, last-resort 500.
 
 Pure ASGI rather than FastAPI dependencies, so it covers every path (unknown ones and ``/docs`` too)
 and refuses an over-long body before anything parses it.
@@ -28,6 +28,9 @@ class RequestGuard:
 
     The body is read here, up to the limit, and replayed to the app, so an over-long body (declared
     or streamed) is refused with 413 before anything parses it.
+
+    ``HEAD`` is answered as ``GET`` without the body, on every path: FastAPI routes a ``GET`` route's
+    ``HEAD`` to nothing (405), and load balancers and uptime checkers probe ``/healthz`` with ``HEAD``.
     """
 
     def __init__(self, app, *, token: str | None, max_body_bytes: int, read_token: str | None = None):
@@ -50,6 +53,8 @@ class RequestGuard:
             refusal = self.refusal(scope)
             if refusal is not None:
                 return await refusal(scope, receive, send)
+            if scope["method"] == "HEAD":
+                scope, tracking_send = {**scope, "method": "GET"}, headers_only(tracking_send)
             body = await self.read_body(scope, receive)
             if body is None:
                 response = problem_response(
@@ -114,6 +119,20 @@ class RequestGuard:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+def headers_only(send):
+    """``send`` without the body: a ``HEAD`` gets the status and headers ``GET`` would (Content-Length
+    included, RFC 9110 9.3.2), and no content."""
+
+    async def send_headers(message):
+        if message["type"] == "http.response.body":
+            if message.get("more_body", False):
+                return
+            message = {"type": "http.response.body", "body": b"", "more_body": False}
+        await send(message)
+
+    return send_headers
 
 
 def replay(body: bytes, receive):

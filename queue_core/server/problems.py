@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import sys
 from http import HTTPStatus
 
@@ -148,7 +149,7 @@ def on_http_error(request: Request, exc: HTTPException) -> Response:
     detail = exc.detail if isinstance(exc.detail, str) else str(exc.detail)
     headers = exc.headers
     if exc.status_code == 404 and detail == "Not Found":
-        detail = f"no route {request.url.path}; see /openapi.json for the API"
+        detail = f"no route {request.url.path}{job_id_hint(request.url.path)}; see /openapi.json for the API"
     elif exc.status_code == 405:
         allowed = allowed_methods(request)
         headers = {**(exc.headers or {}), "Allow": allowed}
@@ -159,6 +160,16 @@ def on_http_error(request: Request, exc: HTTPException) -> Response:
             return problem_response(400, unreadable, type=MALFORMED_JSON)
         detail = f"the body could not be parsed ({detail.lower()}); send a JSON object"
     return problem_response(exc.status_code, detail, headers=headers)
+
+
+# /jobs/ID and /jobs/ID/VERB whose ID is not ASCII digits: no route matches it (the id's route takes only those).
+NOT_A_JOB_ID = re.compile(r"/jobs/(?![0-9]+(?:/|$))[^/]+(?:/[^/]+)?/?")
+
+
+def job_id_hint(path: str) -> str:
+    """For a 404 whose path names a job by something else than digits (``/jobs/１``, ``/jobs/1_000``): what
+    a job id in a path is."""
+    return "; a job's id in a path is ASCII digits 0-9, e.g. /jobs/42" if NOT_A_JOB_ID.fullmatch(path) else ""
 
 
 def unreadable_body(cause: BaseException | None) -> str | None:
@@ -178,12 +189,15 @@ def unreadable_body(cause: BaseException | None) -> str | None:
 
 
 def allowed_methods(request: Request) -> str:
-    """Every method some route serves at this path: Starlette's own Allow names only the first route's."""
+    """Every method some route serves at this path: Starlette's own Allow names only the first route's, and
+    HEAD where GET is."""
     methods = set()
     for route in endpoint_routes(request.app.router.routes):
         match, _ = route.matches({**request.scope, "method": "GET"})
         if match != Match.NONE and getattr(route, "methods", None):
             methods |= route.methods
+    if "GET" in methods:
+        methods.add("HEAD")  # the guard answers HEAD on every GET route
     return ", ".join(sorted(methods))
 
 

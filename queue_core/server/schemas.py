@@ -8,6 +8,7 @@ schema, using the repository's own constants.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -59,6 +60,35 @@ def _unix_seconds(value):
 
 
 RunAt = Annotated[datetime, BeforeValidator(_unix_seconds)]
+
+
+def _iso_time(value):
+    """ISO 8601 text with an offset, read by Python (pydantic alone also reads a number, or text of digits,
+    as Unix time, which the schema's ``date-time`` does not promise)."""
+    try:
+        parsed = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.utcoffset() is None:
+        raise PydanticCustomError("iso_time", "must be ISO 8601 text with an offset, e.g. 2026-01-02T03:00:00Z")
+    return parsed
+
+
+IsoTime = Annotated[datetime, BeforeValidator(_iso_time)]
+
+# A leading "-" gets through, to be refused by the range ("greater than or equal to 0") rather than its form.
+QUERY_INTEGER = re.compile(r"-?[0-9]+")
+
+
+def _ascii_digits(value):
+    """A number in a query string is ASCII digits: pydantic alone reads ``1_000`` as 1000, and ``+1``,
+    `` 1`` and ``1.0`` as 1 (a path's id is digits already: its route matches nothing else)."""
+    if isinstance(value, str) and not QUERY_INTEGER.fullmatch(value):
+        raise PydanticCustomError("ascii_integer", "must be a whole number in ASCII digits 0-9, e.g. 42")
+    return value
+
+
+QueryInt = Annotated[int, BeforeValidator(_ascii_digits)]
 
 # Ids, attempts and counts must fit the database's 64-bit integers; larger ones would not even reach a query.
 INT64_MAX = 2**63 - 1
@@ -135,7 +165,10 @@ class CreateJob(Body):
         json_schema_extra={"maxLength": MAX_TEXT_CHARS},
     )
     run_at: RunAt | None = Field(
-        default=None, description="not claimable before this time (ISO 8601 with offset, or Unix time in seconds)"
+        default=None,
+        description="not claimable before this time (ISO 8601 with offset, or Unix time in seconds)",
+        # The number documented too: a fuzzer sending one was told by the schema to expect a refusal.
+        json_schema_extra={"anyOf": [{"type": "string", "format": "date-time"}, {"type": "number"}, {"type": "null"}]},
     )
     retry_backoff: StrictFloat | None = Field(
         default=None, description="base back-off in seconds between retries; 0 retries at once"
@@ -147,6 +180,16 @@ class CreateJob(Body):
         default=None,
         description="seconds an attempt may run; null: no limit",
         json_schema_extra={"exclusiveMinimum": 0},
+    )
+
+
+class CreateTick(CreateJob):
+    """A periodic schedule's job for one tick: ``CreateJob`` with the tick, and the tick's idempotency key."""
+
+    tick: IsoTime = Field(description="the schedule's tick this job is for (ISO 8601 with an offset)")
+    idempotency_key: StrictStr = Field(
+        description="the tick's key (a scheduler's is periodic:{name}:{tick}); the same key again returns that job",
+        json_schema_extra={"minLength": 1, "maxLength": MAX_TEXT_CHARS},
     )
 
 

@@ -7,6 +7,7 @@ process (or a test) can hold several databases without rebinding a global.
 from __future__ import annotations
 
 import json
+import re
 import weakref
 from datetime import UTC, datetime
 from enum import IntEnum, StrEnum
@@ -44,6 +45,9 @@ def priority_label(value: int) -> str:
     return label.name.lower()
 
 
+PRIORITY_DIGITS = re.compile(r"[+-]?[0-9]+")
+
+
 def parse_priority(value) -> int:
     """Accept a label ("high"), an int, or a string of digits; raise ValidationError otherwise."""
     if isinstance(value, bool):
@@ -57,10 +61,11 @@ def parse_priority(value) -> int:
         if text.upper() in Priority.__members__:
             return Priority[text.upper()].value
         try:
-            number = int(text)
-        except ValueError:
-            pass
-        else:
+            # ASCII digits only: int() also takes "１" (full-width), "1_0": forms no priority is written in.
+            number = int(text) if PRIORITY_DIGITS.fullmatch(text) else None
+        except ValueError:  # more digits than int() converts
+            number = None
+        if number is not None:
             return parse_priority(number)  # its range checked as an int's (ValidationError is a ValueError)
     labels = ", ".join(p.name.lower() for p in Priority)
     raise ValidationError("priority", f"unknown priority {value!r}; use one of {labels} or an integer")

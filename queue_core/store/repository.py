@@ -32,9 +32,11 @@ from ..rules import (
 )
 from ..validation import (
     validate_age,
+    validate_aware,
     validate_error,
     validate_positive_int,
     validate_queue_names,
+    validate_schedule,
     validate_types,
     validate_worker_id,
 )
@@ -148,9 +150,10 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         """``create`` a periodic schedule's job for ``tick``, unless that tick or a later one of ``schedule`` was
         enqueued before: None then. The idempotency key alone forgot a tick once prune deleted its job, and a
         scheduler starting after that enqueued the same tick again; so each schedule's newest tick is also
-        recorded (in ``queue_meta``, in the create's transaction), and kept when its job is pruned."""
-        record = tick_record_key(schedule)
-        stamp = tick.strftime(TICK_RECORD_FORMAT)
+        recorded (in ``queue_meta``, in the create's transaction), and kept when its job is pruned. The HTTP
+        API's ``POST /schedules/{name}/ticks`` is this, for a ``--api`` worker's scheduler."""
+        record = tick_record_key(validate_schedule(schedule))
+        stamp = validate_aware("tick", tick).strftime(TICK_RECORD_FORMAT)  # in UTC, as the format's Z says
         meta = self.SchemaMeta
         with self.db.atomic():
             known = meta.get_or_none(meta.key == record)

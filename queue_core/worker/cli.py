@@ -18,6 +18,7 @@ import sys
 from typing import NoReturn
 
 from ..cli.args import (
+    WHOLE_NUMBER,
     CLIArgumentParser,
     api_token,
     bounded_number,
@@ -25,6 +26,7 @@ from ..cli.args import (
     fail,
     non_negative_seconds,
     positive_seconds,
+    whole_number,
 )
 from ..errors import QueueError
 from ..store.database import DATABASE_ERRORS, without_password
@@ -57,7 +59,7 @@ LISTENER_STOP_WAIT = 2.0
 
 
 def concurrency(text: str) -> int:
-    return bounded_number(text, int, 1, MAX_CONCURRENCY, "a whole number")
+    return bounded_number(text, whole_number, 1, MAX_CONCURRENCY, WHOLE_NUMBER)
 
 
 def queue_slots(text: str) -> dict[str, int]:
@@ -76,11 +78,11 @@ def queue_slots(text: str) -> dict[str, int]:
 
 
 def process_count(text: str) -> int:
-    return bounded_number(text, int, 1, MAX_PROCESSES, "a whole number")
+    return bounded_number(text, whole_number, 1, MAX_PROCESSES, WHOLE_NUMBER)
 
 
 def port_number(text: str) -> int:
-    return bounded_number(text, int, 1, 65535, "a TCP port number")
+    return bounded_number(text, whole_number, 1, 65535, "a TCP port number (ASCII digits 0-9)")
 
 
 def worker_id(text: str) -> str:

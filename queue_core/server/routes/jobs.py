@@ -12,7 +12,7 @@ from starlette.responses import JSONResponse, Response
 from ... import wire
 from ...errors import ValidationError
 from ..problems import problem_doc, problem_response
-from ..schemas import INT64_MAX, LIST_LIMIT_DOC, CreateJob, JobDetail, JobOut, JobPage
+from ..schemas import INT64_MAX, LIST_LIMIT_DOC, CreateJob, JobDetail, JobOut, JobPage, QueryInt
 from .common import NOT_FOUND, JobIdPath, JobsJSONResponse, Repo, job_response, not_found
 
 router = APIRouter()
@@ -124,8 +124,8 @@ def list_jobs(
     repo: Repo,
     status: str | None = None,
     type: str | None = None,
-    limit: Annotated[int, Query(json_schema_extra=LIST_LIMIT_DOC)] = 100,
-    after: Annotated[int | None, Query(ge=0, le=INT64_MAX, description="the last id of the previous page")] = None,
+    limit: Annotated[QueryInt, Query(json_schema_extra=LIST_LIMIT_DOC)] = 100,
+    after: Annotated[QueryInt | None, Query(ge=0, le=INT64_MAX, description="the last id of the previous page")] = None,
 ) -> JSONResponse:
     jobs = repo.list(status, type, limit=limit, after=after)
     next_after = jobs[-1].id if len(jobs) == limit else None
