@@ -62,3 +62,12 @@ def test_the_handler_walkthrough_runs_as_pasted(tmp_path):
     shown = json.loads(outputs[-1])
     assert shown["status"] == "completed"
     assert shown["type"] == "send-invoice"
+
+
+def test_ci_runs_the_readmes_test_command():
+    """``.ci/run`` runs the suite exactly as the README's quick start and Development sections say."""
+    text = README.read_text(encoding="utf-8")
+    readme_commands = set(re.findall(r"&& (\.venv/bin/python -m pytest[^\n`]*)\n", text))
+    assert len(readme_commands) == 1, readme_commands  # one command, the same in both places
+    ci_lines = (README.parent / ".ci" / "run").read_text(encoding="utf-8").splitlines()
+    assert readme_commands.pop() in ci_lines
