@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from datetime import timedelta
 from typing import ClassVar
 
@@ -20,11 +21,13 @@ from textual.containers import Grid, Horizontal, VerticalScroll
 from textual.suggester import SuggestFromList
 from textual.widgets import Button, Input, Label, Select, Static
 
+from queue_core.cli.args import whole_number
 from queue_core.errors import IdempotencyConflict, ValidationError
 from queue_core.rules import DEFAULT_MAX_RETRIES
 from queue_core.store.database import DATABASE_ERRORS
 from queue_core.store.models import Priority, parse_priority
 from queue_core.validation import (
+    MAX_RETRIES_LIMIT,
     encode_payload,
     validate_idempotency_key,
     validate_max_retries,
@@ -38,6 +41,8 @@ from .dialog import Dialog
 PRIORITY_OPTIONS = [(p.name.lower(), p.name.lower()) for p in Priority]
 DELAY_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 MAX_DELAY = timedelta(days=3650)
+# ASCII digits, an optional fraction: float() alone also reads "１" (full-width), "1_0" and "1e3".
+DELAY_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 
 
 def parse_delay(text: str) -> timedelta | None:
@@ -46,11 +51,8 @@ def parse_delay(text: str) -> timedelta | None:
     if not text:
         return None
     unit = DELAY_UNITS.get(text[-1])
-    number = text[:-1] if unit else text
-    try:
-        seconds = float(number) * (unit or 1)
-    except ValueError:
-        seconds = math.nan
+    number = text[:-1].rstrip() if unit else text
+    seconds = float(number) * (unit or 1) if DELAY_NUMBER.fullmatch(number) else math.nan
     if not math.isfinite(seconds) or seconds < 0 or seconds > MAX_DELAY.total_seconds():
         raise ValidationError("delay", f"{text!r} is not a delay; use seconds or 90s, 5m, 2h, 1d (up to 10 years)")
     return timedelta(seconds=seconds)
@@ -182,9 +184,12 @@ class EnqueueScreen(Dialog):
     def max_retries(self):
         text = self.query_one("#max_retries", Input).value.strip()
         try:
-            return int(text)
-        except ValueError:  # not a number ("--1", "²", "three"): the repository's error says what it accepts
-            return text
+            # ASCII digits only, as the admin CLI reads it: int() alone takes "１" and "1_000" as numbers.
+            return whole_number(text)
+        except ValueError:  # "--1", "²", "three", "１", "1_000": nothing is written
+            raise ValidationError(
+                "max_retries", f"must be a whole number from 0 to {MAX_RETRIES_LIMIT} in ASCII digits, got {text!r}"
+            ) from None
 
     def show_error(self, message: str, field: str) -> None:
         # The message quotes what was typed ("[/x" in max retries): text, never markup.

@@ -68,6 +68,26 @@ async def test_invalid_form_input_writes_nothing_and_says_why(pilot, scene):
     assert scene.counts() == before
 
 
+async def test_max_retries_in_other_digits_is_refused_not_read(pilot, scene):
+    """int() reads "１" (full-width) as 1 and "1_000" as 1000: the form enqueued a job with max retries the
+    operator never typed. The admin CLI refuses them (whole_number); so does the form, writing nothing."""
+    app = pilot.app
+    before = scene.counts()
+    await pilot.press("n", *"echo", "tab", "tab", "tab")
+    assert app.focused.id == "max_retries"
+    for text in ("１", "1_000", "1_0", "+3", "٣"):
+        await pilot.press("home", "shift+end", *text, "enter")
+        await settle(pilot)
+        assert isinstance(app.screen, EnqueueScreen), text
+        error = str(app.screen.query_one("#form-error").render())
+        assert "max_retries" in error and "ASCII digits" in error and repr(text) in error, error
+        assert app.focused.id == "max_retries"
+    assert scene.counts() == before
+    await pilot.press("home", "shift+end", "7", "tab", *"ascii-7", "enter")  # plain digits still enqueue
+    await settle(pilot)
+    assert scene.find_by_idempotency_key("ascii-7").max_retries == 7
+
+
 async def test_retry_a_failed_job(pilot, scene):
     app = pilot.app
     table, job_id = await focus_table(pilot, "failed")

@@ -9,8 +9,10 @@ import pytest
 from console.app import main
 from console.formatting import one_line, short_duration
 from console.options import build_parser
+from console.screens.enqueue import parse_delay
 from console.snapshot import COUNT_CAP, format_count, load_snapshot
 from console.widgets.jobs.stack import share_height
+from queue_core.errors import ValidationError
 
 
 def test_snapshot_of_the_scene(scene):
@@ -100,3 +102,15 @@ def test_a_queue_name_goes_into_the_query_line_and_back_unchanged(name):
     from queue_core.store.query import Term, parse_query
 
     assert parse_query(f"queue:{query_value(name)}").terms == (Term("queue", name),)
+
+
+@pytest.mark.parametrize("text", ["１m", "1_0s", "1e3", "٥", "inf", "nan", "-5m", "5mm"])
+def test_a_delay_in_other_digits_is_refused(text):
+    # float() reads "１", "1_0" and "1e3"; a delay is ASCII digits, perhaps a fraction, then a unit.
+    with pytest.raises(ValidationError, match="is not a delay"):
+        parse_delay(text)
+
+
+@pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("5m", 300), ("1.5h", 5400), ("5 m", 300)])
+def test_a_delay_in_ascii_digits_is_read(text, seconds):
+    assert parse_delay(text).total_seconds() == seconds
