@@ -23,7 +23,7 @@ from textual.widgets import Header
 
 from queue_core.cli.args import fail
 from queue_core.errors import QueueError
-from queue_core.store.database import DATABASE_ERRORS, default_url, open_database
+from queue_core.store.database import DATABASE_ERRORS, default_url, open_database, without_password
 from queue_core.store.repository import JobRepository
 from queue_core.tasks import Queue
 from queue_core.worker.cli import import_handler_modules
@@ -459,7 +459,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
         worker_queues=args.queues,
         worker_shutdown_timeout=args.shutdown_timeout,
         worker_id=args.worker_id,
-        db_label=url,
+        db_label=without_password(url),  # the header is on screen (and in a browser with --serve)
         schedules=schedules_of(args.handlers),
         read_only=args.read_only,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from textual.app import App
 
+import console.app
 from console.app import QueueConsole, main
 from console.options import build_parser
 from queue_core.store.database import open_database
@@ -33,6 +34,17 @@ def test_a_clean_quit_exits_zero(tmp_path, monkeypatch):
     with pytest.raises(SystemExit) as info:
         main(["--db", f"sqlite:///{tmp_path / 'q.db'}"])
     assert info.value.code == 0
+
+
+def test_the_header_never_shows_the_database_password(tmp_path, monkeypatch):
+    """The header showed --db as given: postgresql://queue:secret@host/... on screen, in a screen share, in the
+    browser with --serve. It names the database with the password as ***, as the error messages do."""
+    sqlite_url = f"sqlite:///{tmp_path / 'q.db'}"
+    monkeypatch.setattr(console.app, "open_database", lambda url, create: open_database(sqlite_url, create=create))
+    labels = []
+    monkeypatch.setattr(QueueConsole, "run", lambda self: labels.append(self.db_label))
+    assert run_main(["--db", "postgresql://queue:hunter2@db.example:5432/jobs"]) == 0
+    assert labels == ["postgresql://queue:***@db.example:5432/jobs"]
 
 
 # --- --demo never seeds a database that may be production -----------------------------------------
