@@ -184,12 +184,17 @@ class EnqueueScreen(Dialog):
     def max_retries(self):
         text = self.query_one("#max_retries", Input).value.strip()
         try:
-            # ASCII digits only, as the admin CLI reads it: int() alone takes "１" and "1_000" as numbers.
             return whole_number(text)
-        except ValueError:  # "--1", "²", "three", "１", "1_000": nothing is written
-            raise ValidationError(
-                "max_retries", f"must be a whole number from 0 to {MAX_RETRIES_LIMIT} in ASCII digits, got {text!r}"
-            ) from None
+        except ValueError:
+            pass
+        try:
+            int(text)
+        except ValueError:  # not a number ("--1", "²", "three"): the repository's error says what it accepts
+            return text
+        # int() reads it ("１", "1_000", "+3"), the admin CLI does not: refused, not read as a number never typed
+        raise ValidationError(
+            "max_retries", f"must be a whole number from 0 to {MAX_RETRIES_LIMIT} in ASCII digits, got {text!r}"
+        )
 
     def show_error(self, message: str, field: str) -> None:
         # The message quotes what was typed ("[/x" in max retries): text, never markup.
