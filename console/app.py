@@ -36,7 +36,7 @@ from .controls import CONTROL_BINDINGS, QueueControls
 from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls
 from .failures import FailureGroupControls
-from .formatting import short_duration, time_of_day
+from .formatting import fit_label, short_duration, time_of_day
 from .messages import RefreshFailed, SnapshotLoaded
 from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
 from .query_line import QueryLine
@@ -66,6 +66,7 @@ SHORT_TERMINAL = 32  # rows: below this the worker pane shows its state and two 
 # tables get every line the rest can spare: the worker pane shows its state line only, the command panel has
 # no bottom border, and a table too wide for the terminal scrolls (→) without a scrollbar line.
 TINY_TERMINAL = 26
+HEADER_SIDES = 18  # columns of the header beside its title: the icon (8) and the clock's space (10)
 
 
 class QueueConsole(
@@ -181,6 +182,7 @@ class QueueConsole(
         # A short terminal (24 rows, say) gives the job tables the rows the worker pane's log would take.
         self.set_class(event.size.height < SHORT_TERMINAL, "-short")
         self.set_class(event.size.height < TINY_TERMINAL, "-tiny")
+        self.call_later(self.update_sub_title)  # the room for the database label changed
 
     @property
     def tables(self) -> list[JobTable]:
@@ -322,7 +324,12 @@ class QueueConsole(
         view = VIEW_TITLES.get(self.view, self.view.capitalize())
         if snapshot.query_text:
             scope += f" · query {snapshot.query_text}"
-        self.sub_title = f"{self.db_label}{mode} · {view} · {scope} · {self.clock_text()}{self.selection_note()}"
+        rest = f"{mode} · {view} · {scope} · {self.clock_text()}{self.selection_note()}"
+        self.sub_title = f"{fit_label(self.db_label, self.sub_title_room() - len(rest))}{rest}"
+
+    def sub_title_room(self) -> int:
+        """The characters the header has for the sub-title: its title line, less "queue-core — "."""
+        return self.size.width - HEADER_SIDES - len(self.title) - len(" — ")
 
     def _read_unanswered(self) -> float | None:
         """Seconds the read in flight has gone unanswered, once past ``SLOW_READ``; else None."""

@@ -46,3 +46,16 @@ def timestamp(moment: datetime | None) -> str:
 def plural(count: int, word: str) -> str:
     """``word`` as a count of it reads: "1 cause", "2 causes" (the count itself is the caller's)."""
     return word if count == 1 else f"{word}s"
+
+
+SHORTEST_LABEL = 12  # a database label is never cut below this: "demo.db" stays whole, a URL keeps its ends
+
+
+def fit_label(label: str, room: int) -> str:
+    """``label`` in ``room`` characters, cut in the middle (``postgresql://queue@db…search_path%3Djobs``): the
+    header cut its end, and with it the view, the query, the time and the selection count after the label."""
+    room = max(room, SHORTEST_LABEL)
+    if len(label) <= room:
+        return label
+    head = (room - 1) // 2 + (room - 1) % 2
+    return f"{label[:head]}…{label[len(label) - (room - 1 - head) :]}"

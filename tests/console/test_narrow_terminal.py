@@ -84,3 +84,28 @@ async def test_a_wrapped_help_line_goes_on_under_its_own_text(pilot_80):
     lines = screen_lines(pilot_80.app)
     (row,) = [i for i, line in enumerate(lines) if "pending jobs due later" in line]
     assert lines[row + 1].index("back-offs") == lines[row].index("pending jobs due later")
+
+
+LONG_LABEL = "postgresql://queue:***@db-primary.example.com:5432/jobs?options=-csearch_path%3Dbilling_queue"
+
+
+async def test_a_long_database_url_never_cuts_the_view_time_or_selection_off_the_header(make_app):
+    """With --db a PostgreSQL URL the header ended in "12:…" even at 140 columns: the label came first and the
+    header cut the end, the view, the query, the time and "N selected" with it. The label gives way instead,
+    cut in the middle, and grows back when the terminal does."""
+    app = make_app(db_label=LONG_LABEL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        header = screen_lines(app)[0]
+        assert (
+            "— postgre" in header and "…" in header and header.rstrip().endswith("Jobs · all types · 12:00:00 UTC")
+        ), header
+        await pilot.resize_terminal(120, 40)
+        await pilot.press("space")  # one job selected: the header says so
+        await settle(pilot)
+        header = screen_lines(app)[0]
+        assert "…" in header and header.rstrip().endswith("Jobs · all types · 12:00:00 UTC · 1 selected"), header
+        await pilot.resize_terminal(200, 40)
+        await settle(pilot)
+        await pilot.pause()
+        assert LONG_LABEL in screen_lines(app)[0]
