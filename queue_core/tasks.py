@@ -32,7 +32,7 @@ from .store.database import open_database, without_password
 from .store.models import Job
 from .store.repository import JobRepository
 from .validation import validate_aware
-from .worker.handlers import HandlerRegistry, default_registry
+from .worker.handlers import BUILTINS, HandlerRegistry, _qualified_name, default_registry
 from .worker.scheduler import Schedule, Scheduler, parse_cron
 
 # Keyword-only options of Task.enqueue: a handler parameter of one of these names could never be given.
@@ -173,8 +173,10 @@ class Queue:
             schedule = Schedule(name=task.type, cron=cron, type=task.type, payload=arguments, options=options)
             if any(existing.name == schedule.name for existing in self.schedules):
                 raise ValidationError("name", f"a schedule named {schedule.name!r} exists on this queue already")
+        handler = _payload_handler(task.fn)
+        _refuse_taken_type(self.registry, task.type, handler)
         # Registered last: a refused definition leaves no handler behind.
-        self.registry.register(task.type, _payload_handler(task.fn))
+        self.registry.register(task.type, handler)
         if schedule is not None:
             self.schedules.append(schedule)
             task.schedule = schedule
@@ -256,7 +258,7 @@ class Task:
     def enqueue(
         self,
         /,
-        *,
+        *positional,
         idempotency_key: str | None = None,
         delay: float | None = None,
         run_at: datetime | None = None,
@@ -271,8 +273,11 @@ class Task:
 
         Arguments the function does not take, or required ones left out, and values that are not JSON are
         a ValidationError naming the argument; nothing is written then. ``delay`` (seconds) and ``run_at``
-        (an aware datetime) are alternatives.
+        (an aware datetime) are alternatives. Positional arguments are a ValidationError: the payload is
+        the arguments by name.
         """
+        if positional:
+            raise ValidationError("arguments", self._keyword_call())
         payload = self.payload_for(arguments)
         given = {"priority": priority, "max_retries": max_retries, "queue": queue, "timeout": timeout}
         overrides = validate_job_options({**given, "retry_backoff": retry_backoff})
@@ -280,6 +285,16 @@ class Task:
         return self._queue._create(
             self.type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at
         )
+
+    def _keyword_call(self) -> str:
+        """What to write instead of a positional enqueue: ``add.enqueue(a=..., b=...)``."""
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        named = [p.name for p in self._signature.parameters.values() if p.kind in kinds]
+        name = _name_of(self.fn)
+        if not named:
+            return f"{name}() takes no arguments: {name}.enqueue()"
+        keywords = ", ".join(f"{parameter}=..." for parameter in named)
+        return f"enqueue takes the task's arguments by keyword (they are the job's payload): {name}.enqueue({keywords})"
 
     def payload_for(self, arguments: dict, *, field: str | None = None) -> dict:
         """``arguments`` as the job's payload, once they fit the function's signature and are JSON.
@@ -328,6 +343,17 @@ def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
                 f"enqueue() ({', '.join(ENQUEUE_OPTIONS)}); rename the parameter for task {name!r}",
             )
     return signature
+
+
+def _refuse_taken_type(registry: HandlerRegistry, name: str, handler: Callable) -> None:
+    """A ValidationError if another function has job type ``name`` already: the registry's own message
+    offers ``replace=True``, which a task cannot take (two functions of one type would run by import order)."""
+    existing = registry.get(name)
+    if existing is None or _qualified_name(existing) == _qualified_name(handler):
+        return  # free, or the same function again (a module imported twice)
+    builtin = " (a built-in demo handler)" if BUILTINS.get(name) is existing else ""
+    taken = f"job type {name!r} already has handler {_qualified_name(existing)}{builtin}"
+    raise ValidationError("name", f"{taken}; give this task another name")
 
 
 def _name_of(fn) -> str:

@@ -17,7 +17,7 @@ from support import START
 
 import queue_core
 from queue_core import Queue, ValidationError
-from queue_core.handlers import current_job, handler
+from queue_core.handlers import HandlerRegistry, current_job, handler
 from queue_core.store.repository import JobRepository
 from queue_core.tasks import Task
 from queue_core.worker import Worker
@@ -284,6 +284,42 @@ def test_queue_enqueue_for_types_defined_elsewhere(queue, repo):
         queue.enqueue("echo", {"when": datetime(2026, 1, 1)})
     assert raised.value.field == "payload"
     assert count_jobs(repo) == 1
+
+
+def test_positional_arguments_to_enqueue_are_a_validation_error_saying_how(queue, repo):
+    # Python's own "Task.enqueue() takes 1 positional argument but 2 were given" named neither the task nor the fix.
+    @queue.task("add")
+    def add(a, b=2): ...
+
+    @queue.task("tick")
+    def tick(): ...
+
+    with pytest.raises(ValidationError) as raised:
+        add.enqueue(1, b=3)
+    assert raised.value.field == "arguments"
+    assert "by keyword" in str(raised.value) and "add.enqueue(a=..., b=...)" in str(raised.value)
+    with pytest.raises(ValidationError, match=r"tick\(\) takes no arguments: tick\.enqueue\(\)"):
+        tick.enqueue(1)
+    assert count_jobs(repo) == 0
+
+
+def test_a_taken_task_type_is_refused_without_offering_replace(handlers):
+    # The registry's message offers replace=True, which @queue.task refuses as an unknown option.
+    queue = Queue(registry=handlers)
+
+    @queue.task("add")
+    def add(a): ...
+
+    with pytest.raises(ValidationError) as raised:
+
+        @queue.task("add")
+        def other(a): ...
+
+    assert raised.value.field == "name" and "replace=True" not in str(raised.value)
+    assert "already has handler" in str(raised.value) and "give this task another name" in str(raised.value)
+    with pytest.raises(ValidationError, match=r"\(a built-in demo handler\); give this task another name"):
+        Queue(registry=HandlerRegistry()).task("echo")(lambda: None)
+    assert handlers.get("add").__qualname__.endswith("add")
 
 
 # --- the decorated function ----------------------------------------------------------------------------
