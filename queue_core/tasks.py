@@ -101,6 +101,7 @@ class Queue:
         self.url = url
         self.registry = default_registry() if registry is None else registry
         self.schedules: list[Schedule] = []
+        self._tasks: dict[str, tuple[Task, Callable]] = {}  # type -> the task and the handler it registered
         self._repository = repository
         self._owns_database = repository is None
         self._lock = threading.Lock()
@@ -177,6 +178,7 @@ class Queue:
         _refuse_taken_type(self.registry, task.type, handler)
         # Registered last: a refused definition leaves no handler behind.
         self.registry.register(task.type, handler)
+        self._tasks[task.type] = (task, handler)
         if schedule is not None:
             self.schedules.append(schedule)
             task.schedule = schedule
@@ -200,11 +202,23 @@ class Queue:
     ) -> Job:
         """Enqueue a job of any type (one defined elsewhere, say); ``payload`` is its handler's payload.
 
-        With an idempotency key already used, the job that has it is returned (nothing is written).
+        A type that is a task of this queue gets what ``task.enqueue(**payload)`` would: the task's defaults
+        (its queue, priority, ...) under the options given here, and the payload checked against its
+        signature. With an idempotency key already used, the job that has it is returned (nothing is
+        written), or ``IdempotencyConflict`` is raised if that job has another type, queue or payload.
         """
         given = {"priority": priority, "max_retries": max_retries, "queue": queue, "timeout": timeout}
         options = validate_job_options({**given, "retry_backoff": retry_backoff})
+        task = self._task_of(type)
+        if task is not None and isinstance(payload, Mapping | None):
+            payload = task.payload_for(dict(payload or {}))
+            options = {**task.options, **options}
         return self._create(type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at)
+
+    def _task_of(self, type) -> Task | None:
+        """The task of this queue that runs jobs of ``type``, while its handler is still the registered one."""
+        task, handler = self._tasks.get(type, (None, None)) if isinstance(type, str) else (None, None)
+        return task if task is not None and self.registry.get(type) is handler else None
 
     def _create(self, type, payload, options: dict, *, idempotency_key, delay, run_at) -> Job:
         # Checked before the database is opened or asked the time: bad input touches nothing.

@@ -196,8 +196,8 @@ def test_enqueue_options_override_the_task_defaults(queue, repo):
     assert (default.priority, default.max_retries, default.retry_backoff) == (0, 5, 0)
     custom = report.enqueue(day="tue", priority="critical", max_retries=0, retry_backoff=30)
     assert (custom.priority, custom.max_retries, custom.retry_backoff) == (30, 0, 30)
-    unset = queue.enqueue("report", {"day": "wed"})  # no task defaults: the repository's
-    assert (unset.priority, unset.max_retries, unset.retry_backoff) == (0, 3, None)
+    by_type = queue.enqueue("report", {"day": "wed"})  # the task's type: the task's defaults, as report.enqueue
+    assert (by_type.priority, by_type.max_retries, by_type.retry_backoff) == (0, 5, 0)
     with pytest.raises(ValidationError) as raised:
         report.enqueue(day="thu", priority="urgent")
     assert raised.value.field == "priority"
@@ -263,10 +263,12 @@ def test_queue_and_timeout_reach_a_create_that_takes_them(db, clock, handlers):
 
     send_invoice.enqueue(invoice_id=1)
     send_invoice.enqueue(invoice_id=2, queue="bulk", timeout=5)
-    queue.enqueue("send-invoice", {"invoice_id": 3})
+    queue.enqueue("send-invoice", {"invoice_id": 3})  # the task's type: the task's defaults
+    queue.enqueue("defined-elsewhere", {"invoice_id": 4})
     assert repo.seen == [
         {"queue": "mail", "timeout": 30.0},
         {"queue": "bulk", "timeout": 5.0},
+        {"queue": "mail", "timeout": 30.0},
         {"queue": "default", "timeout": None},  # no options given: create's own defaults
     ]
 
@@ -284,6 +286,34 @@ def test_queue_enqueue_for_types_defined_elsewhere(queue, repo):
         queue.enqueue("echo", {"when": datetime(2026, 1, 1)})
     assert raised.value.field == "payload"
     assert count_jobs(repo) == 1
+
+
+def test_queue_enqueue_of_a_task_type_is_the_tasks_enqueue(queue, repo):
+    # It took the repository's defaults and no signature check: a "mail" task's job landed in "default", where a
+    # worker serving --queues mail never claims it, and a misspelt argument failed only in the worker.
+    @queue.task("send-invoice", queue="mail", priority="high", max_retries=5, timeout=30)
+    def send_invoice(invoice_id, copies=1): ...
+
+    job = queue.enqueue("send-invoice", {"invoice_id": 7})
+    assert (job.queue, job.priority, job.max_retries, job.timeout) == ("mail", 20, 5, 30)
+    overridden = queue.enqueue("send-invoice", {"invoice_id": 8}, queue="default", max_retries=0)
+    assert (overridden.queue, overridden.priority, overridden.max_retries) == ("default", 20, 0)
+    with pytest.raises(ValidationError) as raised:
+        queue.enqueue("send-invoice", {"invoice": 9})
+    assert raised.value.field == "invoice" and "send_invoice() takes invoice_id, copies" in str(raised.value)
+    with pytest.raises(ValidationError) as raised:
+        queue.enqueue("send-invoice", [9])  # not a mapping: the repository's own check
+    assert raised.value.field == "payload"
+    assert count_jobs(repo) == 2
+
+
+def test_queue_enqueue_of_a_replaced_task_type_is_a_plain_enqueue(queue, handlers):
+    @queue.task("report", queue="reports")
+    def report(day): ...
+
+    handlers.register("report", lambda payload: None, replace=True)  # the task no longer runs these jobs
+    job = queue.enqueue("report", {"anything": 1})
+    assert (job.queue, job.payload) == ("default", {"anything": 1})
 
 
 def test_positional_arguments_to_enqueue_are_a_validation_error_saying_how(queue, repo):
