@@ -243,3 +243,15 @@ registry = HandlerRegistry()
 
 def default_registry() -> HandlerRegistry:
     return registry
+
+
+def registry_or_default(given: object) -> HandlerRegistry:
+    """``given``, or the default registry for None; a ValidationError for anything that is no registry (a
+    dict of handlers, say, which a worker failed on with an AttributeError)."""
+    if given is None:
+        return registry
+    if not isinstance(given, HandlerRegistry):
+        raise ValidationError(
+            "registry", f"must be a HandlerRegistry (a Queue's is queue.registry), got {type(given).__name__}"
+        )
+    return given
