@@ -32,7 +32,7 @@ from .store.database import open_database, without_password
 from .store.models import Job
 from .store.repository import JobRepository
 from .validation import validate_aware
-from .worker.handlers import BUILTINS, HandlerRegistry, _qualified_name, default_registry
+from .worker.handlers import BUILTINS, HandlerRegistry, _qualified_name, default_registry, same_function
 from .worker.scheduler import Schedule, Scheduler, parse_cron
 
 # Keyword-only options of Task.enqueue: a handler parameter of one of these names could never be given.
@@ -363,7 +363,7 @@ def _refuse_taken_type(registry: HandlerRegistry, name: str, handler: Callable) 
     """A ValidationError if another function has job type ``name`` already: the registry's own message
     offers ``replace=True``, which a task cannot take (two functions of one type would run by import order)."""
     existing = registry.get(name)
-    if existing is None or _qualified_name(existing) == _qualified_name(handler):
+    if existing is None or same_function(existing, handler):
         return  # free, or the same function again (a module imported twice)
     builtin = " (a built-in demo handler)" if BUILTINS.get(name) is existing else ""
     taken = f"job type {name!r} already has handler {_qualified_name(existing)}{builtin}"

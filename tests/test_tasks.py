@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 import math
 import os
@@ -350,6 +351,37 @@ def test_a_taken_task_type_is_refused_without_offering_replace(handlers):
     with pytest.raises(ValidationError, match=r"\(a built-in demo handler\); give this task another name"):
         Queue(registry=HandlerRegistry()).task("echo")(lambda: None)
     assert handlers.get("add").__qualname__.endswith("add")
+
+
+def load_as(name: str, path: Path):
+    """Execute the file at ``path`` as a new module called ``name`` (not kept in sys.modules)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_module_run_as_a_script_and_imported_by_name_defines_its_tasks_once(tmp_path, handlers):
+    # `python app.py` whose views do `from app import send`: the module runs twice, as __main__ and as app.
+    # Its functions were __main__.send and app.send, so the second definition was refused as another
+    # function (the registry's docstring promised the same function twice was harmless).
+    source = "def send(to):\n    return to\n"
+    (tmp_path / "app.py").write_text(source)
+    as_main, by_name = load_as("__main__", tmp_path / "app.py"), load_as("app", tmp_path / "app.py")
+    assert as_main.send.__module__ != by_name.send.__module__
+    Queue(registry=handlers).task("send")(as_main.send)
+    Queue(registry=handlers).task("send")(by_name.send)  # refused before
+    assert handlers.get("send")({"to": "ann"}) == "ann"
+    plain = HandlerRegistry(with_builtins=False)  # and through @handler, the same
+    plain.register("send", as_main.send)
+    plain.register("send", by_name.send)
+
+    (tmp_path / "other.py").write_text(source.replace("return to", "return to.upper()"))
+    with pytest.raises(ValidationError, match=r"already has handler app\.send"):  # another file: refused
+        Queue(registry=handlers).task("send")(load_as("other", tmp_path / "other.py").send)
+    (tmp_path / "app.py").write_text(source.replace("return to", "return to * 2"))  # edited since: another function
+    with pytest.raises(ValidationError, match=r"already has handler app\.send"):
+        Queue(registry=handlers).task("send")(load_as("app_edited", tmp_path / "app.py").send)
 
 
 # --- the decorated function ----------------------------------------------------------------------------
