@@ -164,7 +164,9 @@ class Queue:
         (UTC) with ``payload`` as its arguments; ``options`` are job options as for ``task``."""
         cron = parse_cron(cron)
         options = validate_job_options(options)
-        return lambda fn: self._define(_name_of(fn) if name is None else name, fn, options, cron=cron, payload=payload)
+        return lambda fn: self._define(
+            _schedule_name(fn) if name is None else name, fn, options, cron=cron, payload=payload
+        )
 
     def _define(self, name: str, fn: Callable, options: dict, *, cron: str | None, payload: Mapping | None) -> Task:
         task = Task(self, name, fn, options)
@@ -368,6 +370,21 @@ def _refuse_taken_type(registry: HandlerRegistry, name: str, handler: Callable) 
     builtin = " (a built-in demo handler)" if BUILTINS.get(name) is existing else ""
     taken = f"job type {name!r} already has handler {_qualified_name(existing)}{builtin}"
     raise ValidationError("name", f"{taken}; give this task another name")
+
+
+def _schedule_name(fn) -> str:
+    """A periodic function's name as its job type and schedule name, when no ``name=`` was given.
+
+    Only a named function has one that every process agrees on: a partial's or an instance's would be its
+    repr, with a memory address that differs in every worker (each worker then enqueued its own job type,
+    once per tick, that no other worker could run), and every lambda is ``<lambda>``.
+    """
+    named = getattr(fn, "__name__", None)
+    if not isinstance(named, str) or not named.isidentifier():
+        raise ValidationError(
+            "name", f"{_name_of(fn)} has no name that every process agrees on: give periodic(..., name='...')"
+        )
+    return named
 
 
 def _name_of(fn) -> str:
