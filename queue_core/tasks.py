@@ -32,7 +32,7 @@ from .store.database import open_database, without_password
 from .store.models import Job
 from .store.repository import JobRepository
 from .validation import validate_aware
-from .worker.handlers import HandlerRegistry, default_registry
+from .worker.handlers import BUILTINS, HandlerRegistry, _qualified_name, default_registry, same_function
 from .worker.scheduler import Schedule, Scheduler, parse_cron
 
 # Keyword-only options of Task.enqueue: a handler parameter of one of these names could never be given.
@@ -101,6 +101,7 @@ class Queue:
         self.url = url
         self.registry = default_registry() if registry is None else registry
         self.schedules: list[Schedule] = []
+        self._tasks: dict[str, tuple[Task, Callable]] = {}  # type -> the task and the handler it registered
         self._repository = repository
         self._owns_database = repository is None
         self._lock = threading.Lock()
@@ -163,7 +164,9 @@ class Queue:
         (UTC) with ``payload`` as its arguments; ``options`` are job options as for ``task``."""
         cron = parse_cron(cron)
         options = validate_job_options(options)
-        return lambda fn: self._define(_name_of(fn) if name is None else name, fn, options, cron=cron, payload=payload)
+        return lambda fn: self._define(
+            _schedule_name(fn) if name is None else name, fn, options, cron=cron, payload=payload
+        )
 
     def _define(self, name: str, fn: Callable, options: dict, *, cron: str | None, payload: Mapping | None) -> Task:
         task = Task(self, name, fn, options)
@@ -173,8 +176,11 @@ class Queue:
             schedule = Schedule(name=task.type, cron=cron, type=task.type, payload=arguments, options=options)
             if any(existing.name == schedule.name for existing in self.schedules):
                 raise ValidationError("name", f"a schedule named {schedule.name!r} exists on this queue already")
+        handler = _payload_handler(task.fn)
+        _refuse_taken_type(self.registry, task.type, handler)
         # Registered last: a refused definition leaves no handler behind.
-        self.registry.register(task.type, _payload_handler(task.fn))
+        self.registry.register(task.type, handler)
+        self._tasks[task.type] = (task, handler)
         if schedule is not None:
             self.schedules.append(schedule)
             task.schedule = schedule
@@ -198,11 +204,23 @@ class Queue:
     ) -> Job:
         """Enqueue a job of any type (one defined elsewhere, say); ``payload`` is its handler's payload.
 
-        With an idempotency key already used, the job that has it is returned (nothing is written).
+        A type that is a task of this queue gets what ``task.enqueue(**payload)`` would: the task's defaults
+        (its queue, priority, ...) under the options given here, and the payload checked against its
+        signature. With an idempotency key already used, the job that has it is returned (nothing is
+        written), or ``IdempotencyConflict`` is raised if that job has another type, queue or payload.
         """
         given = {"priority": priority, "max_retries": max_retries, "queue": queue, "timeout": timeout}
         options = validate_job_options({**given, "retry_backoff": retry_backoff})
+        task = self._task_of(type)
+        if task is not None and isinstance(payload, Mapping | None):
+            payload = task.payload_for(dict(payload or {}))
+            options = {**task.options, **options}
         return self._create(type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at)
+
+    def _task_of(self, type) -> Task | None:
+        """The task of this queue that runs jobs of ``type``, while its handler is still the registered one."""
+        task, handler = self._tasks.get(type, (None, None)) if isinstance(type, str) else (None, None)
+        return task if task is not None and self.registry.get(type) is handler else None
 
     def _create(self, type, payload, options: dict, *, idempotency_key, delay, run_at) -> Job:
         # Checked before the database is opened or asked the time: bad input touches nothing.
@@ -256,7 +274,7 @@ class Task:
     def enqueue(
         self,
         /,
-        *,
+        *positional,
         idempotency_key: str | None = None,
         delay: float | None = None,
         run_at: datetime | None = None,
@@ -271,8 +289,11 @@ class Task:
 
         Arguments the function does not take, or required ones left out, and values that are not JSON are
         a ValidationError naming the argument; nothing is written then. ``delay`` (seconds) and ``run_at``
-        (an aware datetime) are alternatives.
+        (an aware datetime) are alternatives. Positional arguments are a ValidationError: the payload is
+        the arguments by name.
         """
+        if positional:
+            raise ValidationError("arguments", self._keyword_call())
         payload = self.payload_for(arguments)
         given = {"priority": priority, "max_retries": max_retries, "queue": queue, "timeout": timeout}
         overrides = validate_job_options({**given, "retry_backoff": retry_backoff})
@@ -280,6 +301,16 @@ class Task:
         return self._queue._create(
             self.type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at
         )
+
+    def _keyword_call(self) -> str:
+        """What to write instead of a positional enqueue: ``add.enqueue(a=..., b=...)``."""
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        named = [p.name for p in self._signature.parameters.values() if p.kind in kinds]
+        name = _name_of(self.fn)
+        if not named:
+            return f"{name}() takes no arguments: {name}.enqueue()"
+        keywords = ", ".join(f"{parameter}=..." for parameter in named)
+        return f"enqueue takes the task's arguments by keyword (they are the job's payload): {name}.enqueue({keywords})"
 
     def payload_for(self, arguments: dict, *, field: str | None = None) -> dict:
         """``arguments`` as the job's payload, once they fit the function's signature and are JSON.
@@ -328,6 +359,32 @@ def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
                 f"enqueue() ({', '.join(ENQUEUE_OPTIONS)}); rename the parameter for task {name!r}",
             )
     return signature
+
+
+def _refuse_taken_type(registry: HandlerRegistry, name: str, handler: Callable) -> None:
+    """A ValidationError if another function has job type ``name`` already: the registry's own message
+    offers ``replace=True``, which a task cannot take (two functions of one type would run by import order)."""
+    existing = registry.get(name)
+    if existing is None or same_function(existing, handler):
+        return  # free, or the same function again (a module imported twice)
+    builtin = " (a built-in demo handler)" if BUILTINS.get(name) is existing else ""
+    taken = f"job type {name!r} already has handler {_qualified_name(existing)}{builtin}"
+    raise ValidationError("name", f"{taken}; give this task another name")
+
+
+def _schedule_name(fn) -> str:
+    """A periodic function's name as its job type and schedule name, when no ``name=`` was given.
+
+    Only a named function has one that every process agrees on: a partial's or an instance's would be its
+    repr, with a memory address that differs in every worker (each worker then enqueued its own job type,
+    once per tick, that no other worker could run), and every lambda is ``<lambda>``.
+    """
+    named = getattr(fn, "__name__", None)
+    if not isinstance(named, str) or not named.isidentifier():
+        raise ValidationError(
+            "name", f"{_name_of(fn)} has no name that every process agrees on: give periodic(..., name='...')"
+        )
+    return named
 
 
 def _name_of(fn) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import random
 import threading
@@ -139,6 +140,26 @@ def test_periodic_and_cron_tasks_register_a_task_and_a_schedule():
         queue.periodic("* * * * *", colour="red")
     assert raised.value.field == "colour"
     assert handlers.names() == ["cleanup", "nightly-report"]  # refused definitions registered nothing
+
+
+def test_a_periodic_callable_without_a_name_of_its_own_must_be_given_one():
+    # A partial's or an instance's name was its repr, memory address included: each worker process registered
+    # and enqueued a job type of its own at every tick, which no other worker could run. A lambda's, <lambda>.
+    handlers = HandlerRegistry(with_builtins=False)
+    queue = Queue(registry=handlers)
+
+    def report(to="ops"): ...
+
+    class Report:
+        def __call__(self, to="ops"): ...
+
+    for unnamed in [functools.partial(report, to="me"), Report(), lambda: None]:
+        with pytest.raises(ValidationError, match=r"give periodic\(\.\.\., name='\.\.\.'\)") as raised:
+            queue.periodic("* * * * *")(unnamed)
+        assert raised.value.field == "name"
+    assert handlers.names() == [] and queue.schedules == []
+    assert queue.periodic("* * * * *")(report).type == "report"  # a function's own name is the default
+    assert queue.periodic("* * * * *", name="mine")(Report()).type == "mine"
 
 
 # --- the scheduler on a database, with a fake clock ---------------------------------------------------

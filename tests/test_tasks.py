@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import inspect
 import math
 import os
@@ -17,7 +18,7 @@ from support import START
 
 import queue_core
 from queue_core import Queue, ValidationError
-from queue_core.handlers import current_job, handler
+from queue_core.handlers import HandlerRegistry, current_job, handler
 from queue_core.store.repository import JobRepository
 from queue_core.tasks import Task
 from queue_core.worker import Worker
@@ -196,8 +197,8 @@ def test_enqueue_options_override_the_task_defaults(queue, repo):
     assert (default.priority, default.max_retries, default.retry_backoff) == (0, 5, 0)
     custom = report.enqueue(day="tue", priority="critical", max_retries=0, retry_backoff=30)
     assert (custom.priority, custom.max_retries, custom.retry_backoff) == (30, 0, 30)
-    unset = queue.enqueue("report", {"day": "wed"})  # no task defaults: the repository's
-    assert (unset.priority, unset.max_retries, unset.retry_backoff) == (0, 3, None)
+    by_type = queue.enqueue("report", {"day": "wed"})  # the task's type: the task's defaults, as report.enqueue
+    assert (by_type.priority, by_type.max_retries, by_type.retry_backoff) == (0, 5, 0)
     with pytest.raises(ValidationError) as raised:
         report.enqueue(day="thu", priority="urgent")
     assert raised.value.field == "priority"
@@ -263,10 +264,12 @@ def test_queue_and_timeout_reach_a_create_that_takes_them(db, clock, handlers):
 
     send_invoice.enqueue(invoice_id=1)
     send_invoice.enqueue(invoice_id=2, queue="bulk", timeout=5)
-    queue.enqueue("send-invoice", {"invoice_id": 3})
+    queue.enqueue("send-invoice", {"invoice_id": 3})  # the task's type: the task's defaults
+    queue.enqueue("defined-elsewhere", {"invoice_id": 4})
     assert repo.seen == [
         {"queue": "mail", "timeout": 30.0},
         {"queue": "bulk", "timeout": 5.0},
+        {"queue": "mail", "timeout": 30.0},
         {"queue": "default", "timeout": None},  # no options given: create's own defaults
     ]
 
@@ -284,6 +287,101 @@ def test_queue_enqueue_for_types_defined_elsewhere(queue, repo):
         queue.enqueue("echo", {"when": datetime(2026, 1, 1)})
     assert raised.value.field == "payload"
     assert count_jobs(repo) == 1
+
+
+def test_queue_enqueue_of_a_task_type_is_the_tasks_enqueue(queue, repo):
+    # It took the repository's defaults and no signature check: a "mail" task's job landed in "default", where a
+    # worker serving --queues mail never claims it, and a misspelt argument failed only in the worker.
+    @queue.task("send-invoice", queue="mail", priority="high", max_retries=5, timeout=30)
+    def send_invoice(invoice_id, copies=1): ...
+
+    job = queue.enqueue("send-invoice", {"invoice_id": 7})
+    assert (job.queue, job.priority, job.max_retries, job.timeout) == ("mail", 20, 5, 30)
+    overridden = queue.enqueue("send-invoice", {"invoice_id": 8}, queue="default", max_retries=0)
+    assert (overridden.queue, overridden.priority, overridden.max_retries) == ("default", 20, 0)
+    with pytest.raises(ValidationError) as raised:
+        queue.enqueue("send-invoice", {"invoice": 9})
+    assert raised.value.field == "invoice" and "send_invoice() takes invoice_id, copies" in str(raised.value)
+    with pytest.raises(ValidationError) as raised:
+        queue.enqueue("send-invoice", [9])  # not a mapping: the repository's own check
+    assert raised.value.field == "payload"
+    assert count_jobs(repo) == 2
+
+
+def test_queue_enqueue_of_a_replaced_task_type_is_a_plain_enqueue(queue, handlers):
+    @queue.task("report", queue="reports")
+    def report(day): ...
+
+    handlers.register("report", lambda payload: None, replace=True)  # the task no longer runs these jobs
+    job = queue.enqueue("report", {"anything": 1})
+    assert (job.queue, job.payload) == ("default", {"anything": 1})
+
+
+def test_positional_arguments_to_enqueue_are_a_validation_error_saying_how(queue, repo):
+    # Python's own "Task.enqueue() takes 1 positional argument but 2 were given" named neither the task nor the fix.
+    @queue.task("add")
+    def add(a, b=2): ...
+
+    @queue.task("tick")
+    def tick(): ...
+
+    with pytest.raises(ValidationError) as raised:
+        add.enqueue(1, b=3)
+    assert raised.value.field == "arguments"
+    assert "by keyword" in str(raised.value) and "add.enqueue(a=..., b=...)" in str(raised.value)
+    with pytest.raises(ValidationError, match=r"tick\(\) takes no arguments: tick\.enqueue\(\)"):
+        tick.enqueue(1)
+    assert count_jobs(repo) == 0
+
+
+def test_a_taken_task_type_is_refused_without_offering_replace(handlers):
+    # The registry's message offers replace=True, which @queue.task refuses as an unknown option.
+    queue = Queue(registry=handlers)
+
+    @queue.task("add")
+    def add(a): ...
+
+    with pytest.raises(ValidationError) as raised:
+
+        @queue.task("add")
+        def other(a): ...
+
+    assert raised.value.field == "name" and "replace=True" not in str(raised.value)
+    assert "already has handler" in str(raised.value) and "give this task another name" in str(raised.value)
+    with pytest.raises(ValidationError, match=r"\(a built-in demo handler\); give this task another name"):
+        Queue(registry=HandlerRegistry()).task("echo")(lambda: None)
+    assert handlers.get("add").__qualname__.endswith("add")
+
+
+def load_as(name: str, path: Path):
+    """Execute the file at ``path`` as a new module called ``name`` (not kept in sys.modules)."""
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_module_run_as_a_script_and_imported_by_name_defines_its_tasks_once(tmp_path, handlers):
+    # `python app.py` whose views do `from app import send`: the module runs twice, as __main__ and as app.
+    # Its functions were __main__.send and app.send, so the second definition was refused as another
+    # function (the registry's docstring promised the same function twice was harmless).
+    source = "def send(to):\n    return to\n"
+    (tmp_path / "app.py").write_text(source)
+    as_main, by_name = load_as("__main__", tmp_path / "app.py"), load_as("app", tmp_path / "app.py")
+    assert as_main.send.__module__ != by_name.send.__module__
+    Queue(registry=handlers).task("send")(as_main.send)
+    Queue(registry=handlers).task("send")(by_name.send)  # refused before
+    assert handlers.get("send")({"to": "ann"}) == "ann"
+    plain = HandlerRegistry(with_builtins=False)  # and through @handler, the same
+    plain.register("send", as_main.send)
+    plain.register("send", by_name.send)
+
+    (tmp_path / "other.py").write_text(source.replace("return to", "return to.upper()"))
+    with pytest.raises(ValidationError, match=r"already has handler app\.send"):  # another file: refused
+        Queue(registry=handlers).task("send")(load_as("other", tmp_path / "other.py").send)
+    (tmp_path / "app.py").write_text(source.replace("return to", "return to * 2"))  # edited since: another function
+    with pytest.raises(ValidationError, match=r"already has handler app\.send"):
+        Queue(registry=handlers).task("send")(load_as("app_edited", tmp_path / "app.py").send)
 
 
 # --- the decorated function ----------------------------------------------------------------------------

@@ -57,6 +57,25 @@ def test_an_exception_fails_the_job_with_its_message(live_repo, handlers, events
     assert failures[final.id].message.endswith("no retries left after 1 attempt")
 
 
+def test_a_key_error_is_recorded_with_its_type_not_as_a_bare_key(live_repo, handlers, events, make_worker):
+    # payload["invoice"] on a payload without it, the commonest handler bug, failed with the error 'invoice'.
+    handlers.register("bill", lambda payload: payload["invoice"])
+
+    class MissingSetting(KeyError): ...
+
+    def configured(payload):
+        raise MissingSetting("SMTP_HOST")
+
+    handlers.register("configured", configured)
+    bill, _ = live_repo.create("bill", {"invoce": 7}, max_retries=0)
+    setting, _ = live_repo.create("configured", max_retries=0)
+    make_worker().run(burst=True)
+
+    assert live_repo.find_by_id(bill.id).error == "KeyError: 'invoice'"
+    assert live_repo.find_by_id(setting.id).error == "MissingSetting: 'SMTP_HOST'"
+    assert "error=\"KeyError: 'invoice'\"" in {e.job_id: e for e in events.of("failed")}[bill.id].message
+
+
 def test_a_handler_that_exits_fails_its_attempt_saying_so(live_repo, handlers, make_worker):
     """sys.exit(3) in a handler fails the attempt (the worker goes on); its error names SystemExit, where
     "3" alone said nothing of what ended it. An Exception's error stays its message."""

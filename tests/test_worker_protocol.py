@@ -9,6 +9,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from queue_core.client import HttpQueue, RemoteJob
+from queue_core.errors import ValidationError
 from queue_core.server.app import create_app
 from queue_core.store.models import Job
 from queue_core.store.repository import JobRepository
@@ -101,3 +102,35 @@ def test_a_worker_over_http_completes_and_claims_in_one_round_trip_per_job(repo)
     assert {repo.find_by_id(job.id).status for job in jobs} == {"completed"}
     # One claim starts the chain; each completion brings the next job; the last finds nothing more.
     assert requests["complete-and-claim"] == 5 and requests["complete"] == 0
+
+
+# --- what a developer may pass by mistake: a clear error at once, not a worker that retries for ever -----------
+
+
+def test_a_worker_given_a_queue_instead_of_its_repository_says_what_to_pass(repo):
+    # Worker(queue) took every call's AttributeError for a database error and retried it: run(burst=True)
+    # never returned, and printed nothing unless on_event was given.
+    from queue_core import Queue
+
+    queue = Queue(repository=repo, registry=HandlerRegistry())
+    for given, says in [
+        (queue, r"got a Queue; a worker takes its repository: Worker\(queue.repository, registry=queue.registry\)"),
+        (None, r"must be a JobRepository or an HttpQueue \(a JobQueue\), got NoneType \(no "),
+    ]:
+        worker = Worker(given, shutdown_timeout=0)
+        try:
+            with pytest.raises(ValidationError, match=says) as raised:
+                worker.start()  # start, not run(burst=True): that never returned
+        finally:
+            worker.stop()
+        assert raised.value.field == "queue"
+    assert repo.workers() == []  # nothing was registered or claimed
+
+
+def test_a_registry_or_on_event_of_the_wrong_kind_is_refused_at_construction(repo):
+    with pytest.raises(ValidationError) as raised:
+        Worker(repo, registry={"echo": print})  # was an AttributeError from inside the worker
+    assert raised.value.field == "registry" and "queue.registry" in str(raised.value)
+    with pytest.raises(ValidationError) as raised:
+        Worker(repo, on_event="print")  # was accepted, then a logged traceback at every event
+    assert raised.value.field == "on_event"

@@ -12,6 +12,8 @@ import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from ..errors import ValidationError
+
 logger = logging.getLogger(__name__)
 
 # "overrun": a plain handler's thread still running past its job's timeout (Python cannot stop it); the
@@ -65,6 +67,8 @@ class EventHub:
 
     def subscribe(self, callback: Callable[[WorkerEvent], None], kinds: Iterable[str] | None = None) -> None:
         """Call ``callback`` for every event, or only for those of ``kinds``."""
+        if not callable(callback):  # else its first call fails, logged with a traceback, at every event
+            raise ValidationError("on_event", f"must be callable, e.g. print, got {type(callback).__name__}")
         with self._lock:
             self._subscribers = (*self._subscribers, (callback, None if kinds is None else frozenset(kinds)))
             self._by_kind = {

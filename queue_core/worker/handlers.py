@@ -59,7 +59,7 @@ class HandlerRegistry:
         with self._lock:
             existing = self._handlers.get(name)
             # The same function registered again (a module imported twice, e.g. as __main__) is harmless.
-            if existing is not None and not replace and _qualified_name(existing) != _qualified_name(fn):
+            if existing is not None and not replace and not same_function(existing, fn):
                 raise ValidationError(
                     "handler",
                     f"job type {name!r} already has handler {_qualified_name(existing)}; "
@@ -117,6 +117,28 @@ def _unsupported_kind(fn) -> str | None:
 
 def _qualified_name(fn) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def same_function(a, b) -> bool:
+    """Whether ``a`` and ``b`` are one function defined twice: the same qualified name, or the same qualname
+    and code at the same place in the same file. A module run as a script and imported by name (``python app.py``
+    whose views import ``app``) defines its functions twice, as ``__main__.f`` and ``app.f``."""
+    if _qualified_name(a) == _qualified_name(b):
+        return True
+    where_a, where_b = _defined_at(a), _defined_at(b)
+    return where_a is not None and where_a == where_b
+
+
+def _defined_at(fn) -> tuple | None:
+    """(qualname, file, code) of a function (code objects are equal for the same source at the same line);
+    None for a callable that has no code of its own."""
+    try:
+        code = getattr(inspect.unwrap(fn), "__code__", None)  # unwrap: a task's handler wraps its function
+    except ValueError:  # a __wrapped__ cycle
+        return None
+    if code is None:
+        return None
+    return getattr(fn, "__qualname__", ""), code.co_filename, code
 
 
 def handler(name: str, *, registry: HandlerRegistry | None = None) -> Callable[[Handler], Handler]:
@@ -243,3 +265,15 @@ registry = HandlerRegistry()
 
 def default_registry() -> HandlerRegistry:
     return registry
+
+
+def registry_or_default(given: object) -> HandlerRegistry:
+    """``given``, or the default registry for None; a ValidationError for anything that is no registry (a
+    dict of handlers, say, which a worker failed on with an AttributeError)."""
+    if given is None:
+        return registry
+    if not isinstance(given, HandlerRegistry):
+        raise ValidationError(
+            "registry", f"must be a HandlerRegistry (a Queue's is queue.registry), got {type(given).__name__}"
+        )
+    return given

@@ -22,11 +22,11 @@ from ..validation import validate_worker_id
 from .acks import GAVE_UP, SHOWN, UNCONFIRMED, AckBatch, Acks
 from .defaults import DEFAULTS, MAX_CONCURRENCY, check_ack_delay, idle_ceiling, positive_seconds, valid_slots
 from .events import EVENT_KINDS, EventHub, WorkerEvent
-from .handlers import HandlerRegistry, default_registry
+from .handlers import HandlerRegistry, registry_or_default
 from .housekeeping import Housekeeping
 from .outcomes import Outcomes
 from .presence import Presence
-from .protocol import JobQueue, close_thread_connection
+from .protocol import JobQueue, check_job_queue, close_thread_connection
 from .runner import HandlerRunner
 from .scheduler import Scheduler, start_periodic
 from .session import Running, Session, slot_queues
@@ -104,7 +104,7 @@ class Worker:
     ):
         self.queues, self.concurrency = valid_slots(queues, concurrency)
         self._slot_queues = slot_queues(self.queues, self.concurrency)
-        self.queue, self.registry = queue, default_registry() if registry is None else registry
+        self.queue, self.registry = queue, registry_or_default(registry)
         self.worker_id = validate_worker_id(default_worker_id() if worker_id is None else worker_id)
         self.poll_interval = positive_seconds("poll_interval", poll_interval)
         if max_poll_interval is not None:
@@ -232,6 +232,7 @@ class Worker:
 
     def _start(self, *, burst: bool, started: Callable[[], None] | None = None) -> Session:
         """Start a run; ``started()`` is called once it exists (``request_stop`` reaches it), before any claim."""
+        check_job_queue(self.queue)  # at the start: a Worker built only to check its settings runs nothing
         with self._lock:
             if self.is_running:
                 raise QueueError(f"worker {self.worker_id} is already running; stop() it first")

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from ..errors import ValidationError
 from ..store.repository import PRUNE_BATCH
 
 logger = logging.getLogger(__name__)
@@ -133,6 +134,28 @@ class JobQueue(Protocol):
         """Bring the database's planner statistics of the jobs table up to date if they are stale (the
         claim's plan depends on them); True if it did."""
         ...
+
+
+JOB_QUEUE_METHODS = tuple(name for name, value in vars(JobQueue).items() if callable(value) and name[0] != "_")
+
+
+def check_job_queue(queue: object) -> JobQueue:
+    """``queue`` if it has every method of ``JobQueue``, else a ValidationError saying what to pass.
+
+    Given something else (a ``Queue`` rather than its repository, None), a worker took each failing call for a
+    database error and retried it, silently and for ever: ``run(burst=True)`` never returned.
+    """
+    missing = [name for name in JOB_QUEUE_METHODS if not callable(getattr(queue, name, None))]
+    if not missing:
+        return queue  # type: ignore[return-value]
+    if hasattr(queue, "repository") and hasattr(queue, "registry"):
+        raise ValidationError(
+            "queue", "got a Queue; a worker takes its repository: Worker(queue.repository, registry=queue.registry)"
+        )
+    lacks = ", ".join(missing[:3]) + (", ..." if len(missing) > 3 else "")
+    raise ValidationError(
+        "queue", f"must be a JobRepository or an HttpQueue (a JobQueue), got {type(queue).__name__} (no {lacks})"
+    )
 
 
 def close_thread_connection(queue: JobQueue) -> None:

@@ -81,9 +81,12 @@ def job_timeout(job) -> float | None:
 
 def attempt_error(exc: BaseException) -> str:
     """The error an attempt records: the exception's message, and for a handler's ``sys.exit(3)`` (or another
-    exit that is no ``Exception``) its type too: "3" alone said nothing of what ended the attempt."""
+    exit that is no ``Exception``) its type too: "3" alone said nothing of what ended the attempt. So for a
+    ``KeyError``, whose message is only the key's repr: ``payload["invoice"]`` left ``'invoice'``."""
     message = exception_message(exc)
-    if isinstance(exc, Exception) or message == type(exc).__name__:
+    if message == type(exc).__name__:
+        return message
+    if isinstance(exc, Exception) and not isinstance(exc, KeyError):
         return message
     return f"{type(exc).__name__}: {message}"
 
