@@ -105,3 +105,26 @@ def test_the_workers_numbers_are_ascii_digits(capsys, argv, message):
     with pytest.raises(SystemExit) as exited:
         worker_cli.build_parser().parse_args(argv)
     assert exited.value.code == 2 and message in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("text", ["１", "1_0", "inf", "nan", " 1", "0x10"])
+@pytest.mark.parametrize("option", ["--poll-interval", "--stale-after", "--shutdown-timeout", "--prune-after"])
+def test_the_workers_seconds_are_ascii_digits(capsys, option, text):
+    with pytest.raises(SystemExit) as exited:
+        worker_cli.build_parser().parse_args([option, text])
+    assert exited.value.code == 2 and f"argument {option}: {text!r} " in one_error_line(capsys)
+
+
+@pytest.mark.parametrize("argv", [["enqueue", "t", "--delay", "１"], ["enqueue", "t", "--timeout", "1_0"]])
+def test_seconds_not_in_ascii_digits_enqueue_nothing(repo, db_url, capsys, argv):
+    assert exit_status(admin.main, ["--db", db_url, *argv]) == 2
+    assert "is not a number of seconds" in one_error_line(capsys)
+    assert everything(repo) == []
+
+
+def test_seconds_in_ascii_still_work(repo, db_url, capsys):
+    argv = ["--db", db_url, "enqueue", "t", "--delay", "1.5e2", "--timeout", ".5"]
+    assert exit_status(admin.main, argv) == 0
+    (job,) = repo.list()
+    assert job.timeout == 0.5 and (job.run_at - job.created_at).total_seconds() == pytest.approx(150, abs=1)
+    assert worker_cli.build_parser().parse_args(["--stale-after", "30", "--shutdown-timeout", "0"]).stale_after == 30

@@ -370,7 +370,7 @@ def test_an_always_failing_job_fails_after_max_retries_plus_one_attempts_with_ba
         (["--concurrency", "two"], "not a whole number"),
         (["--poll-interval", "0"], "--poll-interval: '0' must be a number of seconds > 0, at most 3153600000"),
         (["--poll-interval", "-1"], "--poll-interval: '-1' must be a number of seconds > 0, at most 3153600000"),
-        (["--max-poll-interval", "nan"], "--max-poll-interval: 'nan' must be a number of seconds > 0"),
+        (["--max-poll-interval", "nan"], "--max-poll-interval: 'nan' is not a number of seconds"),
         (["--poll-interval", "soon"], "--poll-interval: 'soon' is not a number of seconds"),
         (["--stale-after", "-3"], "--stale-after"),
         (["--shutdown-timeout", "soon"], "--shutdown-timeout: 'soon' is not a number of seconds"),

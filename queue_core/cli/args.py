@@ -89,13 +89,26 @@ def bounded_number(text: str, parse, low, high, what: str, range_what: str = "")
     return value
 
 
+# A number of seconds on a command line: ASCII digits, a fraction and an exponent allowed (``0.5``, ``1e3``).
+ASCII_DECIMAL = re.compile(r"-?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][-+]?[0-9]+)?")
+
+
+def decimal_number(text: str) -> float:
+    """``text`` as a float if it is written in ASCII (digits, point, exponent), else ValueError: ``float``
+    alone also reads full-width digits (``１``), ``1_0``, spaces around, ``inf`` and ``nan``, as ``whole_number``
+    says of ``int``."""
+    if not ASCII_DECIMAL.fullmatch(text):
+        raise ValueError(f"{text!r} is not written in ASCII digits")
+    return float(text)
+
+
 def non_negative_seconds(text: str) -> float:
-    return bounded_number(text, float, 0, MAX_SECONDS, "a number of seconds", "a number of seconds ")
+    return bounded_number(text, decimal_number, 0, MAX_SECONDS, "a number of seconds", "a number of seconds ")
 
 
 def positive_seconds(text: str) -> float:
     try:
-        value = float(text)
+        value = decimal_number(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
     if not 0 < value <= MAX_SECONDS:  # NaN too
