@@ -6,7 +6,9 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
 import random
+import subprocess
 import sys
 import time
 from datetime import UTC, datetime
@@ -265,3 +267,138 @@ def test_a_broken_stream_drops_the_lines_waiting_and_never_raises_into_the_calle
     logs.log_event(event("failed", error="boom"))  # a WARNING event: written at once, refused
     handler.flush()
     assert logs._lines.waiting == [] and len(reported) >= 1
+
+
+# --- a failed attempt's line carries its handler's traceback (a worker process, as an operator runs it) ---
+
+RAISING_HANDLERS = """\
+import asyncio
+import time
+
+from queue_core.handlers import handler
+
+
+def charge(card):
+    raise ValueError(f"card {card} declined")  # the raising line
+
+
+@handler("sync-fails")
+def sync_fails(payload):
+    charge(payload["card"])
+
+
+@handler("async-fails")
+async def async_fails(payload):
+    await asyncio.sleep(0)
+    raise LookupError("no invoice " + "x" * 5000)  # the async raising line
+
+
+@handler("async-hangs")
+async def async_hangs(payload):
+    await asyncio.sleep(60)  # where the deadline finds it
+
+
+@handler("sync-hangs")
+def sync_hangs(payload):
+    time.sleep(3)
+
+
+@handler("returns-a-set")
+def returns_a_set(payload):
+    return {1}
+"""
+
+
+def line_of(fragment: str) -> int:
+    """The line of ``RAISING_HANDLERS`` that holds ``fragment``."""
+    return next(n for n, line in enumerate(RAISING_HANDLERS.splitlines(), 1) if fragment in line)
+
+
+def run_failing_jobs(repo, worker_env, tmp_path, *args) -> tuple[str, dict[str, int]]:
+    (tmp_path / "raising_handlers.py").write_text(RAISING_HANDLERS)
+    ids = {
+        "sync-fails": repo.create("sync-fails", {"card": 77}, max_retries=0)[0].id,
+        "async-fails": repo.create("async-fails", max_retries=0)[0].id,
+        "async-hangs": repo.create("async-hangs", max_retries=0, timeout=0.3)[0].id,
+        "sync-hangs": repo.create("sync-hangs", max_retries=0, timeout=0.3)[0].id,
+        "returns-a-set": repo.create("returns-a-set", max_retries=0)[0].id,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "queue_core.worker", "--burst", "--handlers", "raising_handlers", *args],
+        cwd=tmp_path,
+        env={**worker_env, "PYTHONPATH": f"{tmp_path}{os.pathsep}{worker_env['PYTHONPATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    for job_id in ids.values():
+        assert repo.find_by_id(job_id).status == "failed"
+    return done.stderr, ids
+
+
+def failed_blocks(stderr: str) -> dict[str, str]:
+    """Per job type, its ``failed`` line and the lines after it up to the next line of the log."""
+    blocks: dict[str, str] = {}
+    current = None
+    for line in stderr.splitlines():
+        if line[:4].isdigit():  # a log line starts with its timestamp; a traceback's lines do not
+            current = None
+            if " WARNING failed job=" in line:
+                current = line.split(" type=")[1].split()[0]
+                blocks[current] = line
+            continue
+        if current is not None:
+            blocks[current] += "\n" + line
+    return blocks
+
+
+def test_a_failed_attempt_logs_its_handlers_traceback_once_under_its_line(live_repo, worker_env, tmp_path):
+    stderr, ids = run_failing_jobs(live_repo, worker_env, tmp_path, "--log-level", "warning")
+    blocks = failed_blocks(stderr)
+    handlers_file = str(tmp_path / "raising_handlers.py")
+
+    sync = blocks["sync-fails"].splitlines()
+    assert sync[0].endswith('error="card 77 declined": no retries left after 1 attempt')
+    assert sync[1] == "Traceback (most recent call last):"
+    assert sync[2] == f'  File "{handlers_file}", line {line_of("charge(payload")}, in sync_fails'
+    assert sync[4] == f'  File "{handlers_file}", line {line_of("# the raising line")}, in charge'
+    assert '    raise ValueError(f"card {card} declined")  # the raising line' in sync
+    assert sync[-1] == "ValueError: card 77 declined"
+    assert "queue_core" not in blocks["sync-fails"]  # the handler's frames, none of the worker's
+
+    async_lines = blocks["async-fails"].splitlines()
+    assert f'  File "{handlers_file}", line {line_of("# the async raising line")}, in async_fails' in async_lines
+    assert '    raise LookupError("no invoice " + "x" * 5000)  # the async raising line' in async_lines
+    assert async_lines[-1].startswith("LookupError: no invoice xxx") and "more characters)" in async_lines[-1]
+    assert len(async_lines[-1]) < 2100  # clipped as the line's error is
+    assert "queue_core" not in blocks["async-fails"]
+
+    hangs = blocks["async-hangs"].splitlines()
+    assert f'  File "{handlers_file}", line {line_of("# where the deadline")}, in async_hangs' in hangs
+    assert hangs[-1] == (
+        "AttemptTimedOut: timed out after 0.3s (the job's timeout): the handler was waiting here when it was cancelled"
+    )
+    # No frame of the handler to show: a plain function's timeout (the slot's own waiting), a result not stored.
+    assert blocks["sync-hangs"].count("\n") == 0 and "timed out after 0.3s" in blocks["sync-hangs"]
+    assert blocks["returns-a-set"].count("\n") == 0
+    assert stderr.count("Traceback (most recent call last):") == 3  # once per failed attempt that has one
+    # The job keeps its error as it was: the message, no traceback.
+    assert live_repo.find_by_id(ids["sync-fails"]).error == "card 77 declined"
+
+
+def test_in_json_the_traceback_stays_inside_the_failed_record(live_repo, worker_env, tmp_path):
+    stderr, _ids = run_failing_jobs(live_repo, worker_env, tmp_path, "--log-format", "json", "--log-level", "warning")
+    records = [json.loads(line) for line in stderr.splitlines()]  # every line a record
+    failed = {record["job_type"]: record for record in records if record.get("event") == "failed"}
+    handlers_file = str(tmp_path / "raising_handlers.py")
+    assert (
+        f'File "{handlers_file}", line {line_of("# the raising line")}, in charge' in failed["sync-fails"]["exception"]
+    )
+    assert failed["sync-fails"]["exception"].endswith("ValueError: card 77 declined")
+    assert (
+        f'File "{handlers_file}", line {line_of("# the async raising line")}, in async_fails'
+        in failed["async-fails"]["exception"]
+    )
+    assert "timed out after 0.3s" in failed["async-hangs"]["exception"]
+    assert "exception" not in failed["sync-hangs"] and "exception" not in failed["returns-a-set"]

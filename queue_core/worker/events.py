@@ -52,6 +52,9 @@ class WorkerEvent:
     error: str | None = None
     message: str = ""  # one human-readable line: what the log prints
     note: str = ""  # what the message adds to the fields above (why a job was lost, when it is retried...)
+    # A ``failed`` attempt's: the handler's traceback as Python prints it (its frames only; for a coroutine's
+    # timeout, where it was waiting), or None (no frame of the handler in it: a plain handler's timeout...).
+    traceback: str | None = None
 
 
 class EventHub:
@@ -93,6 +96,7 @@ class EventHub:
         error: str | None = None,
         note: str = "",
         message: str = "",
+        traceback: str | None = None,
     ) -> None:
         subscribers = self._by_kind.get(kind)
         if not subscribers:
@@ -109,6 +113,7 @@ class EventHub:
             error=error,
             message=message,
             note=note,
+            traceback=traceback,
         )
         for callback in subscribers:
             try:

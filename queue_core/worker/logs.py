@@ -68,11 +68,19 @@ def json_line(created: float, levelname: str, name: str, event: WorkerEvent | No
     return json.dumps(data, ensure_ascii=False)
 
 
+def event_traceback(event: WorkerEvent | None) -> str:
+    """A failed attempt's handler traceback, which its line carries as a logged exception's: in text, on the
+    lines after it; in JSON, the record's ``exception``."""
+    return "" if event is None or event.traceback is None else event.traceback
+
+
 class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = text_line(record.created, record.levelname, record.getMessage())
         if record.exc_info:
             line += "\n" + self.formatException(record.exc_info)
+        elif tb := event_traceback(getattr(record, "worker_event", None)):
+            line += "\n" + tb
         return line
 
 
@@ -81,7 +89,7 @@ class JSONFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         event = getattr(record, "worker_event", None)
-        exc = self.formatException(record.exc_info) if record.exc_info else ""
+        exc = self.formatException(record.exc_info) if record.exc_info else event_traceback(event)
         return json_line(record.created, record.levelname, record.name, event, record.getMessage(), exc)
 
 
@@ -131,9 +139,11 @@ class EventLines:
             return False
         created, levelname = time.time(), logging.getLevelName(level)
         if self.json_format:
-            line = json_line(created, levelname, logger.name, event, event.message)
+            line = json_line(created, levelname, logger.name, event, event.message, event_traceback(event))
         else:
             line = text_line(created, levelname, event.message)
+            if event.traceback is not None:
+                line += "\n" + event.traceback
         line += handler.terminator
         try:
             with handler.lock:

@@ -15,6 +15,7 @@ from .acks import GAVE_UP, UNCONFIRMED, Acks
 from .events import EventHub
 from .protocol import ClaimedJob
 from .session import Running
+from .tracebacks import handler_traceback
 
 
 def failure_note(job: ClaimedJob, result: ClaimedJob) -> str:
@@ -37,8 +38,9 @@ class Outcomes:
         self.cancelled = 0
         self.unconfirmed = 0  # outcomes whose write may or may not have been applied (a reply lost)
 
-    def fail(self, entry: Running, duration: float, error: str) -> None:
-        self.report(entry, self.acks.fail(entry.job, error), duration, error)
+    def fail(self, entry: Running, duration: float, error: str, exc: BaseException | None = None) -> None:
+        """A failed attempt; ``exc``, what the handler raised, gives the ``failed`` line its traceback."""
+        self.report(entry, self.acks.fail(entry.job, error), duration, error, exc)
 
     def cancel(self, entry: Running, duration: float, error: str | None) -> None:
         """The handler returned or raised after a cancel request reached it: the job ends cancelled, no retry."""
@@ -53,7 +55,9 @@ class Outcomes:
         note = "on an operator's request; not retried" + ("" if error is None else " (the handler raised)")
         self.events.emit("cancelled", entry.job, duration=duration, error=error, note=note)
 
-    def report(self, entry: Running, result, duration: float, error: str | None) -> None:
+    def report(
+        self, entry: Running, result, duration: float, error: str | None, exc: BaseException | None = None
+    ) -> None:
         """Count and report a completion or failed attempt whose write answered ``result``."""
         if result is GAVE_UP:
             return  # the write never got through: nothing is known of the job, the reaper will see to it
@@ -69,8 +73,9 @@ class Outcomes:
                 self.failed += 1
         if error is None:
             self.events.emit("completed", job, duration=duration)
-        elif self.events.wants("failed"):  # the note formats a date: only worth it when someone reads it
-            self.events.emit("failed", job, duration=duration, error=error, note=failure_note(job, result))
+        elif self.events.wants("failed"):  # the note and traceback are formatted only when someone reads them
+            note, tb = failure_note(job, result), handler_traceback(exc)
+            self.events.emit("failed", job, duration=duration, error=error, note=note, traceback=tb)
 
     def completions(self, items: list, done) -> None:
         """Count and report a batch of completions; ``done``: the (id, attempt) the write found held, or

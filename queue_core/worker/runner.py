@@ -107,8 +107,10 @@ class HandlerRunner:
         self._overrun: set[threading.Thread] = set()
         self._async: dict[Handler, bool] = {}  # per handler: is it async? (handlers are registered once)
 
-    def attempt(self, fn: Handler, job) -> tuple[object, str | None, float]:
-        """Run one attempt: (the handler's result, the error message or None, seconds); never raises.
+    def attempt(self, fn: Handler, job) -> tuple[object, str | None, float, BaseException | None]:
+        """Run one attempt: (the handler's result, the error message or None, seconds, the exception that
+        failed it or None); never raises. The exception is for the failure's log line, whose traceback it is
+        (``tracebacks.handler_traceback``, formatted only if someone listens for ``failed``).
 
         A result that cannot be stored (not JSON, too big) fails the attempt, saying why.
         """
@@ -117,9 +119,8 @@ class HandlerRunner:
             result = self.run(fn, job)
             encode_result(result)
         except BaseException as exc:  # a handler must never take its worker thread down
-            logger.debug("job %s (%s) raised", job.id, job.type, exc_info=True)
-            return None, attempt_error(exc), time.monotonic() - started
-        return result, None, time.monotonic() - started
+            return None, attempt_error(exc), time.monotonic() - started, exc
+        return result, None, time.monotonic() - started, None
 
     def run(self, fn: Handler, job) -> object:
         timeout = job_timeout(job)

@@ -195,7 +195,7 @@ class Slots:
             worker._release(session, entry, "no handler registered for this type any more")
             worker._done(session, entry)
             return None
-        result, error, duration = worker._runner.attempt(fn, job)
+        result, error, duration, exc = worker._runner.attempt(fn, job)
         with worker._lock:
             if entry.released:
                 logger.debug("job %s finished after it was released; its outcome is discarded", job.id)
@@ -206,7 +206,7 @@ class Slots:
             if cancelled:
                 worker._outcomes.cancel(entry, duration, error)
             elif error is not None:
-                worker._outcomes.fail(entry, duration, error)
+                worker._outcomes.fail(entry, duration, error, exc)
             else:
                 session.batch.add((entry, result, duration))
         finally:
