@@ -402,3 +402,17 @@ def test_in_json_the_traceback_stays_inside_the_failed_record(live_repo, worker_
     )
     assert "timed out after 0.3s" in failed["async-hangs"]["exception"]
     assert "exception" not in failed["sync-hangs"] and "exception" not in failed["returns-a-set"]
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_failed_line_with_a_traceback_is_the_line_the_logging_module_writes(worker_logging, fmt):
+    tb = 'Traceback (most recent call last):\n  File "jobs.py", line 3, in charge\n    raise X\nValueError: boom'
+    ev = event("failed", error="boom", traceback=tb)
+    buffer = worker_logging(fmt)
+    assert logs._lines.write(logging.WARNING, ev)  # the direct path took it
+    direct = buffer.getvalue()
+    assert direct == through_logging_module(buffer, ev)
+    if fmt == "text":
+        assert direct == f"2025-12-05T12:00:36.123Z WARNING {ev.message}\n{tb}\n"
+    else:
+        assert direct.count("\n") == 1 and json.loads(direct)["exception"] == tb  # one record, one line
