@@ -465,7 +465,12 @@ def test_log_level_warning_hides_routine_events(live_repo, worker_env, tmp_path)
     out = run_worker(worker_env, tmp_path, "--burst", "--log-level", "WARNING")
     assert out.returncode == 0
     lines = out.stderr.strip().splitlines()
-    assert len(lines) == 1 and " WARNING failed job=" in lines[0]
+    # One record: the failed line, then its handler's traceback under it (indented frames, the exception).
+    assert " WARNING failed job=" in lines[0]
+    assert lines[1] == "Traceback (most recent call last):" and lines[-1].startswith(
+        "queue_core.worker.handlers.DemoFailure"
+    )
+    assert not any(" INFO " in line or " WARNING " in line for line in lines[1:]), lines
 
 
 def test_handler_module_from_the_current_directory_and_unknown_types_stay_pending(live_repo, worker_env, tmp_path):
