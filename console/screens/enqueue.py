@@ -65,7 +65,7 @@ class EnqueueScreen(Dialog):
     """
 
     BINDINGS: ClassVar[list[Binding]] = [
-        Binding("escape", "cancel", "Cancel", id="cancel-enqueue", tooltip="close the form, write nothing")
+        Binding("escape", "cancel", "Cancel", id="cancel-enqueue", tooltip="close it, write nothing")
     ]
 
     def __init__(self, repo, known_types: list[str]) -> None:

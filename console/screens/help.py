@@ -35,6 +35,8 @@ MORE_KEYS = (
     ("ctrl+p", "command palette: every action above by name"),
     ("escape", "close a dialog; on the main screen, clear the selection, then the query"),
 )
+KEYS_WIDTH = 14  # "escape q enter"
+NAME_WIDTH = 14  # "Older attempts"
 KEY_NAMES = {"left": "←", "right": "→", "question_mark": "?", "slash": "/"}
 
 # The keys of each context besides the main screen: (title, the classes whose BINDINGS it lists, keys a
@@ -60,29 +62,31 @@ def key_names(binding: Binding) -> str:
     return " ".join(KEY_NAMES.get(key, key) for key in binding.key.split(","))
 
 
-def key_grid(rows: list[tuple[str, str]]) -> Table:
-    """Keys and names in a column of their own, the text beside them wrapping under itself (at 80 columns
-    a wrapped line began under the key, where the next key was looked for)."""
-    grid = Table.grid()
-    grid.add_column(no_wrap=True)
+def key_grid(rows: list[tuple[str, str, str]]) -> Table:
+    """Keys and names in columns of their own, the same widths in every section, the text beside them
+    wrapping under itself (at 80 columns a wrapped line began under the key, where the next key was looked
+    for)."""
+    grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True, min_width=KEYS_WIDTH)
+    grid.add_column(no_wrap=True, min_width=NAME_WIDTH)
     grid.add_column()
     for row in rows:
         grid.add_row(*row)
     return grid
 
 
-def binding_rows(bindings: Iterable[Binding]) -> list[tuple[str, str]]:
-    """One row a binding; a binding two screens share (escape: cancel) once."""
-    rows: list[tuple[str, str]] = []
+def binding_rows(bindings: Iterable[Binding]) -> list[tuple[str, str, str]]:
+    """One row a binding; a row two screens share once."""
+    rows: list[tuple[str, str, str]] = []
     for binding in bindings:
-        row = (f"[b]{key_names(binding):>14}[/]  {binding.description:<14} ", f"[dim]{binding.tooltip}[/]")
+        row = (f"[b]{key_names(binding)}[/]", binding.description, f"[dim]{binding.tooltip}[/]")
         if row not in rows:
             rows.append(row)
     return rows
 
 
-def other_rows(keys: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
-    return [(f"[b]{key:>14}[/]  ", f"[dim]{text}[/]") for key, text in keys]
+def other_rows(keys: Iterable[tuple[str, str]]) -> list[tuple[str, str, str]]:
+    return [(f"[b]{key}[/]", "", f"[dim]{text}[/]") for key, text in keys]
 
 
 class HelpScreen(Dialog):

@@ -24,7 +24,7 @@ class PromptScreen(Dialog):
     """
 
     BINDINGS: ClassVar[list[Binding]] = [
-        Binding("escape", "cancel", "Cancel", id="cancel-prompt", tooltip="close the prompt, write nothing")
+        Binding("escape", "cancel", "Cancel", id="cancel-prompt", tooltip="close it, write nothing")
     ]
 
     def __init__(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 
 import pytest
 
@@ -41,7 +42,8 @@ async def test_the_help_lists_every_binding_of_the_app_and_of_every_screen(pilot
     missing = []
     for cls in sorted(classes, key=lambda cls: cls.__qualname__):
         for binding in cls.BINDINGS:
-            row = f"{key_names(binding)}  {binding.description}"
-            if not (binding.tooltip and any(row in line and binding.tooltip in line for line in lines)):
-                missing.append(f"{cls.__qualname__}: {row} ({binding.tooltip or 'no tooltip'})")
+            keys, name, tooltip = key_names(binding), binding.description, binding.tooltip
+            row = re.compile(rf"^\s*{re.escape(keys)}\s+{re.escape(name)}\s+{re.escape(tooltip)}\s*$")
+            if not (tooltip and any(row.match(line) for line in lines)):
+                missing.append(f"{cls.__qualname__}: {keys} {name} ({tooltip or 'no tooltip'})")
     assert not missing, "not in the help:\n" + "\n".join(missing)
