@@ -90,7 +90,7 @@ class QueueConsole(
         Binding("f", "fail", "Fail", id="fail", tooltip="fail the selected running job (asks why)"),
         *CONTROL_BINDINGS,
         *BULK_BINDINGS,
-        Binding("x", "reap", "Reap", id="reap", tooltip="reap stale claims: take them back now"),
+        Binding("x", "reap", "Reap", id="reap", tooltip="reap stale claims and the jobs of lost workers now"),
         Binding("w", "toggle_worker", "Worker", id="worker", tooltip="start / stop the embedded worker"),
         # Enter and tab are priority bindings so the focused table does not take them; on a dialog
         # the actions step aside (SkipAction) and the dialog gets the key.

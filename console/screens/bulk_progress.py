@@ -18,7 +18,9 @@ PROGRESSIVE = {"retry": "Retrying", "cancel": "Cancelling", "delete": "Deleting"
 class BulkProgressScreen(Dialog):
     """Closed by the app when the action is done (``answer``); escape only asks it to stop."""
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "stop", "Stop", id="bulk-stop")]
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("escape", "stop", "Stop", id="bulk-stop", tooltip="stop after the current batch")
+    ]
 
     def __init__(self, plan, stop: threading.Event) -> None:
         super().__init__(id="bulk-progress")

@@ -19,8 +19,8 @@ class ConfirmScreen(Dialog):
     """Dismisses with True on y / enter, False on n / escape. Title and question are text, never markup."""
 
     BINDINGS: ClassVar[list[Binding]] = [
-        Binding("y,enter", "yes", "Yes", id="confirm-yes"),
-        Binding("n,escape", "no", "No", id="confirm-no"),
+        Binding("y,enter", "yes", "Yes", id="confirm-yes", tooltip="do it"),
+        Binding("n,escape", "no", "No", id="confirm-no", tooltip="write nothing"),
     ]
 
     def __init__(self, title: str, question: str, *, id=None) -> None:

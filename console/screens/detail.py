@@ -58,11 +58,11 @@ class AttemptsFailed(Message):
 
 class JobDetailScreen(Dialog):
     BINDINGS: ClassVar[list[Binding]] = [
-        Binding("escape,q,enter", "close", "Close", id="close-detail"),
-        Binding("m", "page(1)", "Next page", id="detail-next-page", tooltip="the next page of a long payload"),
-        Binding("b", "page(-1)", "Previous page", id="detail-previous-page", tooltip="the page before"),
-        Binding("o", "attempts(1)", "Older attempts", id="detail-older-attempts", tooltip="the attempts before"),
-        Binding("i", "attempts(-1)", "Newer attempts", id="detail-newer-attempts", tooltip="the attempts after"),
+        Binding("escape,q,enter", "close", "Close", id="close-detail", tooltip="close the detail"),
+        Binding("m", "page(1)", "Next page", id="detail-next-page", tooltip="a large payload's next 16 KB"),
+        Binding("b", "page(-1)", "Previous page", id="detail-previous-page", tooltip="its previous 16 KB"),
+        Binding("o", "attempts(1)", "Older attempts", id="detail-older-attempts", tooltip="the 50 attempts before"),
+        Binding("i", "attempts(-1)", "Newer attempts", id="detail-newer-attempts", tooltip="the 50 attempts after"),
     ]
 
     def __init__(self, repo, job_id: int) -> None:

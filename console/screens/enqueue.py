@@ -64,7 +64,9 @@ class EnqueueScreen(Dialog):
     Creates at most one job: while its write is on the way, and once answered, a late Enter does nothing.
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "cancel", "Cancel", id="cancel-enqueue")]
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("escape", "cancel", "Cancel", id="cancel-enqueue", tooltip="close it, write nothing")
+    ]
 
     def __init__(self, repo, known_types: list[str]) -> None:
         super().__init__()

@@ -23,7 +23,9 @@ class PromptScreen(Dialog):
     ``title`` and ``explanation`` are shown as text, never markup: they carry job types and ids.
     """
 
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape", "cancel", "Cancel", id="cancel-prompt")]
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("escape", "cancel", "Cancel", id="cancel-prompt", tooltip="close it, write nothing")
+    ]
 
     def __init__(
         self, title: str, explanation: str, *, value: str = "", placeholder: str = "", suggestions=(), id=None

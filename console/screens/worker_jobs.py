@@ -42,7 +42,9 @@ class HeldJobsRead(Message):
 
 
 class WorkerJobsScreen(Dialog):
-    BINDINGS: ClassVar[list[Binding]] = [Binding("escape,q", "close", "Close", id="close-worker-jobs")]
+    BINDINGS: ClassVar[list[Binding]] = [
+        Binding("escape,q", "close", "Close", id="close-worker-jobs", tooltip="close the list")
+    ]
 
     def __init__(self, worker_id: str, rows: list, now, repo) -> None:
         super().__init__()

@@ -28,8 +28,10 @@ class ActivityView(VerticalScroll):
     """A labelled ``Sparkline`` per series; the label says the total, the peak and the range charted."""
 
     BINDINGS: ClassVar[list[Binding]] = [
-        Binding("left", "pick_queue(-1)", "Prev queue", id="activity-previous-queue", tooltip="the queue before"),
-        Binding("right", "pick_queue(1)", "Next queue", id="activity-next-queue", tooltip="the next queue"),
+        Binding("left", "pick_queue(-1)", "Prev queue", id="activity-previous-queue", tooltip="chart the queue before"),
+        Binding(
+            "right", "pick_queue(1)", "Next queue", id="activity-next-queue", tooltip="chart the next queue (or all)"
+        ),
     ]
 
     def __init__(self, **kwargs):
