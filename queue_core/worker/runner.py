@@ -23,7 +23,6 @@ import contextlib
 import contextvars
 import functools
 import inspect
-import logging
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -35,7 +34,6 @@ from .handlers import Handler, _current_job, call_handler
 if TYPE_CHECKING:
     import asyncio  # imported where a coroutine first runs: ~30 ms of every worker's start-up otherwise
 
-logger = logging.getLogger(__name__)
 
 CANCEL_POLL = 0.2  # seconds between looks at a running coroutine's job for an operator's cancel request
 LOOP_CLOSE_WAIT = 2.0  # seconds a stopping worker gives its event loop to cancel what still runs
