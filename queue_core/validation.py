@@ -6,6 +6,7 @@ The repository validates before it writes anything, so a refused input leaves th
 from __future__ import annotations
 
 import json
+import re
 import sys
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlsplit
@@ -53,6 +54,12 @@ def validate_type(value) -> str:
 def validate_queue_name(value, field: str = "queue") -> str:
     """A queue's name: the rules of a type name (non-empty, at most 255 printable characters)."""
     return _validate_name(field, value, "mail")
+
+
+# An id or a count written as text (a command line, a query string): ASCII digits, a leading "-" let through so
+# that a negative number is refused by its range, not its form. int() alone also reads "１" (full-width),
+# "٣", "1_000", "+1" and " 1": forms no id or count is written in.
+ASCII_INTEGER = re.compile(r"-?[0-9]+")
 
 
 def validate_schedule(value) -> str:

@@ -19,7 +19,7 @@ import peewee as pw
 
 from ..errors import DatabaseURLError, QueueError
 from ..store.database import DATABASE_ERRORS, default_url, open_database, without_password
-from ..validation import MAX_SECONDS, validate_token
+from ..validation import ASCII_INTEGER, MAX_SECONDS, validate_token
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
@@ -63,9 +63,6 @@ def fail(message: str) -> int:
     return EXIT_USAGE
 
 
-# An id or count on a command line: ASCII digits, a leading "-" let through so that a negative number is
-# refused by its range ("must be from 1 to ..."), not as no number at all.
-ASCII_INTEGER = re.compile(r"-?[0-9]+")
 WHOLE_NUMBER = "a whole number (ASCII digits 0-9)"
 
 

@@ -8,7 +8,6 @@ schema, using the repository's own constants.
 
 from __future__ import annotations
 
-import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -32,6 +31,7 @@ from ..store.models import JobStatus, Priority
 from ..store.query import MAX_QUERY_CHARS
 from ..store.repository import PRUNE_BATCH
 from ..validation import (
+    ASCII_INTEGER,
     MAX_INT32,
     MAX_LIST_LIMIT,
     MAX_RETRIES_LIMIT,
@@ -76,14 +76,11 @@ def _iso_time(value):
 
 IsoTime = Annotated[datetime, BeforeValidator(_iso_time)]
 
-# A leading "-" gets through, to be refused by the range ("greater than or equal to 0") rather than its form.
-QUERY_INTEGER = re.compile(r"-?[0-9]+")
-
 
 def _ascii_digits(value):
     """A number in a query string is ASCII digits: pydantic alone reads ``1_000`` as 1000, and ``+1``,
     `` 1`` and ``1.0`` as 1 (a path's id is digits already: its route matches nothing else)."""
-    if isinstance(value, str) and not QUERY_INTEGER.fullmatch(value):
+    if isinstance(value, str) and not ASCII_INTEGER.fullmatch(value):
         raise PydanticCustomError("ascii_integer", "must be a whole number in ASCII digits 0-9, e.g. 42")
     return value
 
