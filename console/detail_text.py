@@ -127,11 +127,33 @@ def error_history(attempts: AttemptPage) -> Content:
                 (f"{timestamp(error.created_at)}  worker {error.worker_id or '—'}", "dim"),
                 "\n",
                 cut(error.error, ERROR_CHARS, length=error.error_length),
+                traceback_text(error),
             )
         )
     if attempts.newer:
         parts.append(Content.styled(f"… {attempts.newer:,} later attempts not shown: i shows them", "dim"))
     return Content("\n\n").join(parts)
+
+
+def traceback_text(error) -> Content:
+    """An attempt's traceback under its error, dim and indented: its end as the database cut it (the
+    innermost frames), from a line's start, without the exception's line when it repeats the error above."""
+    tb = getattr(error, "traceback", None)
+    if not tb:
+        return Content()
+    lines = tb.rstrip("\n").split("\n")
+    earlier = error.traceback_length - len(tb)
+    if earlier > 0 and len(lines) > 1:
+        earlier += len(lines[0]) + 1
+        lines = lines[1:]  # begins inside a line
+    if lines[-1] == error.error and len(lines) > 1:
+        lines.pop()
+    parts = []
+    if earlier > 0:
+        note = f"{earlier:,} earlier characters: python -m queue_core show {error.job_id} prints them"
+        parts.append(("\n  … " + note, "dim"))
+    parts += [("\n  " + line, "dim") for line in lines]
+    return Content.assemble(*parts)
 
 
 def cut(text: str, limit: int, *, length: int | None = None) -> Content:

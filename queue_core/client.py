@@ -245,9 +245,24 @@ class HttpQueue:
         return self._ack(job_id, "complete", {"worker_id": worker_id, "attempt": attempt, "result": result})
 
     def fail(
-        self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None
+        self,
+        job_id: int,
+        error: str,
+        *,
+        worker_id: str | None = None,
+        attempt: int | None = None,
+        traceback: str | None = None,
     ) -> RemoteJob | None:
-        return self._ack(job_id, "fail", {"error": error, "worker_id": worker_id, "attempt": attempt})
+        body = {"error": error, "worker_id": worker_id, "attempt": attempt}
+        if traceback is None:
+            return self._ack(job_id, "fail", body)
+        try:
+            return self._ack(job_id, "fail", {**body, "traceback": traceback})
+        except ValidationError as exc:
+            if exc.field != "traceback":
+                raise
+            # A server older than tracebacks refuses the field (422, nothing written): the error is kept.
+            return self._ack(job_id, "fail", body)
 
     def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> RemoteJob | None:
         return self._ack(job_id, "release", {"worker_id": worker_id, "attempt": attempt})

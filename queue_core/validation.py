@@ -16,6 +16,7 @@ from .store.models import JobStatus
 
 MAX_RETRIES_LIMIT = 1000
 MAX_ERROR_CHARS = 10_000
+MAX_TRACEBACK_CHARS = 16_000  # a failed attempt's traceback as stored: its end kept (validate_traceback)
 MAX_TEXT_CHARS = 255
 MAX_LIST_LIMIT = 1000
 # How deep a payload's objects and arrays may nest, the payload object itself being level 1. JSON
@@ -308,15 +309,37 @@ def validate_api_url(field: str, value) -> str:
 def validate_error(value) -> str:
     if not isinstance(value, str):
         raise ValidationError("error", "must be a string")
+    value = _storable(value)
+    if len(value) > MAX_ERROR_CHARS:
+        value = value[:MAX_ERROR_CHARS] + " ... (truncated)"
+    return value or "(no error message)"
+
+
+def validate_traceback(value) -> str | None:
+    """A failed attempt's traceback, or None. One longer than ``MAX_TRACEBACK_CHARS`` keeps its first line
+    and its end, the innermost frames and the exception, which say most; the middle is cut, whole lines."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ValidationError("traceback", "must be a string, or null for none")
+    value = _storable(value)
+    if len(value) > MAX_TRACEBACK_CHARS:
+        head = value[: value.find("\n") + 1 or len(value)][:200].rstrip("\n")
+        tail = value[len(value) - (MAX_TRACEBACK_CHARS - len(head) - 48) :]
+        tail = tail[tail.find("\n") + 1 :] or tail  # from a line's start
+        cut = len(value) - len(head) - len(tail) - value.startswith(head + "\n")
+        value = f"{head}\n  ... ({cut:,} characters cut)\n{tail}"
+    return value or None
+
+
+def _storable(value: str) -> str:
+    """``value`` as both backends store it alike."""
     if not is_text(value):
         # A handler's message may hold undecodable bytes (os.fsdecode): keep them, readable, rather than fail.
         value = value.encode("utf-8", "backslashreplace").decode("utf-8")
     # PostgreSQL text cannot hold NUL (fail() would raise DataError and leave the job running): show it
     # escaped, on both backends alike. Escaped before truncating, so the length bound holds.
-    value = value.replace("\x00", "\\x00")
-    if len(value) > MAX_ERROR_CHARS:
-        value = value[:MAX_ERROR_CHARS] + " ... (truncated)"
-    return value or "(no error message)"
+    return value.replace("\x00", "\\x00")
 
 
 def validate_status(value) -> str:

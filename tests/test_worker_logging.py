@@ -383,8 +383,21 @@ def test_a_failed_attempt_logs_its_handlers_traceback_once_under_its_line(live_r
     assert blocks["sync-hangs"].count("\n") == 0 and "timed out after 0.3s" in blocks["sync-hangs"]
     assert blocks["returns-a-set"].count("\n") == 0
     assert stderr.count("Traceback (most recent call last):") == 3  # once per failed attempt that has one
-    # The job keeps its error as it was: the message, no traceback.
+    # The job keeps its error as it was: the message, no traceback (its attempt keeps that, below).
     assert live_repo.find_by_id(ids["sync-fails"]).error == "card 77 declined"
+
+
+def test_each_failed_attempt_keeps_the_traceback_its_line_showed(live_repo, worker_env, tmp_path):
+    stderr, ids = run_failing_jobs(live_repo, worker_env, tmp_path, "--log-level", "warning")
+    blocks = failed_blocks(stderr)
+    for kind in ("sync-fails", "async-fails", "async-hangs"):
+        [attempt] = live_repo.errors_for(ids[kind])
+        assert attempt.traceback == blocks[kind].split("\n", 1)[1], kind  # the lines under its failed line
+    assert "queue_core" not in live_repo.errors_for(ids["sync-fails"])[0].traceback  # the handler's frames
+    # No frame of the handler: no traceback, the error alone.
+    for kind in ("sync-hangs", "returns-a-set"):
+        [attempt] = live_repo.errors_for(ids[kind])
+        assert attempt.traceback is None and attempt.error, kind
 
 
 def test_in_json_the_traceback_stays_inside_the_failed_record(live_repo, worker_env, tmp_path):

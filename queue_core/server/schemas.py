@@ -215,6 +215,11 @@ class CompleteJob(Ack):
 
 class FailJob(Ack):
     error: StrictStr = Field(description="why the attempt failed; kept in the job's error history")
+    traceback: StrictStr | None = Field(
+        None,
+        description="the handler's traceback, as Python prints it; kept with the error (a long one's first line"
+        " and its last 16,000 characters)",
+    )
 
 
 class Heartbeat(Body):

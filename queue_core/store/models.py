@@ -282,6 +282,7 @@ class JobError(BaseModel):
     worker_id = pw.CharField(max_length=255, null=True)
     error = pw.TextField()
     created_at = UTCDateTimeField()
+    traceback = pw.TextField(null=True)  # the handler's frames, as Python prints them; None if none (v16)
 
     class Meta:
         table_name = "job_errors"
@@ -292,6 +293,7 @@ class JobError(BaseModel):
             "attempt": self.attempt,
             "worker_id": self.worker_id,
             "error": self.error,
+            "traceback": self.traceback,
             "created_at": self.created_at.isoformat(),
         }
 

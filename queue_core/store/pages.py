@@ -89,7 +89,9 @@ def filtered_counts(repo, where, *, type=None, cap: int) -> dict[str, int]:
 class AttemptPage:
     """One page of a job's failed attempts, the newest page first; each row's error is cut in SQL."""
 
-    rows: list  # oldest first within the page: attempt, created_at, worker_id, error (cut), error_length
+    # oldest first within the page: job_id, attempt, created_at, worker_id, error (cut), error_length, traceback (its
+    # end), traceback_length (None: no traceback)
+    rows: list
     total: int  # failed attempts the job has in all
     number: int  # 1: the newest ``size`` attempts; 2: the ``size`` before them; ...
     size: int
@@ -113,19 +115,28 @@ def job_without_payload(repo, job_id: int):
     return Job.select(*page_columns(Job)).where(Job.id == job_id).first()
 
 
-def attempt_page(repo, job_id: int, *, number: int = 1, size: int = 50, chars: int = 500) -> AttemptPage:
-    """Page ``number`` of ``job_id``'s attempt history: ``size`` attempts, errors cut to ``chars`` by the
-    database, so a job with 300 attempts of 10,000 characters each costs a page's worth, not 3 MB."""
+def attempt_page(
+    repo, job_id: int, *, number: int = 1, size: int = 50, chars: int = 500, traceback_chars: int = 1500
+) -> AttemptPage:
+    """Page ``number`` of ``job_id``'s attempt history: ``size`` attempts, errors cut to ``chars`` and
+    tracebacks to their last ``traceback_chars`` by the database, so a job with 300 attempts of 10,000
+    characters each costs a page's worth, not 3 MB."""
     JobError = repo.JobError
     mine = JobError.job_id == job_id
     total = JobError.select().where(mine).count()
+    traceback_length = pw.fn.LENGTH(JobError.traceback)
+    # Its end: the innermost frames, where it was raised (SQLite's negative SUBSTR start is not PostgreSQL's).
+    tail = pw.fn.SUBSTR(JobError.traceback, traceback_length - (traceback_chars - 1))
     query = (
         JobError.select(
+            JobError.job_id,
             JobError.attempt,
             JobError.created_at,
             JobError.worker_id,
             pw.fn.SUBSTR(JobError.error, 1, chars).alias("error"),
             pw.fn.LENGTH(JobError.error).coerce(False).alias("error_length"),
+            pw.Case(None, [(traceback_length > traceback_chars, tail)], JobError.traceback).alias("traceback"),
+            traceback_length.coerce(False).alias("traceback_length"),
         )
         .where(mine)
         .order_by(JobError.attempt.desc(), JobError.id.desc())

@@ -37,6 +37,7 @@ from ..validation import (
     validate_positive_int,
     validate_queue_names,
     validate_schedule,
+    validate_traceback,
     validate_types,
     validate_worker_id,
 )
@@ -358,11 +359,21 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         )
         return next(iter(done), None), next(iter(claimed), None)
 
-    def fail(self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None) -> Job | None:
+    def fail(
+        self,
+        job_id: int,
+        error: str,
+        *,
+        worker_id: str | None = None,
+        attempt: int | None = None,
+        traceback: str | None = None,
+    ) -> Job | None:
         """Record a failed attempt: back to pending after a back-off while retries are left, else failed.
+        ``traceback``, the handler's as Python prints it, is kept with the attempt's error (its end, if long).
 
         A job an operator asked to cancel is cancelled instead: it is never re-queued."""
         error = validate_error(error)
+        traceback = validate_traceback(traceback)
         Job = self.Job
         with self.db.atomic():
             job = (
@@ -374,7 +385,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             if job is None:
                 return None
             now = self.time.sql()
-            self._record_error(job, error, now)
+            self._record_error(job, error, now, traceback)
             delay = None
             if job.cancel_requested:
                 changes = {"status": CANCELLED, "error": error, "updated_at": now}
@@ -422,8 +433,15 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             changes["error"] = error
         return changes
 
-    def _record_error(self, job: Job, error: str, now: datetime) -> None:
-        self.JobError.create(job_id=job.id, attempt=job.attempt, worker_id=job.worker_id, error=error, created_at=now)
+    def _record_error(self, job: Job, error: str, now: datetime, traceback: str | None = None) -> None:
+        self.JobError.create(
+            job_id=job.id,
+            attempt=job.attempt,
+            worker_id=job.worker_id,
+            error=error,
+            created_at=now,
+            traceback=traceback,
+        )
 
     def refresh_statistics(self) -> bool:
         """PostgreSQL: ANALYZE the jobs table if its planner statistics are stale (never analyzed, or changed

@@ -317,6 +317,16 @@ def _widened(column: str, kind: str) -> str:
     return f"ALTER COLUMN {column} TYPE {kind}{through}"
 
 
+def _migrate_v16(db: pw.Database) -> None:
+    # Each failed attempt's traceback beside its error (the handler's frames; NULL for the attempts recorded
+    # before, and for errors with no handler frames: a lost claim, a result that could not be stored). A
+    # fresh database has the column already (v1 creates the table from the current model).
+    if is_postgres(db):
+        db.execute_sql("ALTER TABLE job_errors ADD COLUMN IF NOT EXISTS traceback TEXT")
+    elif "traceback" not in {column.name for column in db.get_columns("job_errors")}:
+        db.execute_sql("ALTER TABLE job_errors ADD COLUMN traceback TEXT")
+
+
 def queue_index_parts(Job) -> list:
     """The conditions that split a read by queue into reads of one (queue, ...) index each: on PostgreSQL
     its pending jobs (``jobs_pending_queue_claim``, v6) and the rest (``jobs_queue_status``, v12), as a
@@ -344,6 +354,7 @@ MIGRATIONS = (
     (13, _migrate_v13),
     (14, _migrate_v14),
     (15, _migrate_v15),
+    (16, _migrate_v16),
 )
 SCHEMA_VERSION = MIGRATIONS[-1][0]
 

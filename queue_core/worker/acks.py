@@ -128,10 +128,11 @@ class Acks:
         self.ledger = Ledger()
         return self.ledger
 
-    def fail(self, job: ClaimedJob, error: str):
+    def fail(self, job: ClaimedJob, error: str, traceback: str | None = None):
         """The job after a failed attempt (pending for a retry, or failed), None, ``UNCONFIRMED`` or
-        ``GAVE_UP``."""
-        return self._outcome("fail", job, lambda: self.queue.fail(job.id, error, **self._claim(job)))
+        ``GAVE_UP``; ``traceback``, the handler's, is kept with the attempt's error."""
+        call = lambda: self.queue.fail(job.id, error, traceback=traceback, **self._claim(job))  # noqa: E731
+        return self._outcome("fail", job, call)
 
     def release(self, job: ClaimedJob, *, once: bool = False):
         """The job back to pending, None, ``UNCONFIRMED`` or ``GAVE_UP``; ``once``: a single try (a stopping

@@ -39,8 +39,10 @@ class Outcomes:
         self.unconfirmed = 0  # outcomes whose write may or may not have been applied (a reply lost)
 
     def fail(self, entry: Running, duration: float, error: str, exc: BaseException | None = None) -> None:
-        """A failed attempt; ``exc``, what the handler raised, gives the ``failed`` line its traceback."""
-        self.report(entry, self.acks.fail(entry.job, error), duration, error, exc)
+        """A failed attempt; ``exc``, what the handler raised, gives the attempt its stored traceback and the
+        ``failed`` line its own."""
+        tb = handler_traceback(exc)
+        self.report(entry, self.acks.fail(entry.job, error, tb), duration, error, tb)
 
     def cancel(self, entry: Running, duration: float, error: str | None) -> None:
         """The handler returned or raised after a cancel request reached it: the job ends cancelled, no retry."""
@@ -55,9 +57,7 @@ class Outcomes:
         note = "on an operator's request; not retried" + ("" if error is None else " (the handler raised)")
         self.events.emit("cancelled", entry.job, duration=duration, error=error, note=note)
 
-    def report(
-        self, entry: Running, result, duration: float, error: str | None, exc: BaseException | None = None
-    ) -> None:
+    def report(self, entry: Running, result, duration: float, error: str | None, tb: str | None = None) -> None:
         """Count and report a completion or failed attempt whose write answered ``result``."""
         if result is GAVE_UP:
             return  # the write never got through: nothing is known of the job, the reaper will see to it
@@ -73,9 +73,10 @@ class Outcomes:
                 self.failed += 1
         if error is None:
             self.events.emit("completed", job, duration=duration)
-        elif self.events.wants("failed"):  # the note and traceback are formatted only when someone reads them
-            note, tb = failure_note(job, result), handler_traceback(exc)
-            self.events.emit("failed", job, duration=duration, error=error, note=note, traceback=tb)
+        elif self.events.wants("failed"):  # the note is formatted only when someone reads it
+            self.events.emit(
+                "failed", job, duration=duration, error=error, note=failure_note(job, result), traceback=tb
+            )
 
     def completions(self, items: list, done) -> None:
         """Count and report a batch of completions; ``done``: the (id, attempt) the write found held, or

@@ -68,9 +68,16 @@ class JobQueue(Protocol):
         ...
 
     def fail(
-        self, job_id: int, error: str, *, worker_id: str | None = None, attempt: int | None = None
+        self,
+        job_id: int,
+        error: str,
+        *,
+        worker_id: str | None = None,
+        attempt: int | None = None,
+        traceback: str | None = None,
     ) -> ClaimedJob | None:
-        """Record a failed attempt: pending again after a back-off while retries are left, else failed."""
+        """Record a failed attempt: pending again after a back-off while retries are left, else failed;
+        ``traceback`` (the handler's) is kept with its error."""
         ...
 
     def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> ClaimedJob | None:

@@ -1,7 +1,7 @@
-"""A failed attempt's traceback for the log: the handler's frames only, none of the worker's around them.
+"""A failed attempt's traceback, kept with its error and shown by the ``failed`` log line: the handler's
+frames only, none of the worker's around them.
 
-Formatted only when someone listens for ``failed`` (``Outcomes.report``), so a job that succeeds, or a
-worker nobody listens to, pays nothing for it.
+Formatted once per failed attempt (``Outcomes.fail``): a job that succeeds pays nothing for it.
 """
 
 from __future__ import annotations
