@@ -108,7 +108,7 @@ def stale_text(error: str, read_at: datetime) -> Content:
 
 
 def errors_title(attempts: AttemptPage) -> Content:
-    return Content(f"Errors ({attempts.total:,} failed attempts)")
+    return Content(f"Errors ({attempts.total:,} failed attempt{'' if attempts.total == 1 else 's'})")
 
 
 def error_history(attempts: AttemptPage) -> Content:

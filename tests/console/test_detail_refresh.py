@@ -68,7 +68,7 @@ async def test_the_detail_follows_a_failed_attempt_then_the_failure_and_a_retry(
     scene.fail(job.id, "TimeoutError: slept too long", worker_id=job.worker_id, attempt=job.attempt)
     await refresh(pilot)
     text = screen.shown_text()
-    assert "pending" in title(screen) and "Errors (1 failed attempts)" in text
+    assert "pending" in title(screen) and "Errors (1 failed attempt)" in text
     assert "TimeoutError: slept too long" in text
     assert "Why is this job waiting?" in text and "back-off after attempt" in text  # it became pending
 
