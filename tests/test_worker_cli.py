@@ -614,3 +614,25 @@ def test_a_handler_module_that_fails_on_import_is_said_with_the_line_that_raised
     # Python's own message says where a syntax error is: nothing is added to it.
     (tmp_path / "bad_syntax.py").write_text("def f(:\n")
     assert import_handler_modules(["bad_syntax"]).endswith("SyntaxError: invalid syntax (bad_syntax.py, line 1)")
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("tasks_demo.py", "--handlers tasks_demo"),
+        ("./tasks_demo.py", "--handlers tasks_demo"),
+        ("myapp/jobs.py", "--handlers myapp.jobs"),
+        ("myapp/jobs", "--handlers myapp.jobs"),
+    ],
+)
+def test_a_handler_module_given_as_a_file_path_is_told_its_module_name(tmp_path, monkeypatch, given, says):
+    # `--handlers tasks_demo.py` said "No module named 'tasks_demo.py'; 'tasks_demo' is not a package", and
+    # ./tasks_demo.py "the 'package' argument is required to perform a relative import": neither says to drop .py.
+    from queue_core.worker.cli import import_handler_modules
+
+    monkeypatch.chdir(tmp_path)
+    problem = import_handler_modules([given])
+    assert problem == (
+        f"cannot import handler module {given!r}: --handlers takes the module's name as an import statement "
+        f"writes it, not a file: {says}, from the folder that holds it"
+    )

@@ -11,11 +11,8 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import os
 import signal
-import sys
-import traceback
 from typing import NoReturn
 
 from ..cli.args import (
@@ -46,6 +43,7 @@ from .defaults import (
 from .handlers import BUILTINS, registry
 from .logs import configure_logging, log_event, logged_kinds, logger
 from .loop import Worker
+from .modules import import_handler_modules
 from .opening import member_worker_id, open_queue, start_metrics, take_back, take_back_unreplaced, worker_id_of
 from .pool import Member, WorkerPool
 from .protocol import JobQueue
@@ -153,42 +151,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --- running -----------------------------------------------------------------------------------------
-
-
-def import_handler_modules(names: list[str]) -> str | None:
-    """Import each module (registering its handlers); the error line for the first that fails, else None."""
-    # The script entry point does not put the current directory on sys.path the way ``python -m`` does.
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except (Exception, SystemExit) as exc:
-            return f"cannot import handler module {name!r}: {type(exc).__name__}: {exc}{raised_at(exc)}"
-    return None
-
-
-# Frames of ours and of the import machinery, skipped to find the line in the handler module that raised.
-_NOT_THEIRS = (
-    os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep,
-    os.path.dirname(importlib.__file__) + os.sep,
-)
-
-
-def raised_at(exc: BaseException) -> str:
-    """`` (at FILE, line N)``: the last line outside queue_core and the import machinery that ``exc`` passed
-    through (the decorator whose options were refused, the line that raised), or "" when there is none (a
-    SyntaxError's message says where already). The line stands in for the traceback, which is not shown."""
-    found = None
-    for frame, line in traceback.walk_tb(exc.__traceback__):
-        path = frame.f_code.co_filename
-        if not path.startswith(("<", *_NOT_THEIRS)):
-            found = path, line
-    if found is None:
-        return ""
-    path, line = found
-    shown = os.path.relpath(path) if path.startswith(os.getcwd() + os.sep) else path
-    return f" (at {shown}, line {line})"
 
 
 def too_many_types(count: int) -> str | None:
