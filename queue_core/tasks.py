@@ -32,7 +32,16 @@ from .store.database import open_database, without_password
 from .store.models import Job
 from .store.repository import JobRepository
 from .validation import validate_aware
-from .worker.handlers import BUILTINS, HandlerRegistry, _qualified_name, default_registry, same_function
+from .worker.handlers import (
+    BUILTINS,
+    HandlerRegistry,
+    _qualified_name,
+    _unsupported_kind,
+    default_registry,
+    registry_or_default,
+    same_function,
+)
+from .worker.runner import is_async_handler
 from .worker.scheduler import Schedule, Scheduler, parse_cron
 
 # Keyword-only options of Task.enqueue: a handler parameter of one of these names could never be given.
@@ -99,7 +108,7 @@ class Queue:
         if url is not None and repository is not None:
             raise ValidationError("url", "give a URL or a repository, not both")
         self.url = url
-        self.registry = default_registry() if registry is None else registry
+        self.registry = registry_or_default(registry)
         self.schedules: list[Schedule] = []
         self._tasks: dict[str, tuple[Task, Callable]] = {}  # type -> the task and the handler it registered
         self._repository = repository
@@ -162,6 +171,10 @@ class Queue:
     ) -> Callable[[Callable], Task]:
         """Decorator: a task named ``name`` (default: the function's name) enqueued at every tick of ``cron``
         (UTC) with ``payload`` as its arguments; ``options`` are job options as for ``task``."""
+        if callable(cron):
+            raise ValidationError(
+                "cron", "give the schedule: @queue.periodic('*/5 * * * *'), not a bare @queue.periodic"
+            )
         cron = parse_cron(cron)
         options = validate_job_options(options)
         return lambda fn: self._define(
@@ -172,7 +185,7 @@ class Queue:
         task = Task(self, name, fn, options)
         schedule = None
         if cron is not None:
-            arguments = task.payload_for(dict(payload or {}), field="cron" if payload is None else None)
+            arguments = _schedule_arguments(task, payload)
             schedule = Schedule(name=task.type, cron=cron, type=task.type, payload=arguments, options=options)
             if any(existing.name == schedule.name for existing in self.schedules):
                 raise ValidationError("name", f"a schedule named {schedule.name!r} exists on this queue already")
@@ -209,6 +222,12 @@ class Queue:
         signature. With an idempotency key already used, the job that has it is returned (nothing is
         written), or ``IdempotencyConflict`` is raised if that job has another type, queue or payload.
         """
+        if isinstance(type, Task):
+            raise ValidationError(
+                "type",
+                f"got the task {type!r}: give its job type, queue.enqueue({type.type!r}, payload), "
+                f"or call {type.call_example()}",
+            )
         given = {"priority": priority, "max_retries": max_retries, "queue": queue, "timeout": timeout}
         options = validate_job_options({**given, "retry_backoff": retry_backoff})
         task = self._task_of(type)
@@ -304,13 +323,19 @@ class Task:
 
     def _keyword_call(self) -> str:
         """What to write instead of a positional enqueue: ``add.enqueue(a=..., b=...)``."""
-        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-        named = [p.name for p in self._signature.parameters.values() if p.kind in kinds]
         name = _name_of(self.fn)
-        if not named:
+        if not self._named_parameters():
             return f"{name}() takes no arguments: {name}.enqueue()"
-        keywords = ", ".join(f"{parameter}=..." for parameter in named)
-        return f"enqueue takes the task's arguments by keyword (they are the job's payload): {name}.enqueue({keywords})"
+        return f"enqueue takes the task's arguments by keyword (they are the job's payload): {self.call_example()}"
+
+    def call_example(self) -> str:
+        """How this task is enqueued, for messages: ``add.enqueue(a=..., b=...)``."""
+        keywords = ", ".join(f"{parameter}=..." for parameter in self._named_parameters())
+        return f"{_name_of(self.fn)}.enqueue({keywords})"
+
+    def _named_parameters(self) -> list[str]:
+        kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        return [p.name for p in self._signature.parameters.values() if p.kind in kinds]
 
     def payload_for(self, arguments: dict, *, field: str | None = None) -> dict:
         """``arguments`` as the job's payload, once they fit the function's signature and are JSON.
@@ -337,10 +362,22 @@ class Task:
         return {name: _json_value(name, value) for name, value in arguments.items()}
 
 
+def _schedule_arguments(task: Task, payload) -> dict:
+    """A schedule's ``payload`` as its task's arguments; a missing argument of a cron task names ``cron``."""
+    if payload is not None and not isinstance(payload, Mapping):
+        raise ValidationError(
+            "payload",
+            f"must be a mapping of {_name_of(task.fn)}()'s arguments by name, e.g. payload={{'kind': 'summary'}}, "
+            f"got {type(payload).__name__}",
+        )
+    return task.payload_for(dict(payload or {}), field="cron" if payload is None else None)
+
+
 def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
     """The function's signature, once it is one a worker can call with the payload as keyword arguments."""
-    if inspect.isgeneratorfunction(fn) or inspect.isasyncgenfunction(fn):
-        raise ValidationError("handler", f"{_name_of(fn)} is a generator function: make it a plain function")
+    refused = _unsupported_kind(fn)  # also an object whose __call__ yields: its wrapper would hide it
+    if refused is not None:
+        raise ValidationError("handler", f"{_name_of(fn)} is {refused}: make it a plain function or an async def")
     try:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
@@ -399,7 +436,7 @@ def _payload_handler(fn: Callable) -> Callable[[dict], object]:
     registered again (a module imported twice). An ``async def`` task gets an async handler, which the
     worker runs on its event loop (``worker.runner``).
     """
-    if inspect.iscoroutinefunction(fn):
+    if is_async_handler(fn):  # an object with an async __call__ too, which iscoroutinefunction does not see
 
         async def run(payload: dict):
             return await fn(**payload)

@@ -248,3 +248,21 @@ def test_a_dict_subclass_that_is_awaitable_is_still_refused():
     job = type("J", (), {"payload": {}})()
     with pytest.raises(TypeError, match="awaitable"):
         call_handler(lambda payload: AwaitableDict(), job)
+
+
+def test_a_bare_handler_decorator_is_refused_rather_than_replacing_the_function():
+    # `@handler` without the job type made the function handler's inner closure and registered nothing:
+    # no error at import, and the jobs waited for a handler that never came.
+    def send_invoice(payload): ...
+
+    with pytest.raises(ValidationError, match=r"@handler\('send-invoice'\), not a bare @handler") as raised:
+        handler(send_invoice)
+    assert raised.value.field == "name"
+    assert "send_invoice" not in registry and "send-invoice" not in registry
+
+
+@pytest.mark.parametrize("given", [{}, "default"])
+def test_a_handler_decorator_given_something_else_than_a_registry_says_so(given):
+    with pytest.raises(ValidationError, match="must be a HandlerRegistry") as raised:
+        handler("t", registry=given)
+    assert raised.value.field == "registry"

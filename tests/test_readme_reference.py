@@ -48,3 +48,14 @@ def test_every_queue_core_name_the_readme_gives_exists():
                 missing.append(name)
             break
     assert missing == []
+
+
+def test_the_job_queue_methods_the_readme_lists_are_the_protocols():
+    """Someone writing a queue of their own from the README implements the methods it names: they were the
+    claim/complete methods of an earlier worker, and a queue with only those failed ``check_job_queue``."""
+    from queue_core.worker.protocol import JOB_QUEUE_METHODS
+
+    start = README.index("- `queue_core.worker.JobQueue`")
+    sentence = README[start : README.index("\n- ", start + 1)].split("names exactly what a `Worker` calls:")[1]
+    listed = re.findall(r"`(\w+)`", sentence.split(".")[0])
+    assert sorted(listed) == sorted(JOB_QUEUE_METHODS)

@@ -139,6 +139,14 @@ def test_periodic_and_cron_tasks_register_a_task_and_a_schedule():
     with pytest.raises(ValidationError) as raised:
         queue.periodic("* * * * *", colour="red")
     assert raised.value.field == "colour"
+    # A payload that is no mapping was a TypeError or ValueError from dict(); a bare decorator named cron only.
+    for payload in (["ops"], "to=ops", 5):
+        with pytest.raises(ValidationError, match=r"must be a mapping of report\(\)'s arguments") as raised:
+            queue.periodic("* * * * *", name="bad", payload=payload)(report.fn)
+        assert raised.value.field == "payload"
+    with pytest.raises(ValidationError, match=r"not a bare @queue\.periodic") as raised:
+        queue.periodic(report.fn)
+    assert raised.value.field == "cron"
     assert handlers.names() == ["cleanup", "nightly-report"]  # refused definitions registered nothing
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib.util
 import inspect
@@ -531,3 +532,67 @@ def test_a_bad_timeout_reads_the_same_from_the_decorator_and_from_create(handler
     assert str(at_the_decorator.value) == str(at_create.value)
     assert "a number of seconds above 0" in str(at_create.value) and repr(timeout) in str(at_create.value)
     assert sum(repo.counts().values()) == 0  # nothing written
+
+
+class AsyncFetcher:
+    """An object whose ``__call__`` is an ``async def``: an async task as much as an ``async def`` function."""
+
+    async def __call__(self, url: str) -> int:
+        await asyncio.sleep(0)
+        return len(url)
+
+
+def test_an_object_with_an_async_call_is_an_async_task_a_worker_awaits(live_repo, handlers):
+    # Its handler was a plain function returning the coroutine, so every attempt failed with "the handler
+    # returned a coroutine, so its work was not run": a registry handler of the same object ran.
+    queue = Queue(repository=live_repo, registry=handlers)
+    fetch = queue.task("fetch", max_retries=0)(AsyncFetcher())
+    job = fetch.enqueue(url="https://example.com")
+
+    Worker(live_repo, registry=handlers, worker_id="w1", poll_interval=0.01).run(burst=True)
+
+    done = live_repo.find_by_id(job.id)
+    assert (done.status, done.result, done.error) == ("completed", 19, None)
+
+
+class GeneratorCall:
+    def __call__(self, n: int):
+        yield n
+
+
+class AsyncGeneratorTask:
+    @staticmethod
+    async def run(n: int):
+        yield n
+
+
+@pytest.mark.parametrize(
+    ("fn", "says"),
+    [(GeneratorCall(), "is a generator function"), (AsyncGeneratorTask.run, "is an async generator function")],
+    ids=["object with a generator __call__", "async generator"],
+)
+def test_tasks_a_worker_would_never_run_are_refused_saying_what_to_write(handlers, fn, says):
+    # An object whose __call__ yields was registered (its wrapper is a plain function) and every job of it
+    # "completed" without running; an async generator was told to become "a plain function", not an async def.
+    with pytest.raises(ValidationError, match=says) as raised:
+        Queue(registry=handlers).task("t")(fn)
+    assert raised.value.field == "handler"
+    assert "make it a plain function or an async def" in str(raised.value)
+    assert handlers.names() == []
+
+
+def test_a_task_given_to_queue_enqueue_in_place_of_its_type_says_which_to_pass(queue, repo):
+    @queue.task("send-invoice")
+    def send_invoice(invoice_id): ...
+
+    with pytest.raises(ValidationError, match=r"send_invoice\.enqueue\(invoice_id=\.\.\.\)") as raised:
+        queue.enqueue(send_invoice, {"invoice_id": 7})
+    assert raised.value.field == "type" and "'send-invoice'" in str(raised.value)
+    assert count_jobs(repo) == 0
+
+
+@pytest.mark.parametrize("registry", [{}, "default"])
+def test_a_queue_given_something_else_than_a_registry_says_so(registry):
+    with pytest.raises(ValidationError, match="must be a HandlerRegistry") as raised:
+        Queue(registry=registry)
+    assert raised.value.field == "registry"

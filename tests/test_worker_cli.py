@@ -583,3 +583,56 @@ def test_a_killed_worker_shows_as_lost_after_its_threshold_and_a_stopped_one_as_
     assert lost.silent_for > 2 and lost.stopped_at is None
     stopped = registered(live_repo, "tidy")
     assert stopped.state == "stopped" and stopped.stopped_at is not None
+
+
+def test_a_handler_module_that_fails_on_import_is_said_with_the_line_that_raised(tmp_path, monkeypatch):
+    # A decorator's ValidationError or any error at import named the error only: in a module of fifty tasks,
+    # "retries: unknown task option" did not say which of them, and the traceback is not shown.
+    from queue_core.worker.cli import import_handler_modules
+
+    (tmp_path / "tasks_with_a_typo.py").write_text(
+        "from queue_core import Queue\n"
+        "from queue_core.handlers import HandlerRegistry\n\n"
+        "queue = Queue(registry=HandlerRegistry())\n\n"
+        '@queue.task("send", retries=3)\n'
+        "def send(to):\n"
+        "    pass\n"
+    )
+    (tmp_path / "broken_dependency.py").write_text("x = 1\nraise RuntimeError('broken on purpose')\n")
+    (tmp_path / "imports_broken.py").write_text("import broken_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+
+    typo = import_handler_modules(["tasks_with_a_typo"])
+    assert typo == (
+        "cannot import handler module 'tasks_with_a_typo': ValidationError: retries: unknown task option; the "
+        "options are priority, max_retries, queue, timeout, retry_backoff, cron (at tasks_with_a_typo.py, line 6)"
+    )
+    assert import_handler_modules(["imports_broken"]).endswith(
+        "RuntimeError: broken on purpose (at broken_dependency.py, line 2)"
+    )
+    # Python's own message says where a syntax error is: nothing is added to it.
+    (tmp_path / "bad_syntax.py").write_text("def f(:\n")
+    assert import_handler_modules(["bad_syntax"]).endswith("SyntaxError: invalid syntax (bad_syntax.py, line 1)")
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("tasks_demo.py", "--handlers tasks_demo"),
+        ("./tasks_demo.py", "--handlers tasks_demo"),
+        ("myapp/jobs.py", "--handlers myapp.jobs"),
+        ("myapp/jobs", "--handlers myapp.jobs"),
+    ],
+)
+def test_a_handler_module_given_as_a_file_path_is_told_its_module_name(tmp_path, monkeypatch, given, says):
+    # `--handlers tasks_demo.py` said "No module named 'tasks_demo.py'; 'tasks_demo' is not a package", and
+    # ./tasks_demo.py "the 'package' argument is required to perform a relative import": neither says to drop .py.
+    from queue_core.worker.cli import import_handler_modules
+
+    monkeypatch.chdir(tmp_path)
+    problem = import_handler_modules([given])
+    assert problem == (
+        f"cannot import handler module {given!r}: --handlers takes the module's name as an import statement "
+        f"writes it, not a file: {says}, from the folder that holds it"
+    )

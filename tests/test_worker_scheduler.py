@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from queue_core import open_database
 from queue_core.cli.admin import main as admin_main
 from queue_core.worker.handlers import registry
 
@@ -131,3 +132,21 @@ def test_the_schedules_command_lists_cron_last_and_next_run(app, live_repo, db_u
     queue.close()
     for name in ("beat", "nightly"):
         registry.unregister(name)
+
+
+def test_the_schedules_command_of_modules_without_schedules_says_how_to_define_one(tmp_path):
+    # README runs it on tasks_demo, which has tasks and no schedule: the listing told the reader to "give the
+    # modules that define them with --handlers MODULE", which they had just done.
+    (tmp_path / "plain_tasks.py").write_text(
+        'from queue_core import Queue\n\nqueue = Queue("sqlite:///plain.db")\n\n\n'
+        '@queue.task("send")\ndef send(to):\n    pass\n'
+    )
+    open_database(f"sqlite:///{tmp_path / 'plain.db'}").close()  # as `python tasks_demo.py` made it
+    env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUE_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(tmp_path)])
+    command = [sys.executable, "-m", "queue_core", "schedules", "--handlers", "plain_tasks"]
+    out = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=WAIT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == (
+        "no schedules in plain_tasks: define one with @queue.periodic(...) or @queue.task(..., cron=...)"
+    )

@@ -47,7 +47,12 @@ def run_schedules(args, repo: JobRepository) -> int:
             print(json.dumps(_as_dict(line), ensure_ascii=False))
         return 0
     if not lines:
-        print("no schedules (give the modules that define them with --handlers MODULE)")
+        print(
+            f"no schedules in {', '.join(args.handlers)}: "
+            "define one with @queue.periodic(...) or @queue.task(..., cron=...)"
+            if args.handlers
+            else "no schedules (give the modules that define them with --handlers MODULE)"
+        )
         return 0
     rows = [("NAME", "CRON", "TYPE", "LAST RUN", "LAST JOB", "NEXT RUN")]
     for line in lines:

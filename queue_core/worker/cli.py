@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib
 import os
 import signal
-import sys
 from typing import NoReturn
 
 from ..cli.args import (
@@ -45,6 +43,7 @@ from .defaults import (
 from .handlers import BUILTINS, registry
 from .logs import configure_logging, log_event, logged_kinds, logger
 from .loop import Worker
+from .modules import import_handler_modules
 from .opening import member_worker_id, open_queue, start_metrics, take_back, take_back_unreplaced, worker_id_of
 from .pool import Member, WorkerPool
 from .protocol import JobQueue
@@ -152,19 +151,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # --- running -----------------------------------------------------------------------------------------
-
-
-def import_handler_modules(names: list[str]) -> str | None:
-    """Import each module (registering its handlers); the error line for the first that fails, else None."""
-    # The script entry point does not put the current directory on sys.path the way ``python -m`` does.
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-    for name in names:
-        try:
-            importlib.import_module(name)
-        except (Exception, SystemExit) as exc:
-            return f"cannot import handler module {name!r}: {type(exc).__name__}: {exc}"
-    return None
 
 
 def too_many_types(count: int) -> str | None:

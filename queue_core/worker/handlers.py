@@ -143,7 +143,10 @@ def _defined_at(fn) -> tuple | None:
 
 def handler(name: str, *, registry: HandlerRegistry | None = None) -> Callable[[Handler], Handler]:
     """Decorator: ``@handler("send-invoice")`` registers the function in ``registry`` (default: the global one)."""
-    target = default_registry() if registry is None else registry
+    if callable(name):
+        # A bare @handler would replace the function with register() below and register nothing.
+        raise ValidationError("name", "give the job type: @handler('send-invoice'), not a bare @handler")
+    target = registry_or_default(registry)
 
     def register(fn: Handler) -> Handler:
         return target.register(name, fn)
