@@ -267,6 +267,24 @@ def test_held_claims_are_the_running_jobs_a_worker_holds_with_their_attempts(rep
         repo.held_claims("")
 
 
+def test_held_claims_leave_out_the_claims_of_an_earlier_run_of_the_same_worker_id(repo, clock):
+    """A worker restarted under the same id after a crash registers again: the running jobs its id held before
+    are its dead predecessor's, which started them. held_claims (what a worker whose claim raised releases,
+    counting no retry) names only the claims made since the registration; the reaper takes back the others,
+    counting the retry: a job that kills its worker every time would otherwise be released for ever."""
+    options = {"host": "h", "pid": 1, "queues": None, "concurrency": 1, "stale_after": 60}
+    crashed, fresh = (repo.create("t", max_retries=1)[0] for _ in range(2))
+    repo.register_worker("w1", **options)
+    assert repo.claim("w1").id == crashed.id
+    clock.advance(5)
+    repo.register_worker("w1", **{**options, "pid": 2})  # the restart, same --worker-id
+    assert repo.claim("w1").id == fresh.id
+    assert repo.held_claims("w1") == [(fresh.id, 1)]
+    clock.advance(100)
+    assert repo.reap_stale(timedelta(seconds=60)) == 2
+    assert repo.find_by_id(crashed.id).retry_count == 1
+
+
 def test_stale_claim_with_no_retries_left_is_failed_naming_the_worker(repo, clock):
     job, _ = repo.create("t", max_retries=0)
     repo.claim("w-lost")
