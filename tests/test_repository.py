@@ -494,6 +494,27 @@ def test_stale_claims_are_judged_in_utc_whatever_the_sessions_time_zone(repo, db
     assert repo.count_stale(timedelta(seconds=60)) == 1 and repo.reap_stale(timedelta(seconds=60)) == 1
 
 
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda repo: repo.claim_many("w", 2**63), "n"),
+        (lambda repo: repo.complete_and_claim_many([], 2**63, worker_id="w"), "n"),
+        (lambda repo: repo.prune(timedelta(0), batch=2**63), "batch"),
+        (lambda repo: repo.heartbeat([1], worker_id="w", attempts=[2**63]), "attempts"),
+        (lambda repo: repo.counts(cap=2**63 - 1), "cap"),
+    ],
+    ids=["claim n", "complete_and_claim n", "prune batch", "heartbeat attempt", "counts cap"],
+)
+def test_a_count_past_the_databases_integers_is_a_validation_error_on_both_backends(repo, call, field):
+    """A number no column or LIMIT holds was sent as it was: SQLite raised OverflowError or "datatype mismatch"
+    (an IntegrityError), PostgreSQL a DataError ("bigint out of range"), neither naming the argument."""
+    job, _ = repo.create("t")
+    with pytest.raises(ValidationError) as raised:
+        call(repo)
+    assert raised.value.field == field
+    assert repo.find_by_id(job.id).status == "pending"
+
+
 def test_count_stale_with_a_bad_age_names_it(repo):
     with pytest.raises(ValidationError) as info:
         repo.count_stale(60)

@@ -31,6 +31,7 @@ from ..rules import (
     last_sign_of_life,
 )
 from ..validation import (
+    MAX_INT32,
     validate_age,
     validate_aware,
     validate_error,
@@ -586,6 +587,7 @@ def _stored_acks(completions: Iterable[tuple[int, int, object]]) -> list[tuple[i
         except (TypeError, ValueError):
             raise ValidationError(f"completions[{index}]", "must be (job_id, attempt, result)") from None
         validate_positive_int(f"completions[{index}].job_id", job_id)
-        validate_positive_int(f"completions[{index}].attempt", attempt)
+        # At most a 32-bit attempt column's (PostgreSQL's ack statement casts the attempts to integer[]).
+        validate_positive_int(f"completions[{index}].attempt", attempt, MAX_INT32)
         acks.append((job_id, attempt, encode_result(result)))
     return acks
