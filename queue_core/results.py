@@ -9,13 +9,17 @@ from __future__ import annotations
 import json
 
 from .errors import ValidationError
+from .validation import MAX_PAYLOAD_DEPTH, validate_payload_depth
 
 MAX_RESULT_BYTES = 64 * 1024  # a result is a summary for whoever reads the job, not a blob store
+# A payload's bound, for the same reason: every read of the job decodes the result, and a value nested near
+# Python's recursion limit was stored, then raised RecursionError in each reader deeper in its stack.
+MAX_RESULT_DEPTH = MAX_PAYLOAD_DEPTH
 
 
 def encode_result(value) -> str | None:
     """``value`` as compact JSON text (None stays None); a ``ValidationError`` naming ``result`` if it is not
-    JSON-serialisable or its JSON is over ``MAX_RESULT_BYTES``."""
+    JSON-serialisable, nests deeper than ``MAX_RESULT_DEPTH`` or its JSON is over ``MAX_RESULT_BYTES``."""
     if value is None:
         return None
     try:
@@ -32,4 +36,11 @@ def encode_result(value) -> str | None:
         raise ValidationError(
             "result", f"the handler's return value is {size} bytes as JSON, over the {MAX_RESULT_BYTES}-byte limit"
         )
+    # Nesting needs an opening bracket per level: few brackets in all cannot nest too deep (encode_payload's test).
+    if text.count("{") + text.count("[") > MAX_RESULT_DEPTH:
+        try:
+            validate_payload_depth(value, MAX_RESULT_DEPTH)
+        except ValidationError:
+            too_deep = f"nests objects and arrays more than {MAX_RESULT_DEPTH} levels deep; return a flatter value"
+            raise ValidationError("result", f"the handler's return value {too_deep}") from None
     return text

@@ -37,6 +37,8 @@ MAX_SECONDS = 100 * 365 * 24 * 3600
 # The largest value of an integer column (PostgreSQL's INTEGER is 32 bits): the registry's pid, concurrency
 # and counters. Past it PostgreSQL refuses the row where SQLite stores it.
 MAX_INT32 = 2**31 - 1
+# The largest value of a 64-bit integer column (job ids) or a LIMIT, on both backends.
+MAX_INT64 = 2**63 - 1
 
 
 def is_text(value: str) -> bool:
@@ -115,7 +117,7 @@ def validate_seconds(field: str, value) -> float:
     return float(value)
 
 
-def validate_count(field: str, value, most: int = 2**63 - 1) -> int:
+def validate_count(field: str, value, most: int = MAX_INT64) -> int:
     """A counter: a non-negative integer, at most ``most``."""
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:
         raise ValidationError(field, f"must be an integer from 0 to {most}")
@@ -349,9 +351,13 @@ def validate_status(value) -> str:
         raise ValidationError("status", f"unknown status {value!r}; use one of {', '.join(JobStatus)}") from None
 
 
-def validate_positive_int(field: str, value) -> int:
+def validate_positive_int(field: str, value, most: int = MAX_INT64) -> int:
+    """A positive integer up to ``most``: by default what a 64-bit column or a LIMIT holds (past it SQLite raised
+    OverflowError and PostgreSQL DataError, neither naming the argument)."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise ValidationError(field, "must be a positive integer")
+    if value > most:
+        raise ValidationError(field, f"must be a positive integer of at most {most}")
     return value
 
 

@@ -94,6 +94,9 @@ def test_the_single_statement_path_builds_only_the_claimed_job(repo, monkeypatch
         ([(1, 1)], "completions[0]"),
         ([(0, 1, None)], "completions[0].job_id"),
         ([(1, "2", None)], "completions[0].attempt"),
+        # Past the columns: SQLite raised OverflowError, PostgreSQL DataError ("bigint/integer out of range").
+        ([(2**63, 1, None)], "completions[0].job_id"),
+        ([(1, 2**31, None)], "completions[0].attempt"),
     ],
 )
 def test_bad_completions_are_refused_and_nothing_is_written(repo, completions, field):

@@ -159,6 +159,8 @@ def test_scheduled_view_status_takes_only_future_pending_jobs(repo, clock):
         (("retry", "colour:red"), {}, QueryError),
         (("retry", ""), {"status": "lost"}, ValidationError),
         (("retry", ""), {"ids": ["7"]}, ValidationError),
+        # Past a 64-bit id: SQLite raised OverflowError, PostgreSQL planned nothing.
+        (("retry", ""), {"ids": [2**63]}, ValidationError),
     ],
 )
 def test_bad_input_is_refused_and_nothing_is_written(repo, args, kwargs, error):

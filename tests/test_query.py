@@ -83,6 +83,23 @@ def test_a_payload_field_reads_as_the_same_text_on_every_backend(repo):
     assert ids(repo, "payload.flag:null") == []  # a JSON null is no text at all
 
 
+def test_a_payload_number_object_or_array_reads_as_stored_on_every_backend(repo):
+    """A field that is not a string compares as its stored JSON text, on both backends: PostgreSQL's jsonb
+    rewrote numbers (1e+20 as 100000000000000000000, 1e-07 as 0.0000001, -0.0 as 0.0) and objects (a space
+    after each ':' and ',', keys reordered), so the same query found other jobs there than on SQLite."""
+    huge, _ = repo.create("t", {"x": 1e20})
+    tiny, _ = repo.create("t", {"x": 1e-07})
+    negative_zero, _ = repo.create("t", {"x": -0.0})
+    nested, _ = repo.create("t", {"x": {"b": 1, "a": [1, 2]}})
+    listed, _ = repo.create("t", {"x": [1, "two"]})
+    assert ids(repo, "payload.x:1e+20") == [huge.id]
+    assert ids(repo, "payload.x:100000000000000000000") == []
+    assert ids(repo, "payload.x:1e-07") == [tiny.id]
+    assert ids(repo, "payload.x:-0.0") == [negative_zero.id]
+    assert ids(repo, 'payload.x:{"b":1,"a":[1,2]}') == [nested.id]
+    assert ids(repo, 'payload.x:[1,"two"]') == [listed.id]
+
+
 def test_text_with_capital_letters_beyond_ascii_is_found_as_typed_and_in_other_case(repo):
     """Text matches ignore case. SQLite's LOWER() lowers only ASCII letters (so may PostgreSQL's, by its collation),
     and a payload keeps other letters as JSON escapes (\\u00c9, which no LOWER() touches): an error or a payload

@@ -267,6 +267,24 @@ def test_held_claims_are_the_running_jobs_a_worker_holds_with_their_attempts(rep
         repo.held_claims("")
 
 
+def test_held_claims_leave_out_the_claims_of_an_earlier_run_of_the_same_worker_id(repo, clock):
+    """A worker restarted under the same id after a crash registers again: the running jobs its id held before
+    are its dead predecessor's, which started them. held_claims (what a worker whose claim raised releases,
+    counting no retry) names only the claims made since the registration; the reaper takes back the others,
+    counting the retry: a job that kills its worker every time would otherwise be released for ever."""
+    options = {"host": "h", "pid": 1, "queues": None, "concurrency": 1, "stale_after": 60}
+    crashed, fresh = (repo.create("t", max_retries=1)[0] for _ in range(2))
+    repo.register_worker("w1", **options)
+    assert repo.claim("w1").id == crashed.id
+    clock.advance(5)
+    repo.register_worker("w1", **{**options, "pid": 2})  # the restart, same --worker-id
+    assert repo.claim("w1").id == fresh.id
+    assert repo.held_claims("w1") == [(fresh.id, 1)]
+    clock.advance(100)
+    assert repo.reap_stale(timedelta(seconds=60)) == 2
+    assert repo.find_by_id(crashed.id).retry_count == 1
+
+
 def test_stale_claim_with_no_retries_left_is_failed_naming_the_worker(repo, clock):
     job, _ = repo.create("t", max_retries=0)
     repo.claim("w-lost")
@@ -474,6 +492,27 @@ def test_stale_claims_are_judged_in_utc_whatever_the_sessions_time_zone(repo, db
     assert repo.count_stale(timedelta(seconds=60)) == 0 and repo.reap_stale(timedelta(seconds=60)) == 0
     clock.advance(60)
     assert repo.count_stale(timedelta(seconds=60)) == 1 and repo.reap_stale(timedelta(seconds=60)) == 1
+
+
+@pytest.mark.parametrize(
+    ("call", "field"),
+    [
+        (lambda repo: repo.claim_many("w", 2**63), "n"),
+        (lambda repo: repo.complete_and_claim_many([], 2**63, worker_id="w"), "n"),
+        (lambda repo: repo.prune(timedelta(0), batch=2**63), "batch"),
+        (lambda repo: repo.heartbeat([1], worker_id="w", attempts=[2**63]), "attempts"),
+        (lambda repo: repo.counts(cap=2**63 - 1), "cap"),
+    ],
+    ids=["claim n", "complete_and_claim n", "prune batch", "heartbeat attempt", "counts cap"],
+)
+def test_a_count_past_the_databases_integers_is_a_validation_error_on_both_backends(repo, call, field):
+    """A number no column or LIMIT holds was sent as it was: SQLite raised OverflowError or "datatype mismatch"
+    (an IntegrityError), PostgreSQL a DataError ("bigint out of range"), neither naming the argument."""
+    job, _ = repo.create("t")
+    with pytest.raises(ValidationError) as raised:
+        call(repo)
+    assert raised.value.field == field
+    assert repo.find_by_id(job.id).status == "pending"
 
 
 def test_count_stale_with_a_bad_age_names_it(repo):

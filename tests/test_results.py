@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import reduce
 
 import pytest
 from fastapi.testclient import TestClient
@@ -12,7 +13,7 @@ from queue_core.cli.admin import main as admin_main
 from queue_core.client import HttpQueue
 from queue_core.errors import ValidationError
 from queue_core.handlers import HandlerRegistry
-from queue_core.results import MAX_RESULT_BYTES, encode_result
+from queue_core.results import MAX_RESULT_BYTES, MAX_RESULT_DEPTH, encode_result
 from queue_core.server.app import create_app
 from queue_core.worker import Worker
 
@@ -50,8 +51,9 @@ def test_a_return_value_is_stored_and_read_back_as_json(queue, live_repo):
         (float("nan"), "not JSON-serialisable"),
         ("x" * (MAX_RESULT_BYTES + 1), f"over the {MAX_RESULT_BYTES}-byte limit"),
         ({"path": "\udcff"}, "lone surrogate"),
+        (reduce(lambda inner, _: [inner], range(MAX_RESULT_DEPTH), {}), f"more than {MAX_RESULT_DEPTH} levels deep"),
     ],
-    ids=["set", "nan", "too big", "surrogate"],
+    ids=["set", "nan", "too big", "surrogate", "too deep"],
 )
 def test_a_result_that_cannot_be_stored_fails_the_attempt_saying_why(queue, live_repo, value, says):
     @queue.task("bad", max_retries=0)
@@ -85,6 +87,22 @@ def test_the_repository_checks_a_result_given_directly(live_repo):
     assert raised.value.field == "result"
     assert live_repo.find_by_id(job.id).status == "running"  # nothing written
     assert encode_result(None) is None
+
+
+def test_a_result_nested_too_deep_to_read_back_is_refused_and_the_deepest_allowed_is_stored(live_repo):
+    """A result nested near Python's recursion limit was stored, then every read of its job decoded it deeper in
+    the stack and raised RecursionError (the API's GET a 500, the console's view an error): a poison row. It
+    gets a payload's bound instead, refused before anything is written."""
+    deepest = reduce(lambda inner, _: [inner], range(MAX_RESULT_DEPTH - 1), {})  # the dict is level 1
+    jobs = [live_repo.create("t")[0] for _ in range(2)]
+    for job in jobs:
+        assert live_repo.claim("w").id == job.id
+    with pytest.raises(ValidationError) as raised:
+        live_repo.complete(jobs[0].id, worker_id="w", attempt=1, result=[deepest])
+    assert raised.value.field == "result" and f"more than {MAX_RESULT_DEPTH} levels" in raised.value.message
+    assert live_repo.find_by_id(jobs[0].id).status == "running"  # nothing written
+    assert live_repo.complete(jobs[1].id, worker_id="w", attempt=1, result=deepest).result == deepest
+    assert encode_result({"text": "[[[[{{{{" * 100}) is not None  # brackets inside strings are no nesting
 
 
 def test_show_and_get_job_show_the_result_and_a_worker_over_http_stores_it(queue, live_repo, db_url, capsys):

@@ -83,6 +83,25 @@ def test_a_job_another_claim_took_and_runs_is_not_released(db, handlers, events,
     assert "lost" not in events.kinds()
 
 
+def test_a_job_of_an_earlier_run_of_the_same_worker_id_is_left_to_the_reaper(db, handlers, events, make_worker):
+    # The worker was restarted with the same --worker-id after a crash, which left job P running under that
+    # id. Its first claim loses its reply: only that claim's job goes back without a retry counted. P ran
+    # (and may have caused the crash): released too, it came back uncounted, and a job that kills its worker
+    # could do so for ever. It is the reaper's, which counts the retry.
+    ran = []
+    handlers.register("t", lambda payload: ran.append(payload["name"]))
+    repo = LostReply(db)
+    predecessor, _ = repo.create("t", {"name": "p"}, max_retries=0)
+    assert repo.claim("w1").id == predecessor.id  # the crashed run's claim
+    repo.job_id = repo.create("t", {"name": "b"}, max_retries=0)[0].id
+    make_worker(repo, worker_id="w1").run(burst=True)
+    assert repo.lost.is_set()
+    assert ran == ["b"]
+    left = repo.find_by_id(predecessor.id)
+    assert (left.status, left.worker_id, left.attempt) == ("running", "w1", 1)
+    assert [event.job_id for event in events.of("released")] == [repo.job_id]
+
+
 class CountingLock:
     """The worker's lock, counting how often it is taken."""
 

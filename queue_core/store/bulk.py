@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ValidationError
 from ..rules import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING
-from ..validation import validate_positive_int
+from ..validation import MAX_INT64, validate_positive_int
 from .pages import SCHEDULED
 from .query import JobQuery, parse_query
 
@@ -283,6 +283,6 @@ def _query_status(query: str) -> str | None:
 def _job_ids(ids: Iterable[int]) -> list[int]:
     values = list(ids)
     for value in values:
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValidationError("ids", f"job ids are positive whole numbers, not {value!r}")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT64:
+            raise ValidationError("ids", f"job ids are positive whole numbers of at most {MAX_INT64}, not {value!r}")
     return values

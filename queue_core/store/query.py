@@ -185,8 +185,8 @@ def _like(column, pattern: pw.Value):
     return pw.NodeList((pw.fn.LOWER(column), pw.SQL("LIKE"), pattern, pw.SQL("ESCAPE '\\'")))
 
 
-# A JSON escape jsonb refuses, after a backslash not itself escaped: \u0000, a high surrogate not followed by a
-# low one, a low one not preceded by a high one (json.dumps writes these escapes in lower case).
+# A JSON escape PostgreSQL's ->> refuses, after a backslash not itself escaped: \u0000, a high surrogate not
+# followed by a low one, a low one not preceded by a high one (json.dumps writes these escapes in lower case).
 _HIGH, _LOW = r"\\ud[89ab][0-9a-f]{2}", r"\\ud[c-f][0-9a-f]{2}"
 UNREADABLE_ESCAPE = rf"(?<!\\)((?:\\\\)*)(?:\\u0000|{_HIGH}(?!{_LOW})|(?<!{_HIGH}){_LOW})"
 
@@ -194,7 +194,10 @@ UNREADABLE_ESCAPE = rf"(?<!\\)((?:\\\\)*)(?:\\u0000|{_HIGH}(?!{_LOW})|(?<!{_HIGH
 def _payload_field(Job, key: str, postgres: bool):
     """A top-level payload field as text (the key bound too): JSON functions differ per backend."""
     if postgres:
-        # jsonb refuses the escape \u0000 and that of a lone surrogate (\ud800 with no low one after it, \udc00
+        # Read as json, not jsonb: json's ->> gives a number, object or array as its stored text, as SQLite's ->
+        # does, where jsonb rewrote it (1e+20 as 100000000000000000000, -0.0 as 0.0, {"b":1,"a":2} as
+        # {"a": 2, "b": 1}), and the same query found other jobs on the two backends.
+        # Both refuse the escape \u0000 and that of a lone surrogate (\ud800 with no low one after it, \udc00
         # with no high one before), which a stored payload may hold (JSON allows them; the text column keeps
         # them): one such row failed every payload search. Each such escape (a backslash not itself escaped,
         # then u and the code) is read as U+FFFD, which matches nothing an operator types; a pair (an emoji)
@@ -203,7 +206,7 @@ def _payload_field(Job, key: str, postgres: bool):
         fixed = pw.fn.REGEXP_REPLACE(Job.payload, pw.Value(UNREADABLE_ESCAPE), pw.Value(r"\1\\ufffd"), pw.Value("g"))
         odd = (pw.fn.STRPOS(Job.payload, pw.Value("\\u0000")) > 0) | (pw.fn.STRPOS(Job.payload, pw.Value("\\ud")) > 0)
         text = pw.Case(None, [(odd, fixed)], Job.payload)
-        return pw.NodeList((pw.NodeList((text, pw.SQL("::jsonb")), glue=""), pw.SQL("->>"), pw.Value(key)))
+        return pw.NodeList((pw.NodeList((text, pw.SQL("::json")), glue=""), pw.SQL("->>"), pw.Value(key)))
     # The text PostgreSQL's ->> gives: a string's value, NULL for a JSON null, any other value as its JSON text
     # (SQLite's ->). json_extract made true 1 and false 0, and an integer past 64 bits a float ("1.0e+19").
     path = pw.Value(f'$."{key}"')

@@ -9,7 +9,14 @@ from datetime import datetime, timedelta
 import peewee as pw
 
 from ..rules import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, cutoff_before, worker_state
-from ..validation import validate_age, validate_limit, validate_positive_int, validate_status, validate_type
+from ..validation import (
+    MAX_INT64,
+    validate_age,
+    validate_limit,
+    validate_positive_int,
+    validate_status,
+    validate_type,
+)
 from .compiled import Markers, RowReader
 from .models import Job, JobStatus
 from .schema import queue_index_parts
@@ -128,7 +135,7 @@ class JobReads:
         Job = self.Job
         counts = {status.value: 0 for status in JobStatus}
         if cap is not None:
-            validate_positive_int("cap", cap)
+            validate_positive_int("cap", cap, MAX_INT64 - 1)  # counted up to cap + 1
             values = {} if type is None else {"type": type}
             for status in counts:
                 # Compiled once per shape: building the query each time was a third of a console refresh.

@@ -31,6 +31,7 @@ from ..rules import (
     last_sign_of_life,
 )
 from ..validation import (
+    MAX_INT32,
     validate_age,
     validate_aware,
     validate_error,
@@ -320,10 +321,18 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
 
     def held_claims(self, worker_id: str) -> list[tuple[int, int]]:
         """The (id, attempt) of every running job ``worker_id`` holds, by id: a worker compares them with the
-        jobs it tracks after a claim whose reply was lost (committed, yet it raised), to release the others."""
-        Job = self.Job
+        jobs it tracks after a claim whose reply was lost (committed, yet it raised), to release the others.
+
+        Only the claims made since the worker's registration (all of them if it never registered): a worker
+        restarted under the same id after a crash must not release its dead predecessor's jobs without
+        counting a retry (they ran, maybe killed it); the reaper takes them back and counts it."""
+        Job, Worker = self.Job, self.WorkerRecord
+        worker_id = validate_worker_id(worker_id)
+        started = Worker.select(Worker.started_at).where(Worker.id == worker_id)
         query = Job.select(Job.id, Job.attempt).where(
-            (Job.status == RUNNING) & (Job.worker_id == validate_worker_id(worker_id))
+            (Job.status == RUNNING)
+            & (Job.worker_id == worker_id)
+            & (Job.claimed_at >= pw.fn.COALESCE(started, Job.claimed_at))
         )
         return sorted(query.tuples())
 
@@ -596,6 +605,7 @@ def _stored_acks(completions: Iterable[tuple[int, int, object]]) -> list[tuple[i
         except (TypeError, ValueError):
             raise ValidationError(f"completions[{index}]", "must be (job_id, attempt, result)") from None
         validate_positive_int(f"completions[{index}].job_id", job_id)
-        validate_positive_int(f"completions[{index}].attempt", attempt)
+        # At most a 32-bit attempt column's (PostgreSQL's ack statement casts the attempts to integer[]).
+        validate_positive_int(f"completions[{index}].attempt", attempt, MAX_INT32)
         acks.append((job_id, attempt, encode_result(result)))
     return acks
