@@ -9,6 +9,8 @@ worker holds and releases those it does not track, back to pending without count
 That is done while no claim of this worker is under way, and no claim starts meanwhile (``Session.recovering``
 holds them back): every job a claim that worked took is then tracked (``Session.running``, from its
 registration until its outcome is written), so only the jobs of claims whose reply was lost are released.
+The queue names only the claims made since this worker registered (``held_claims``): the jobs of an earlier
+run under the same worker id, which crashed, are left to the reaper, which counts their retry.
 """
 
 from __future__ import annotations
