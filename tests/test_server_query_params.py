@@ -62,3 +62,39 @@ def test_the_parameters_a_route_takes_still_work(http, repo):
 def test_a_health_probe_with_a_query_string_still_answers(http):
     # Uptime checkers add cache-busting parameters; the probe takes none and ignores them.
     assert http.get("/healthz?nocache=123").status_code == 200
+
+
+# --- a body sent to a route that takes none -------------------------------------------------------------
+
+
+def test_a_field_sent_to_a_route_without_a_body_is_refused_and_nothing_is_done(http, repo):
+    job, _ = repo.create("echo", max_retries=0)
+    repo.claim("w1")
+    repo.fail(job.id, "boom")
+    response = http.post(f"/jobs/{job.id}/retry", json={"max_retries": 10})
+    problem = assert_problem(response, 422, field="max_retries")
+    assert "takes no body" in problem["detail"]
+    assert repo.find_by_id(job.id).status == "failed"
+
+
+def test_a_body_that_is_not_json_sent_to_a_route_without_a_body_is_refused(http, repo):
+    job, _ = repo.create("echo")
+    response = http.post(f"/jobs/{job.id}/cancel", content=b"now please", headers={"content-type": "text/plain"})
+    assert_problem(response, 422, field="body")
+    assert repo.find_by_id(job.id).status == "pending"
+
+
+@pytest.mark.parametrize("body", [b"", b"{}", b" { } "])
+def test_an_empty_body_or_object_is_still_no_body(http, repo, body):
+    # HttpQueue.worker_stopped sends {}, as many clients do by default.
+    job, _ = repo.create("echo")
+    response = http.post(f"/jobs/{job.id}/cancel", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 200, response.text
+    assert http.post("/queues/mail/pause", content=body).json()["paused"] is True
+
+
+def test_a_deeply_nested_body_sent_to_a_route_without_a_body_is_a_422_not_a_500(http, repo):
+    job, _ = repo.create("echo")
+    response = http.post(f"/jobs/{job.id}/cancel", content=b"[" * 100_000, headers={"content-type": "application/json"})
+    assert_problem(response, 422, field="body")
+    assert repo.find_by_id(job.id).status == "pending"

@@ -17,7 +17,7 @@ from . import problems
 from .guard import RequestGuard
 from .problems import EXCEPTION_HANDLERS, problem_doc
 from .routes import ROUTERS
-from .routes.common import query_parameters
+from .routes.common import no_body, query_parameters
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
@@ -51,7 +51,8 @@ def create_app(
         summary="A persistent job queue: enqueue, claim, complete, fail.",
         exception_handlers=EXCEPTION_HANDLERS,
         responses=COMMON_ERRORS,
-        dependencies=[Depends(query_parameters)],  # a query parameter a route does not take is a 422
+        # A query parameter a route does not take, or a body sent to one that takes none, is a 422.
+        dependencies=[Depends(query_parameters), Depends(no_body)],
     )
     # The routes reach the repository through this (routes.common.repository).
     app.state.repo = repo_or_db if isinstance(repo_or_db, JobRepository) else JobRepository(repo_or_db)

@@ -48,6 +48,28 @@ async def query_parameters(request: Request) -> None:
         raise RequestValidationError(errors)
 
 
+async def no_body(request: Request) -> None:
+    """A route that takes no body refuses one, as a body model refuses a field it does not have: ignored,
+    ``POST /jobs/7/retry`` with ``{"max_retries": 10}`` retried the job with its old limit, and ``POST
+    /jobs/7/cancel`` with any text cancelled it. Nothing, or an empty object (what many clients send by
+    default), is no body."""
+    route = request.scope.get("route")
+    if route is None or route.dependant.body_params or request.url.path in PUBLIC_PATHS:
+        return
+    body = await request.body()
+    if not body.strip():
+        return
+    try:
+        sent = json.loads(body)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past what the decoder reads
+        sent = None
+    if sent == {}:
+        return
+    fix = f"{request.method} {request.url.path} takes no body; send none (or {{}})"
+    names = list(sent) if isinstance(sent, dict) else ["body"]
+    raise RequestValidationError([{"type": "no_body", "loc": ("body", name), "msg": fix} for name in names])
+
+
 def _not_taken(name: str, where: str, taken: list[str], body: set[str]) -> str:
     if name in body:
         return f"is a field of the JSON body of {where}, not a query parameter; send it in the JSON body"
