@@ -74,6 +74,9 @@ def test_retry_and_reap(cli, db_url):
         (["enqueue", "echo", "--max-retries", "-1"], "max_retries"),
         (["enqueue", ""], "type"),
         (["show", "999"], "no job with id 999"),
+        (["retry", "999"], "no job with id 999"),  # as show, cancel and delete say it (was "no such job")
+        (["cancel", "999"], "no job with id 999"),
+        (["delete", "999"], "no job with id 999"),
         (["show", "abc"], "not a job id"),
         (["reap", "--older-than", "-5"], "seconds"),
         (["enqueue", "echo", "--delay", "1e300"], "seconds"),

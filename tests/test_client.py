@@ -339,3 +339,27 @@ def test_a_tick_to_a_server_without_the_tick_route_is_a_create_with_the_ticks_ke
 def app_create(app, body: dict) -> dict:
     with TestClient(app) as http:
         return http.post("/jobs", json=body).json()
+
+
+@pytest.mark.parametrize("bad", [1.9, True, "1", "x", None], ids=["a float", "a bool", "digits", "text", "None"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda q, job_id: q.complete(job_id, worker_id="w1"),
+        lambda q, job_id: q.fail(job_id, "boom", worker_id="w1"),
+        lambda q, job_id: q.release(job_id, worker_id="w1"),
+        lambda q, job_id: q.mark_cancelled(job_id, worker_id="w1", attempt=1),
+        lambda q, job_id: q.complete_and_claim(job_id, worker_id="w1", attempt=1),
+        lambda q, job_id: q.find_by_id(job_id),
+    ],
+    ids=["complete", "fail", "release", "mark_cancelled", "complete_and_claim", "find_by_id"],
+)
+def test_a_job_id_that_is_no_int_is_a_validation_error_and_touches_no_job(queue, repo, call, bad):
+    """``int(job_id)`` in the path made 1.9 and True job 1 (completed, failed or read as if asked for), and
+    "x" or None a bare ValueError or TypeError out of the client."""
+    queue.create("t")
+    held = queue.claim("w1")
+    with pytest.raises(ValidationError) as info:
+        call(queue, bad)
+    assert info.value.field == "job_id"
+    assert repo.find_by_id(held.id).status == "running"

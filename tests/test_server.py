@@ -172,6 +172,25 @@ def test_a_number_for_run_at_is_unix_time_in_seconds_even_far_ahead(http, second
     assert response.status_code == 201 and response.json()["run_at"].startswith(iso)
 
 
+@pytest.mark.parametrize(
+    ("text", "iso"), [("32503680000", "3000-01-01T00:00:00+00:00"), ("1500000000.5", "2017-07-14")]
+)
+def test_a_number_in_a_string_for_run_at_is_unix_time_in_seconds_too(http, text, iso):
+    """pydantic reads digits in a string as a Unix time as well, and those above 2e10 as milliseconds: the
+    year 3000 as "32503680000" became 1971, a job due at once."""
+    response = http.post("/jobs", json={"type": "t", "run_at": text})
+    assert response.status_code == 201 and response.json()["run_at"].startswith(iso), response.text
+
+
+def test_a_run_at_without_an_offset_says_how_to_write_one_over_http(http, repo):
+    """The repository's own words ("pass an aware one, e.g. datetime.now(UTC)") are Python, no help to curl."""
+    problem = assert_problem(
+        http.post("/jobs", json={"type": "t", "run_at": "2026-01-01T00:00:00"}), 422, field="run_at"
+    )
+    assert "2026-01-02T03:00:00Z" in problem["detail"] and "datetime.now" not in problem["detail"]
+    assert sum(repo.counts().values()) == 0
+
+
 @pytest.mark.parametrize(("body", "field"), BAD_BODIES)
 def test_invalid_fields_are_422_naming_the_field_and_write_nothing(http, repo, body, field):
     assert_problem(http.post("/jobs", json=body), 422, field=field)

@@ -36,7 +36,8 @@ def test_a_job_id_in_a_path_not_in_ascii_digits_is_a_404_that_says_what_an_id_is
 
 
 def test_a_path_that_is_not_about_a_job_id_gets_no_hint(http):
-    for path in ["/nope", "/jobs/1/explode", "/jobs/1/2/3"]:
+    # /jobs/bulk and /jobs/claims name a route (bulk/ACTION, claim), mistyped: no number was meant there.
+    for path in ["/nope", "/jobs/1/explode", "/jobs/1/2/3", "/jobs/bulk", "/jobs/bulk/", "/jobs/claims"]:
         response = http.get(path)
         assert response.status_code == 404 and "ASCII digits" not in response.text, path
 

@@ -187,10 +187,9 @@ def run_retry(args, repo: JobRepository) -> int:
     job = repo.retry(args.id)
     if job is None:
         found = repo.find_by_id(args.id)
-        reason = (
-            "no such job" if found is None else f"it is {found.status}; only failed or cancelled jobs can be retried"
-        )
-        return fail(f"cannot retry job {args.id}: {reason}")
+        if found is None:
+            return fail(f"no job with id {args.id}")  # as show, cancel and delete say it
+        return fail(f"cannot retry job {args.id}: it is {found.status}; only failed or cancelled jobs can be retried")
     print(job_json(repo, job))
     return 0
 

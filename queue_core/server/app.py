@@ -9,7 +9,7 @@ are plain ``def``: FastAPI runs them in its thread pool, and peewee gives each t
 from __future__ import annotations
 
 import peewee as pw
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from ..store.repository import JobRepository
@@ -17,6 +17,7 @@ from . import problems
 from .guard import RequestGuard
 from .problems import EXCEPTION_HANDLERS, problem_doc
 from .routes import ROUTERS
+from .routes.common import no_body, query_parameters
 
 DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
@@ -50,6 +51,8 @@ def create_app(
         summary="A persistent job queue: enqueue, claim, complete, fail.",
         exception_handlers=EXCEPTION_HANDLERS,
         responses=COMMON_ERRORS,
+        # A query parameter a route does not take, or a body sent to one that takes none, is a 422.
+        dependencies=[Depends(query_parameters), Depends(no_body)],
     )
     # The routes reach the repository through this (routes.common.repository).
     app.state.repo = repo_or_db if isinstance(repo_or_db, JobRepository) else JobRepository(repo_or_db)

@@ -168,8 +168,10 @@ NOT_A_JOB_ID = re.compile(r"/jobs/(?![0-9]+(?:/|$))[^/]+(?:/[^/]+)?/?")
 
 def job_id_hint(path: str) -> str:
     """For a 404 whose path names a job by something else than digits (``/jobs/１``, ``/jobs/1_000``): what
-    a job id in a path is."""
-    return "; a job's id in a path is ASCII digits 0-9, e.g. /jobs/42" if NOT_A_JOB_ID.fullmatch(path) else ""
+    a job id in a path is. A segment with no digit of any script (``/jobs/bulk``, ``/jobs/claims``) is a
+    mistyped route, not an id: no hint."""
+    meant_a_number = NOT_A_JOB_ID.fullmatch(path) and any(c.isdigit() for c in path.split("/")[2])
+    return "; a job's id in a path is ASCII digits 0-9, e.g. /jobs/42" if meant_a_number else ""
 
 
 def unreadable_body(cause: BaseException | None) -> str | None:

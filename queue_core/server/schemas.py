@@ -8,6 +8,7 @@ schema, using the repository's own constants.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -45,10 +46,20 @@ from ..validation import (
 from ..wire import MAX_CLAIM_BATCH
 from .problems import Problem
 
+# What pydantic reads as a Unix time when it comes as text ("1700000000"), with the same guess at milliseconds.
+NUMBER_TEXT = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+OFFSET_EXAMPLE = "e.g. 2026-01-02T03:00:00Z"
+
 
 def _unix_seconds(value):
-    """A number for a time is Unix time in seconds, always: pydantic reads one above 2e10 as milliseconds
-    (year 3000 in seconds became 1971-01-12, a job due at once)."""
+    """A number for a time is Unix time in seconds, always, given as a number or as text: pydantic reads one
+    above 2e10 as milliseconds (year 3000 in seconds became 1971-01-12, a job due at once). ISO 8601 text
+    needs an offset, said in the terms of the wire (the repository's words are Python's)."""
+    if isinstance(value, str):
+        if NUMBER_TEXT.fullmatch(value):
+            value = float(value)
+        elif _naive_iso(value):
+            raise PydanticCustomError("naive_time", f"has no UTC offset: add one, {OFFSET_EXAMPLE} or +02:00")
     if isinstance(value, int | float) and not isinstance(value, bool):
         try:
             return datetime.fromtimestamp(value, UTC)
@@ -57,6 +68,13 @@ def _unix_seconds(value):
                 "unix_time", "a number here is a Unix time in seconds up to the year 9999; or give ISO 8601"
             ) from None
     return value
+
+
+def _naive_iso(text: str) -> bool:
+    try:
+        return datetime.fromisoformat(text).utcoffset() is None
+    except ValueError:
+        return False  # not ISO 8601 as Python reads it: pydantic's own parse says what is wrong
 
 
 RunAt = Annotated[datetime, BeforeValidator(_unix_seconds)]
@@ -70,7 +88,7 @@ def _iso_time(value):
     except ValueError:
         parsed = None
     if parsed is None or parsed.utcoffset() is None:
-        raise PydanticCustomError("iso_time", "must be ISO 8601 text with an offset, e.g. 2026-01-02T03:00:00Z")
+        raise PydanticCustomError("iso_time", f"must be ISO 8601 text with an offset, {OFFSET_EXAMPLE}")
     return parsed
 
 
