@@ -117,6 +117,18 @@ def validate_seconds(field: str, value) -> float:
     return float(value)
 
 
+def validate_job_id(value, field: str = "job_id") -> int:
+    """A job id as the repository's methods take it: a whole number a 64-bit id column can hold (one below 1
+    names no job). A float or a bool is refused: peewee bound 1.9 and True as job 1."""
+    if isinstance(value, bool) or not isinstance(value, int) or value > MAX_INT64:
+        raise ValidationError(field, f"a job id is a whole number of at most {MAX_INT64}, not {value!r}")
+    return value
+
+
+def validate_job_ids(values, field: str = "job_ids") -> list[int]:
+    return [validate_job_id(value, field) for value in values]
+
+
 def validate_count(field: str, value, most: int = MAX_INT64) -> int:
     """A counter: a non-negative integer, at most ``most``."""
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= most:

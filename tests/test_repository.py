@@ -659,3 +659,35 @@ def test_reap_lost_workers_takes_back_the_jobs_of_each_worker_silent_past_its_ow
     assert "its worker was lost (not seen for 30s, its --stale-after 20s)" in jobs[0].error
     assert [w.state for w in repo.workers()] == ["running", "stopped"]  # alive, gone (sorted by id)
     assert repo.reap_lost_workers() == {}
+
+
+@pytest.mark.parametrize("bad", [1.9, True, 2**63, "1", None])
+def test_a_job_id_that_is_no_whole_number_of_64_bits_is_refused_by_every_single_job_method(repo, bad):
+    # peewee bound 1.9 and True as job 1 (complete(1.9) completed job 1); 2**63 was OverflowError on SQLite
+    # and None on PostgreSQL.
+    job, _ = repo.create("t", max_retries=0)
+    repo.claim("w1")
+    calls = {
+        "find_by_id": lambda: repo.find_by_id(bad),
+        "errors_for": lambda: repo.errors_for(bad),
+        "refusal": lambda: repo.refusal(bad),
+        "complete": lambda: repo.complete(bad),
+        "complete_and_claim": lambda: repo.complete_and_claim(bad, worker_id="w1", attempt=1),
+        "fail": lambda: repo.fail(bad, "boom"),
+        "release": lambda: repo.release(bad),
+        "retry": lambda: repo.retry(bad),
+        "cancel": lambda: repo.cancel(bad),
+        "mark_cancelled": lambda: repo.mark_cancelled(bad, worker_id="w1", attempt=1),
+        "heartbeat": lambda: repo.heartbeat([bad], worker_id="w1"),
+        "cancel_requests": lambda: repo.cancel_requests([bad], worker_id="w1"),
+    }
+    for name, call in calls.items():
+        with pytest.raises(ValidationError) as info:
+            call()
+        assert info.value.field in ("job_id", "job_ids") and "whole number" in info.value.message, name
+    after = repo.find_by_id(job.id)
+    assert (after.status, after.worker_id, after.heartbeat_at, repo.errors_for(job.id)) == ("running", "w1", None, [])
+
+
+def test_a_job_id_below_1_names_no_job(repo):
+    assert repo.find_by_id(0) is None and repo.complete(-1) is None and repo.cancel(0) is None

@@ -11,7 +11,7 @@ from collections.abc import Iterable
 import peewee as pw
 
 from ..rules import CANCELLED, PENDING, RUNNING
-from ..validation import validate_queue_name, validate_worker_id
+from ..validation import validate_job_id, validate_job_ids, validate_queue_name, validate_worker_id
 from .models import Job
 
 
@@ -22,6 +22,7 @@ class OperatorControls:
         """Cancel a job: a pending (or scheduled) one becomes ``cancelled`` at once and is never claimed; a
         running one gets a cancel request (``cancel_requested_at``) its worker sees at its next heartbeat,
         and is returned still running. None, and nothing changed, for an unknown or final job."""
+        job_id = validate_job_id(job_id)
         Job = self.Job
         changes = self._cancel_changes(self.time.sql())
         # One statement: a claim racing this cancel either took the job first (it is running: a request)
@@ -48,7 +49,7 @@ class OperatorControls:
     def cancel_requests(self, job_ids: Iterable[int], *, worker_id: str) -> list[int]:
         """Of these running jobs held by ``worker_id``, the ids an operator asked to cancel (sorted)."""
         worker_id = validate_worker_id(worker_id)
-        job_ids = list(job_ids)
+        job_ids = validate_job_ids(job_ids)
         if not job_ids:
             return []
         Job = self.Job

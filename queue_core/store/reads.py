@@ -12,6 +12,7 @@ from ..rules import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING, cutoff_befor
 from ..validation import (
     MAX_INT64,
     validate_age,
+    validate_job_id,
     validate_limit,
     validate_positive_int,
     validate_status,
@@ -95,7 +96,7 @@ class JobReads:
         return self.time.local()
 
     def find_by_id(self, job_id: int) -> Job | None:
-        return self.Job.get_or_none(self.Job.id == job_id)
+        return self.Job.get_or_none(self.Job.id == validate_job_id(job_id))
 
     def find_by_idempotency_key(self, key: str) -> Job | None:
         return self.Job.get_or_none(self.Job.idempotency_key == key)
@@ -103,7 +104,9 @@ class JobReads:
     def errors_for(self, job_id: int) -> list:
         """Every failed attempt of a job, oldest first."""
         JobError = self.JobError
-        return list(JobError.select().where(JobError.job_id == job_id).order_by(JobError.attempt, JobError.id))
+        return list(
+            JobError.select().where(JobError.job_id == validate_job_id(job_id)).order_by(JobError.attempt, JobError.id)
+        )
 
     def refusal(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> str | None:
         """Why ``complete``, ``fail`` or ``release`` with these arguments is refused now; None if it would be taken.

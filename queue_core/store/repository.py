@@ -35,6 +35,8 @@ from ..validation import (
     validate_age,
     validate_aware,
     validate_error,
+    validate_job_id,
+    validate_job_ids,
     validate_positive_int,
     validate_queue_names,
     validate_schedule,
@@ -305,7 +307,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         With ``attempts`` (one per id, in order) a job counts only if held at that attempt, the fencing
         token: a run whose job was reaped and claimed again by this same worker learns it lost it. The
         answer is then the (id, attempt) pairs still held."""
-        job_ids = list(job_ids)
+        job_ids = validate_job_ids(job_ids)
         pairs = None if attempts is None else list(zip(job_ids, validated_attempts(job_ids, attempts), strict=True))
         if not job_ids:
             return []
@@ -341,7 +343,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
     ) -> Job | None:
         """Mark a running job completed, storing ``result`` (the handler's return value, JSON; None: none);
         None if it is missing, not running, or held by someone else."""
-        return self.statements.complete(job_id, worker_id, attempt, encode_result(result))
+        return self.statements.complete(validate_job_id(job_id), worker_id, attempt, encode_result(result))
 
     def complete_and_claim(
         self,
@@ -358,6 +360,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         Returns (the completed job or None, as ``complete``; the next job or None, as ``claim``). A busy
         worker thus pays one commit and one statement per job instead of two of each.
         """
+        job_id = validate_job_id(job_id)
         worker_id = validate_worker_id(worker_id)
         types = validate_types(types)
         queues = validate_queue_names(queues)
@@ -534,6 +537,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         The latest ``error`` and the attempt history stay, so the operator still sees why it failed.
         None if the job is missing or neither failed nor cancelled.
         """
+        job_id = validate_job_id(job_id)
         Job = self.Job
         changes = self._requeue_changes(self.time.sql(), retry_count=0)
         changes["cancel_requested_at"] = None

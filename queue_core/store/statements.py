@@ -30,6 +30,7 @@ import peewee as pw
 from ..clock import Clock, utc_now
 from ..errors import ValidationError
 from ..rules import COMPLETED, PENDING, RUNNING
+from ..validation import validate_job_id
 from . import statistics
 from .compiled import (
     CompiledStatement,
@@ -182,7 +183,7 @@ class Statements:
     def held(self, job_id, worker_id, attempt):
         """The condition that ``job_id`` is running and, if given, held by ``worker_id`` at ``attempt``."""
         Job = self.Job
-        condition = (Job.id == job_id) & Job.status.checked([RUNNING])
+        condition = (Job.id == validate_job_id(job_id)) & Job.status.checked([RUNNING])
         if worker_id is not None:
             condition &= Job.worker_id == worker_id
         if attempt is not None:
