@@ -311,6 +311,9 @@ class QueueConsole(
         with self.batch_update():
             self.query_one(StatsBar).show(snapshot)
             self.show_views(snapshot)
+            # The worker frees a slot after it reports the job: drawn on its events only, the pane said
+            # "running 1" under an idle worker until the next event. Its counters are in memory: no read.
+            self.worker_pane.show_state()
 
     def update_sub_title(self) -> None:
         """The header's second part: database, view, scope, time, and the selection and read-only notes."""
