@@ -186,3 +186,19 @@ async def test_any_markup_lookalike_everywhere_data_is_shown(make_app, scene, te
         assert app.type_filter == text and text in app.sub_title
         await pilot.pause()
         assert app.is_running
+
+
+async def test_a_pasted_control_character_in_the_type_filter_is_said_in_the_prompt(pilot):
+    """A paste gone wrong ("send\\x00invoice") became the filter of every refresh: PostgreSQL refuses NUL in a
+    bound value, so the header said "disconnected" on every refresh until the filter was changed, and SQLite
+    silently showed nothing. No job's type holds one: the prompt says what is wrong, as the query line does."""
+    app = pilot.app
+    await pilot.press("t")
+    app.screen.query_one("#answer").post_message(events.Paste("send\x00invoice"))
+    await pilot.press("enter")
+    await settle(pilot)
+    assert isinstance(app.screen, PromptScreen)  # still open: fix it or escape
+    assert "printable" in str(app.screen.query_one("#prompt-error").render())
+    assert app.type_filter is None and app._last_refresh_error is None
+    await pilot.press("escape")
+    assert not isinstance(app.screen, PromptScreen) and app.type_filter is None
