@@ -7,7 +7,7 @@ Every string that comes from the database, the command line or the operator is s
 from __future__ import annotations
 
 import pytest
-from console_helpers import asked_then, settle, wait_for
+from console_helpers import asked_then, screen_lines, settle, wait_for
 from textual import events
 
 from console.app import QueueConsole
@@ -202,3 +202,24 @@ async def test_a_pasted_control_character_in_the_type_filter_is_said_in_the_prom
     assert app.type_filter is None and app._last_refresh_error is None
     await pilot.press("escape")
     assert not isinstance(app.screen, PromptScreen) and app.type_filter is None
+
+
+@pytest.mark.backends("sqlite")  # rendering, the same on either backend
+@pytest.mark.parametrize("text", ("[/]oops", "[/x", "web[/1", "[b]bold?[/b]"))  # queue names: no "=", 16 columns
+async def test_a_queue_name_that_looks_like_markup_on_the_queues_view(make_app, scene, text):
+    """The queues view gave the table the name as a plain string, which a DataTable reads as markup: a queue
+    "[/]oops" (a valid name) crashed the console with a MarkupError as soon as 2 was pressed, and "[b]bold?[/b]"
+    showed as "bold?"."""
+    scene.create("echo", {}, queue=text)
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        assert app.is_running and any(f"│ {text} " in line for line in screen_lines(app))
+        table = app.query_one("#queues")
+        table.move_cursor(row=table.get_row_index(text), animate=False)
+        await asked_then(pilot, "p", "n")
+        await pilot.press("enter")  # its jobs: the query queue:"…"
+        await settle(pilot)
+        assert app.is_running and app.view == "tables" and app.query_one("#pending").row_count == 1

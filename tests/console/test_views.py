@@ -132,7 +132,7 @@ async def test_schedules_view_lists_each_schedule_or_says_there_are_none(make_ap
         table = app.query_one(SchedulesView)
         assert table.row_count == 1
         row = table.get_row("nightly-report")
-        assert row[1] == "0 3 * * *" and row[3] == "never" and row[5] == "01-02 03:00 UTC"
+        assert [str(row[1]), str(row[3]), str(row[5])] == ["0 3 * * *", "never", "01-02 03:00 UTC"]
     empty = make_app()
     async with empty.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
