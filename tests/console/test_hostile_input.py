@@ -204,8 +204,11 @@ async def test_a_pasted_control_character_in_the_type_filter_is_said_in_the_prom
     assert not isinstance(app.screen, PromptScreen) and app.type_filter is None
 
 
+QUEUE_LOOKALIKES = ("[/]oops", "[/x", "web[/1", "[b]bold?[/b]", "x\\")  # valid queue names (no "="), 16 columns
+
+
 @pytest.mark.backends("sqlite")  # rendering, the same on either backend
-@pytest.mark.parametrize("text", ("[/]oops", "[/x", "web[/1", "[b]bold?[/b]"))  # queue names: no "=", 16 columns
+@pytest.mark.parametrize("text", QUEUE_LOOKALIKES)
 async def test_a_queue_name_that_looks_like_markup_on_the_queues_view(make_app, scene, text):
     """The queues view gave the table the name as a plain string, which a DataTable reads as markup: a queue
     "[/]oops" (a valid name) crashed the console with a MarkupError as soon as 2 was pressed, and "[b]bold?[/b]"
@@ -223,3 +226,24 @@ async def test_a_queue_name_that_looks_like_markup_on_the_queues_view(make_app, 
         await pilot.press("enter")  # its jobs: the query queue:"…"
         await settle(pilot)
         assert app.is_running and app.view == "tables" and app.query_one("#pending").row_count == 1
+
+
+@pytest.mark.backends("sqlite")  # rendering, the same on either backend
+@pytest.mark.parametrize("text", QUEUE_LOOKALIKES)
+async def test_a_queue_name_that_looks_like_markup_on_the_activity_view(make_app, scene, text):
+    """The activity view put the queue picked with → into its title as markup: "[/]oops" crashed the console
+    with a MarkupError."""
+    scene.create("echo", {}, queue=text)
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.query_one("#activity")
+        for _ in range(len(view.activity.queues) + 1):
+            if view.queue == text:
+                break
+            await pilot.press("right")
+        await pilot.pause()
+        assert app.is_running and view.queue == text
+        assert any(f"Activity · queue {text} · last" in line for line in screen_lines(app))
