@@ -247,3 +247,24 @@ async def test_a_queue_name_that_looks_like_markup_on_the_activity_view(make_app
         await pilot.pause()
         assert app.is_running and view.queue == text
         assert any(f"Activity · queue {text} · last" in line for line in screen_lines(app))
+
+
+@pytest.mark.backends("sqlite")  # rendering, the same on either backend
+@pytest.mark.parametrize("text", MARKUP_LOOKALIKES)
+async def test_a_bulk_action_on_a_query_that_looks_like_markup(make_app, scene, text):
+    """The progress dialog of a bulk action put "Retrying 2 failed jobs matching <query>" in a Static as
+    markup: a type filter or query "[/]oops" crashed the console with a MarkupError once y was pressed."""
+    jobs = [failed_job(scene, text, "boom") for _ in range(2)]
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        app._set_filter(text)
+        await settle(pilot)
+        await focus_job(pilot, "failed", jobs[0].id)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: app.selection is not None, "a selects the filter's failed jobs")
+        question = await asked_then(pilot, "r", "y")
+        assert text in question
+        await wait_for(pilot, lambda: app.selection is None, "the retry is done")
+        await settle(pilot)
+        assert app.is_running and [scene.find_by_id(job.id).status for job in jobs] == ["pending", "pending"]
