@@ -123,10 +123,13 @@ class BulkActions:
             return None, None
         takes = ELIGIBLE[action]
         if (PENDING if table.status == SCHEDULED else table.status) not in takes:
-            # Said before the dry run: the operator is on the wrong table, not racing a worker.
+            # Said before the dry run: the operator is on the wrong table, not racing a worker. A running job is
+            # never deleted (its worker would ack a job that is gone): the key that stops it is C.
+            where = f" ({self.tables_hint()})"
+            if action == "delete" and table.status == RUNNING:
+                where = ": running jobs are never deleted, C cancels it"
             self.notify(
-                f"{VERBS[action]} works on {' or '.join(takes)} jobs; job {job_id} is {table.status} "
-                f"({self.tables_hint()}).",
+                f"{VERBS[action]} works on {' or '.join(takes)} jobs; job {job_id} is {table.status}{where}.",
                 severity="warning",
             )
             return None, None

@@ -189,6 +189,19 @@ async def test_r_and_c_on_a_job_they_do_not_take_say_why_and_ask_nothing(pilot, 
     assert len(app.screen_stack) == 1 and statuses(scene) == before
 
 
+async def test_d_on_a_running_job_says_c_cancels_it_and_deletes_nothing(pilot, scene):
+    """Running jobs are never deleted (their worker would ack a job that no longer exists); D on one said only
+    which statuses delete takes, and README said D cancels them: the note names the key that does."""
+    app = pilot.app
+    before = statuses(scene)
+    running = (await focus_table(pilot, "running")).selected_job_id
+    await pilot.press("D")
+    await settle(pilot)
+    messages = [n.message for n in app._notifications]
+    assert any(f"job {running} is running: running jobs are never deleted, C cancels it" in m for m in messages)
+    assert len(app.screen_stack) == 1 and statuses(scene) == before
+
+
 async def test_escape_on_the_confirmation_changes_nothing(pilot, scene):
     app = pilot.app
     before = statuses(scene)
