@@ -153,7 +153,7 @@ class QueuePauseChanged(Message):
 @message
 class WorkerJobsLoaded(Message):
     worker_id: str
-    rows: list
+    rows: list | None  # None: the read failed (a WriteFailed says why)
     now: Any
 
 
