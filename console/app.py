@@ -26,6 +26,7 @@ from queue_core.errors import QueueError
 from queue_core.store.database import DATABASE_ERRORS, default_url, open_database, without_password
 from queue_core.store.repository import JobRepository
 from queue_core.tasks import Queue
+from queue_core.validation import validate_type
 from queue_core.worker.cli import import_handler_modules
 from queue_core.worker.handlers import registry as handler_registry
 from queue_core.worker.scheduler import Schedule, describe_schedules
@@ -311,6 +312,9 @@ class QueueConsole(
         with self.batch_update():
             self.query_one(StatsBar).show(snapshot)
             self.show_views(snapshot)
+            # The worker frees a slot after it reports the job: drawn on its events only, the pane said
+            # "running 1" under an idle worker until the next event. Its counters are in memory: no read.
+            self.worker_pane.show_state()
 
     def update_sub_title(self) -> None:
         """The header's second part: database, view, scope, time, and the selection and read-only notes."""
@@ -389,6 +393,9 @@ class QueueConsole(
             value=self.type_filter or "",
             placeholder="job type, e.g. send-invoice",
             suggestions=self.known_types(),
+            # A paste gone wrong (a NUL, an escape) matches no job's type, and PostgreSQL refuses a NUL in the
+            # filter's bound value: each refresh then failed and the header said "disconnected".
+            check=validate_type,
             id="filter-prompt",
         )
         self.push_screen(prompt, self._set_filter)

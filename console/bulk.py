@@ -96,9 +96,15 @@ class BulkActions:
 
     bulk_batch_size: int = BULK_BATCH
     _bulk_stop: threading.Event | None = None
+    # A dry run is on its thread: another bulk key waits for its confirmation (a second one, pushed under the
+    # same id, crashed the console; and two questions at once are one too many).
+    _bulk_planning = False
 
     def action_bulk(self, action: str) -> None:
         self._on_main_screen()
+        if self._bulk_planning:
+            self.notify("Still counting the jobs of the last key: its confirmation comes first.", severity="warning")
+            return
         selection = self.selection
         if selection is not None:
             scope, state = selection.scope or "", selection.state
@@ -108,6 +114,7 @@ class BulkActions:
             if ids is None:
                 return
             plan = partial(self.repo.plan_bulk, action, "", status=status, ids=ids)
+        self._bulk_planning = True
         self.run_worker(partial(self._plan, plan, selection), name=f"plan {action}", group="write", thread=True)
 
     def _cursor_job(self, action: str) -> tuple[list[int] | None, str | None]:
@@ -123,10 +130,13 @@ class BulkActions:
             return None, None
         takes = ELIGIBLE[action]
         if (PENDING if table.status == SCHEDULED else table.status) not in takes:
-            # Said before the dry run: the operator is on the wrong table, not racing a worker.
+            # Said before the dry run: the operator is on the wrong table, not racing a worker. A running job is
+            # never deleted (its worker would ack a job that is gone): the key that stops it is C.
+            where = f" ({self.tables_hint()})"
+            if action == "delete" and table.status == RUNNING:
+                where = ": running jobs are never deleted, C cancels it"
             self.notify(
-                f"{VERBS[action]} works on {' or '.join(takes)} jobs; job {job_id} is {table.status} "
-                f"({self.tables_hint()}).",
+                f"{VERBS[action]} works on {' or '.join(takes)} jobs; job {job_id} is {table.status}{where}.",
                 severity="warning",
             )
             return None, None
@@ -138,11 +148,15 @@ class BulkActions:
                 result = plan()
         except (QueueError, *DATABASE_ERRORS) as exc:
             self.post_message(WriteFailed("plan the action", str(exc)))
+            self.post_message(BulkPlanned(None, selection))  # no plan: the next bulk key may count again
         else:
             self.post_message(BulkPlanned(result, selection))
 
     def on_bulk_planned(self, message: BulkPlanned) -> None:
+        self._bulk_planning = False
         plan, selection = message.plan, message.selection
+        if plan is None:
+            return  # the dry run failed, and WriteFailed said why
         verb, takes = VERBS[plan.action], ELIGIBLE[plan.action]
         if not plan.count:
             self.notify(f"Nothing to {plan.action}: {plan.action} takes {' or '.join(takes)} jobs.", severity="warning")

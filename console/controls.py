@@ -36,6 +36,8 @@ class QueueControls:
     """Needs from the app: ``repo``, ``view``, ``current_table``, ``run_write``, ``request_refresh``,
     ``_on_main_screen``."""
 
+    _reading_worker_jobs = False  # enter on the workers view: the list is being read on its thread
+
     # --- p: pause or resume a queue ----------------------------------------------------------------
 
     def action_toggle_pause(self) -> None:
@@ -93,6 +95,9 @@ class QueueControls:
             note = "No worker selected: none has registered yet (a worker registers when it starts)."
             self.notify(note, severity="warning")
             return
+        if self._reading_worker_jobs:
+            return  # a second enter before the list is read: one list opens, not one under the other
+        self._reading_worker_jobs = True
         self.run_worker(partial(self._read_worker_jobs, worker_id), group="read", thread=True)
 
     def _read_worker_jobs(self, worker_id: str) -> None:
@@ -101,11 +106,14 @@ class QueueControls:
             rows, now = read_held(self.repo, worker_id)
         except (QueueError, *DATABASE_ERRORS) as exc:
             self.post_message(WriteFailed(f"read the jobs {worker_id} holds", str(exc)))
+            self.post_message(WorkerJobsLoaded(worker_id, None, None))  # nothing to show; enter reads again
             return
         self.post_message(WorkerJobsLoaded(worker_id, rows, now))
 
     def on_worker_jobs_loaded(self, message: WorkerJobsLoaded) -> None:
-        self.push_screen(WorkerJobsScreen(message.worker_id, message.rows, message.now, self.repo))
+        self._reading_worker_jobs = False
+        if message.rows is not None:
+            self.push_screen(WorkerJobsScreen(message.worker_id, message.rows, message.now, self.repo))
 
 
 def query_value(value: str) -> str:

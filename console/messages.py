@@ -153,7 +153,7 @@ class QueuePauseChanged(Message):
 @message
 class WorkerJobsLoaded(Message):
     worker_id: str
-    rows: list
+    rows: list | None  # None: the read failed (a WriteFailed says why)
     now: Any
 
 
@@ -169,7 +169,7 @@ class SelectionLoaded(Message):
 class BulkPlanned(Message):
     """The dry run: ``plan`` (queue_core.store.bulk.BulkPlan) is exactly what the action would touch now."""
 
-    plan: Any
+    plan: Any  # None: the dry run failed (a WriteFailed says why)
     selection: Selection | None  # None: the job under the cursor
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from typing import ClassVar
 
+from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical
@@ -29,7 +30,8 @@ class BulkProgressScreen(Dialog):
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="confirm"):
-            yield Static(f"{PROGRESSIVE[self.plan.action]} {self.plan.describe()}", classes="dialog-title")
+            # Text, not markup: the description quotes the query ("type:[/]oops" crashed the console).
+            yield Static(Text(f"{PROGRESSIVE[self.plan.action]} {self.plan.describe()}"), classes="dialog-title")
             yield ProgressBar(total=self.plan.count, show_eta=False, id="bulk-bar")
             yield Static("", id="bulk-counts", classes="explanation")
             yield Static("[b]escape[/] stop after this batch", id="bulk-hint", classes="hint")

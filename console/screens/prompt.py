@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -12,6 +13,8 @@ from textual.containers import Vertical
 from textual.suggester import SuggestFromList
 from textual.widgets import Input, Static
 
+from queue_core.errors import ValidationError
+
 from .dialog import Dialog
 
 HINT = "[dim]enter[/] confirm   [dim]escape[/] cancel"  # constant markup; everything else here is text
@@ -20,7 +23,9 @@ HINT = "[dim]enter[/] confirm   [dim]escape[/] cancel"  # constant markup; every
 class PromptScreen(Dialog):
     """Dismisses with the text entered (stripped) on Enter, ``None`` on Escape.
 
-    ``title`` and ``explanation`` are shown as text, never markup: they carry job types and ids.
+    ``title`` and ``explanation`` are shown as text, never markup: they carry job types and ids. ``check``
+    (a validation function) refuses an answer that is not empty: its ValidationError is said under the line
+    and the prompt stays open.
     """
 
     BINDINGS: ClassVar[list[Binding]] = [
@@ -28,7 +33,15 @@ class PromptScreen(Dialog):
     ]
 
     def __init__(
-        self, title: str, explanation: str, *, value: str = "", placeholder: str = "", suggestions=(), id=None
+        self,
+        title: str,
+        explanation: str,
+        *,
+        value: str = "",
+        placeholder: str = "",
+        suggestions=(),
+        check: Callable[[str], object] | None = None,
+        id=None,
     ) -> None:
         super().__init__(id=id)
         self.title_text = title
@@ -36,6 +49,7 @@ class PromptScreen(Dialog):
         self.value = value
         self.placeholder = placeholder
         self.suggestions = list(suggestions)
+        self.check = check
 
     def compose(self) -> ComposeResult:
         with Vertical(id="dialog", classes="prompt"):
@@ -53,8 +67,25 @@ class PromptScreen(Dialog):
         self.accept(event.value)
 
     def accept(self, value: str) -> None:
-        """The answer to give for ``value``; a subclass may check it first (the query line does)."""
-        self.answer(value.strip())
+        """The answer to give for ``value``, once ``check`` lets it through; a subclass may check it its own
+        way (the query line does)."""
+        value = value.strip()
+        if value and self.check is not None:
+            try:
+                self.check(value)
+            except ValidationError as exc:
+                self.refuse(str(exc))
+                return
+        self.answer(value)
+
+    def refuse(self, message: str) -> None:
+        """Say under the line what is wrong with the answer (text, never markup: it quotes what was typed)."""
+        lines = self.query("#prompt-error")
+        line = lines.first(Static) if lines else Static("", id="prompt-error", classes="form-error")
+        if not lines:
+            self.query_one("#dialog").mount(line, after="#answer")
+        line.update(Text.assemble(("✗ ", "bold"), message))
+        self.query_one("#answer", Input).add_class("-invalid")
 
     def action_cancel(self) -> None:
         self.answer(None)

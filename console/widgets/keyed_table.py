@@ -6,6 +6,7 @@ refresh every second, update cell by cell instead (``widgets.jobs.table``).
 
 from __future__ import annotations
 
+from rich.text import Text
 from textual.widgets import DataTable
 
 
@@ -26,11 +27,13 @@ class KeyedTable(DataTable):
         return self.coordinate_to_cell_key(self.cursor_coordinate).row_key.value
 
     def replace_rows(self, rows: list[tuple[str, list]]) -> None:
-        """Show ``rows`` (key, cells); the cursor stays on its key, or on its line if that row left."""
+        """Show ``rows`` (key, cells: text or Rich renderables, never markup); the cursor stays on its key,
+        or on its line if that row left."""
         selected, index = self.selected_key, self.cursor_row
         self.clear()
         for key, cells in rows:
-            self.add_row(*cells, key=key)
+            # A DataTable reads a str cell as markup: a queue named "[/]oops" (a valid name) crashed the console.
+            self.add_row(*(Text(cell) if isinstance(cell, str) else cell for cell in cells), key=key)
         if self.row_count:
             keys = [key for key, _ in rows]
             row = keys.index(selected) if selected in keys else index

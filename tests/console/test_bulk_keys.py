@@ -189,6 +189,63 @@ async def test_r_and_c_on_a_job_they_do_not_take_say_why_and_ask_nothing(pilot, 
     assert len(app.screen_stack) == 1 and statuses(scene) == before
 
 
+async def test_d_on_a_running_job_says_c_cancels_it_and_deletes_nothing(pilot, scene):
+    """Running jobs are never deleted (their worker would ack a job that no longer exists); D on one said only
+    which statuses delete takes, and README said D cancels them: the note names the key that does."""
+    app = pilot.app
+    before = statuses(scene)
+    running = (await focus_table(pilot, "running")).selected_job_id
+    await pilot.press("D")
+    await settle(pilot)
+    messages = [n.message for n in app._notifications]
+    assert any(f"job {running} is running: running jobs are never deleted, C cancels it" in m for m in messages)
+    assert len(app.screen_stack) == 1 and statuses(scene) == before
+
+
+async def test_a_bulk_key_pressed_again_before_its_count_is_back_asks_once(pilot, scene):
+    """The count is a dry run on a thread: r pressed twice before it answered (a key repeat, or a slow count of
+    a big selection) pushed a second confirmation with the same id, and the console crashed (DuplicateIds)."""
+    from textual import events
+
+    app = pilot.app
+    table = await focus_table(pilot, "failed")
+    job_id = table.selected_job_id
+    for key in ("r", "r", "D"):  # all three arrive before the first dry run answers
+        event = events.Key(key, key)
+        event.set_sender(app)
+        app._driver.send_message(event)
+    await pilot.pause(0.2)
+    await settle(pilot)
+    assert app.is_running
+    assert [type(screen) for screen in app.screen_stack[1:]] == [ConfirmScreen]
+    assert app.screen.question == f"Retry failed job {job_id}?"
+    await pilot.press("y")
+    await settle(pilot)
+    assert scene.find_by_id(job_id).status == "pending" and len(app.screen_stack) == 1
+    await pilot.press("r")  # counted again once the first answer is in
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the next r's confirmation")
+
+
+async def test_a_dry_run_that_fails_says_so_and_the_next_key_counts_again(pilot, scene, monkeypatch):
+    import peewee
+
+    app = pilot.app
+    await focus_table(pilot, "failed")
+    plan_bulk = scene.plan_bulk
+
+    def locked(*args, **kwargs):
+        raise peewee.OperationalError("database is locked")
+
+    monkeypatch.setattr(scene, "plan_bulk", locked)
+    await pilot.press("r")
+    await settle(pilot)
+    assert any("Could not plan the action: database is locked" in n.message for n in app._notifications)
+    assert len(app.screen_stack) == 1
+    monkeypatch.setattr(scene, "plan_bulk", plan_bulk)
+    await pilot.press("r")
+    await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the confirmation once the count works")
+
+
 async def test_escape_on_the_confirmation_changes_nothing(pilot, scene):
     app = pilot.app
     before = statuses(scene)

@@ -35,7 +35,7 @@ async def test_queues_view_says_what_the_database_says_per_queue(make_app, scene
         failed = JobError.select().join(Job, on=(JobError.job_id == Job.id)).where(JobError.created_at >= since)
         row = table.get_row("default")
         assert table.states["default"].done_per_minute == done.count() / 5 > 0
-        assert row[-2] == f"{done.count() / 5:,.1f}" and str(row[-1]) == f"{failed.count() / 5:,.1f}"
+        assert str(row[-2]) == f"{done.count() / 5:,.1f}" and str(row[-1]) == f"{failed.count() / 5:,.1f}"
 
 
 async def test_activity_view_picks_a_queue_with_the_arrow_keys(make_app, scene, db_url):

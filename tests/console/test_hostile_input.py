@@ -7,7 +7,7 @@ Every string that comes from the database, the command line or the operator is s
 from __future__ import annotations
 
 import pytest
-from console_helpers import asked_then, settle, wait_for
+from console_helpers import asked_then, screen_lines, settle, wait_for
 from textual import events
 
 from console.app import QueueConsole
@@ -186,3 +186,85 @@ async def test_any_markup_lookalike_everywhere_data_is_shown(make_app, scene, te
         assert app.type_filter == text and text in app.sub_title
         await pilot.pause()
         assert app.is_running
+
+
+async def test_a_pasted_control_character_in_the_type_filter_is_said_in_the_prompt(pilot):
+    """A paste gone wrong ("send\\x00invoice") became the filter of every refresh: PostgreSQL refuses NUL in a
+    bound value, so the header said "disconnected" on every refresh until the filter was changed, and SQLite
+    silently showed nothing. No job's type holds one: the prompt says what is wrong, as the query line does."""
+    app = pilot.app
+    await pilot.press("t")
+    app.screen.query_one("#answer").post_message(events.Paste("send\x00invoice"))
+    await pilot.press("enter")
+    await settle(pilot)
+    assert isinstance(app.screen, PromptScreen)  # still open: fix it or escape
+    assert "printable" in str(app.screen.query_one("#prompt-error").render())
+    assert app.type_filter is None and app._last_refresh_error is None
+    await pilot.press("escape")
+    assert not isinstance(app.screen, PromptScreen) and app.type_filter is None
+
+
+QUEUE_LOOKALIKES = ("[/]oops", "[/x", "web[/1", "[b]bold?[/b]", "x\\")  # valid queue names (no "="), 16 columns
+
+
+@pytest.mark.backends("sqlite")  # rendering, the same on either backend
+@pytest.mark.parametrize("text", QUEUE_LOOKALIKES)
+async def test_a_queue_name_that_looks_like_markup_on_the_queues_view(make_app, scene, text):
+    """The queues view gave the table the name as a plain string, which a DataTable reads as markup: a queue
+    "[/]oops" (a valid name) crashed the console with a MarkupError as soon as 2 was pressed, and "[b]bold?[/b]"
+    showed as "bold?"."""
+    scene.create("echo", {}, queue=text)
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        assert app.is_running and any(f"│ {text} " in line for line in screen_lines(app))
+        table = app.query_one("#queues")
+        table.move_cursor(row=table.get_row_index(text), animate=False)
+        await asked_then(pilot, "p", "n")
+        await pilot.press("enter")  # its jobs: the query queue:"…"
+        await settle(pilot)
+        assert app.is_running and app.view == "tables" and app.query_one("#pending").row_count == 1
+
+
+@pytest.mark.backends("sqlite")  # rendering, the same on either backend
+@pytest.mark.parametrize("text", QUEUE_LOOKALIKES)
+async def test_a_queue_name_that_looks_like_markup_on_the_activity_view(make_app, scene, text):
+    """The activity view put the queue picked with → into its title as markup: "[/]oops" crashed the console
+    with a MarkupError."""
+    scene.create("echo", {}, queue=text)
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        await pilot.press("5")
+        await settle(pilot)
+        view = app.query_one("#activity")
+        for _ in range(len(view.activity.queues) + 1):
+            if view.queue == text:
+                break
+            await pilot.press("right")
+        await pilot.pause()
+        assert app.is_running and view.queue == text
+        assert any(f"Activity · queue {text} · last" in line for line in screen_lines(app))
+
+
+@pytest.mark.backends("sqlite")  # rendering, the same on either backend
+@pytest.mark.parametrize("text", MARKUP_LOOKALIKES)
+async def test_a_bulk_action_on_a_query_that_looks_like_markup(make_app, scene, text):
+    """The progress dialog of a bulk action put "Retrying 2 failed jobs matching <query>" in a Static as
+    markup: a type filter or query "[/]oops" crashed the console with a MarkupError once y was pressed."""
+    jobs = [failed_job(scene, text, "boom") for _ in range(2)]
+    app = make_app()
+    async with app.run_test(size=SIZE, notifications=True) as pilot:
+        await settle(pilot)
+        app._set_filter(text)
+        await settle(pilot)
+        await focus_job(pilot, "failed", jobs[0].id)
+        await pilot.press("a")
+        await wait_for(pilot, lambda: app.selection is not None, "a selects the filter's failed jobs")
+        question = await asked_then(pilot, "r", "y")
+        assert text in question
+        await wait_for(pilot, lambda: app.selection is None, "the retry is done")
+        await settle(pilot)
+        assert app.is_running and [scene.find_by_id(job.id).status for job in jobs] == ["pending", "pending"]

@@ -132,7 +132,7 @@ async def test_schedules_view_lists_each_schedule_or_says_there_are_none(make_ap
         table = app.query_one(SchedulesView)
         assert table.row_count == 1
         row = table.get_row("nightly-report")
-        assert row[1] == "0 3 * * *" and row[3] == "never" and row[5] == "01-02 03:00 UTC"
+        assert [str(row[1]), str(row[3]), str(row[5])] == ["0 3 * * *", "never", "01-02 03:00 UTC"]
     empty = make_app()
     async with empty.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
@@ -208,6 +208,28 @@ async def test_workers_view_shows_lost_workers_and_enter_lists_the_jobs_held(mak
         assert not isinstance(app.screen, WorkerJobsScreen)
 
 
+async def test_enter_pressed_twice_on_a_worker_opens_one_list(make_app, scene):
+    """The list is read on a thread: a second enter before it answered opened a second list under the first,
+    so escape seemed to do nothing (the same list again)."""
+    from textual import events
+
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_view(app, pilot, "3")
+        for _ in range(2):  # both arrive before the first read answers
+            event = events.Key("enter", "\r")
+            event.set_sender(app)
+            app._driver.send_message(event)
+        await pilot.pause(0.2)
+        await settle(pilot)
+        assert [type(screen) for screen in app.screen_stack[1:]] == [WorkerJobsScreen]
+        await pilot.press("escape")
+        assert len(app.screen_stack) == 1
+        await pilot.press("enter")  # read again once the first answer is in
+        await settle(pilot)
+        assert isinstance(app.screen, WorkerJobsScreen)
+
+
 async def test_enter_on_the_workers_view_with_the_database_away_says_so_and_keeps_running(
     make_app, scene, db_url, monkeypatch
 ):
@@ -223,6 +245,10 @@ async def test_enter_on_the_workers_view_with_the_database_away_says_so_and_keep
         assert app.is_running and not isinstance(app.screen, WorkerJobsScreen)
         said = [notification.message for notification in app._notifications]
         assert any("Could not read the jobs" in text and "database is locked" in text for text in said), said
+        monkeypatch.undo()
+        await pilot.press("enter")  # a failed read leaves enter working
+        await settle(pilot)
+        assert isinstance(app.screen, WorkerJobsScreen)
 
 
 async def test_a_workers_jobs_follow_it_on_the_refresh_cycle_and_a_failed_read_keeps_the_list(

@@ -203,3 +203,26 @@ async def test_on_a_short_terminal_the_pane_leaves_the_job_tables_their_rows(db)
         assert app.worker_pane.outer_size.height == 11
         await pilot.press("w")
         await wait_for(pilot, lambda: app.worker_pane.state == "stopped", "w stops the worker")
+
+
+async def test_the_pane_counts_follow_the_worker_after_its_last_event(db):
+    """The worker frees a job's slot after it reports the job: the pane, drawn on events only, said
+    "running 1" under an idle worker until its next event (at the end of a burst: until the next job)."""
+    from console.demo import ReplayedWorker
+    from queue_core.worker.events import WorkerEvent
+    from queue_core.worker.loop import WorkerStats
+
+    repo = JobRepository(db)
+    app = console_on(repo)
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        worker = ReplayedWorker("w1", 2, WorkerStats(completed=1, failed=0, running=1))
+        app.worker_pane.set_state("running", worker)
+        app.worker_pane.post_message(WorkerEventReceived(WorkerEvent("completed", "w1", job_id=7, job_type="echo")))
+        await settle(pilot)
+        assert "running 1" in str(app.query_one("#worker-state").render())
+        app.worker_pane.worker = ReplayedWorker("w1", 2, WorkerStats(completed=1, failed=0, running=0))  # slot freed
+        app.request_refresh()
+        await settle(pilot)
+        state = str(app.query_one("#worker-state").render())
+        assert "done 1" in state and "running 0" in state

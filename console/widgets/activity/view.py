@@ -9,6 +9,7 @@ from typing import ClassVar
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.content import Content
 from textual.widgets import Sparkline, Static
 
 from queue_core.store.activity import Activity
@@ -65,9 +66,10 @@ class ActivityView(VerticalScroll):
         activity = self.activity.for_queue(self.queue)
         minutes = len(activity.series["completed"])
         queues = len(self.activity.queues)
-        scope = f"queue [b]{self.queue}[/b]" if self.queue else f"[b]{ALL_QUEUES}[/b] ({queues:,})"
-        self.border_title = (
-            f"Activity · {scope} · last {minutes} minutes, per minute from {time_of_day(activity.start)} UTC"
+        # Content, not markup: a queue's name is data ("[/]oops" is a valid name; as markup it crashed the console).
+        scope = ("queue ", (self.queue, "b")) if self.queue else ((ALL_QUEUES, "b"), f" ({queues:,})")
+        self.border_title = Content.assemble(
+            "Activity · ", *scope, f" · last {minutes} minutes, per minute from {time_of_day(activity.start)} UTC"
         )
         self.border_subtitle = "← → pick a queue"
         for name, title, style in CHARTS:
