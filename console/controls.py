@@ -20,6 +20,7 @@ from .commands import command_line
 from .messages import QueuePauseChanged, WorkerJobsLoaded, WriteFailed
 from .screens.confirm import ConfirmScreen
 from .screens.worker_jobs import WorkerJobsScreen, read_held
+from .selection import query_value
 from .snapshot import LIVE
 from .widgets.queues.table import QueuesTable
 from .widgets.workers.table import WorkersTable
@@ -114,11 +115,3 @@ class QueueControls:
         self._reading_worker_jobs = False
         if message.rows is not None:
             self.push_screen(WorkerJobsScreen(message.worker_id, message.rows, message.now, self.repo))
-
-
-def query_value(value: str) -> str:
-    """``value`` as the query line reads it back: quoted, with its quotes and backslashes escaped, if it holds
-    a space, a quote or a backslash."""
-    if value and not any(char.isspace() or char in '"\\' for char in value):
-        return value
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
