@@ -125,6 +125,9 @@ def test_a_flooded_queue_does_not_hold_up_another(live_repo, handlers, make_work
     worker = make_worker(queues={"slow": 1, "fast": 1})
     worker.start()
     try:
+        # The slow slot holds its job (its thread's first claim may come after the fast jobs' under load:
+        # CI read running=0 there once), and that job stays running until ``release``.
+        wait_until(lambda: live_repo.queue_state("slow").counts["running"] == 1, "the slow slot to take its job")
         # The fast jobs must finish (their acks land in the database, batched) while the slow slot still
         # holds its one job: started alone would race the last fast job's ack.
         wait_until(
