@@ -10,7 +10,6 @@ input. Jobs come back as ``RemoteJob``: plain data, no database behind it.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -22,7 +21,7 @@ from .errors import IdempotencyConflict, QueueError, ValidationError
 from .results import encode_result
 from .store.models import priority_label
 from .store.repository import PRUNE_BATCH, validated_attempts
-from .validation import encode_payload, validate_api_url, validate_aware, validate_token
+from .validation import encode_payload, validate_api_url, validate_aware, validate_job_id, validate_token
 from .wire import IDEMPOTENCY_CONFLICT, MAX_CLAIM_BATCH, READ_ONLY
 
 DEFAULT_TIMEOUT = 30.0
@@ -309,7 +308,7 @@ class HttpQueue:
         (completed, claimed)."""
         body = _with_queues({"worker_id": worker_id, "attempt": attempt, "types": _list_or_none(types)}, queues)
         body["result"] = result
-        data = self._json(self._post(f"/jobs/{_job_id(job_id)}/complete-and-claim", body))
+        data = self._json(self._post(f"/jobs/{validate_job_id(job_id)}/complete-and-claim", body))
         return _remote_or_none(data["completed"]), _remote_or_none(data["claimed"])
 
     def complete_many(self, completions, *, worker_id: str) -> list[tuple[int, int]]:
@@ -381,14 +380,14 @@ class HttpQueue:
         return response.status_code != 404 and bool(self._json(response)["analyzed"])
 
     def find_by_id(self, job_id: int) -> RemoteJob | None:
-        response = self._request("GET", f"/jobs/{_job_id(job_id)}", None, allow=(404,))
+        response = self._request("GET", f"/jobs/{validate_job_id(job_id)}", None, allow=(404,))
         return None if response.status_code == 404 else RemoteJob.from_dict(self._json(response))
 
     # --- HTTP -------------------------------------------------------------------------------------
 
     def _ack(self, job_id: int, verb: str, body: dict) -> RemoteJob | None:
         # 404 and 409 are the repository's None: the job is gone, or no longer ours to finish.
-        response = self._request("POST", f"/jobs/{_job_id(job_id)}/{verb}", body, allow=(404, 409))
+        response = self._request("POST", f"/jobs/{validate_job_id(job_id)}/{verb}", body, allow=(404, 409))
         return RemoteJob.from_dict(self._json(response)) if response.status_code == 200 else None
 
     def _json(self, response: httpx.Response) -> Any:
@@ -420,17 +419,6 @@ class HttpQueue:
 
 def _remote_or_none(data: dict | None) -> RemoteJob | None:
     return None if data is None else RemoteJob.from_dict(data)
-
-
-def _job_id(value) -> int:
-    """``value`` as the id in a job's path: an int, as the server takes it. ``int(value)`` made 1.9 and True
-    job 1, acted on as if it had been asked for, and "x" or None a bare ValueError or TypeError."""
-    try:
-        if not isinstance(value, bool):
-            return operator.index(value)  # an int, or an integer type that says it is one (numpy's int64)
-    except TypeError:
-        pass
-    raise ValidationError("job_id", f"must be a job id, an int such as 42, not {value!r}")
 
 
 def _segment(text: str) -> str:

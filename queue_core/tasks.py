@@ -35,11 +35,11 @@ from .validation import validate_aware
 from .worker.handlers import (
     BUILTINS,
     HandlerRegistry,
-    _qualified_name,
-    _unsupported_kind,
     default_registry,
+    qualified_name,
     registry_or_default,
     same_function,
+    unsupported_kind,
 )
 from .worker.runner import is_async_handler
 from .worker.scheduler import Schedule, Scheduler, parse_cron
@@ -375,7 +375,7 @@ def _schedule_arguments(task: Task, payload) -> dict:
 
 def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
     """The function's signature, once it is one a worker can call with the payload as keyword arguments."""
-    refused = _unsupported_kind(fn)  # also an object whose __call__ yields: its wrapper would hide it
+    refused = unsupported_kind(fn)  # also an object whose __call__ yields: its wrapper would hide it
     if refused is not None:
         raise ValidationError("handler", f"{_name_of(fn)} is {refused}: make it a plain function or an async def")
     try:
@@ -405,7 +405,7 @@ def _refuse_taken_type(registry: HandlerRegistry, name: str, handler: Callable) 
     if existing is None or same_function(existing, handler):
         return  # free, or the same function again (a module imported twice)
     builtin = " (a built-in demo handler)" if BUILTINS.get(name) is existing else ""
-    taken = f"job type {name!r} already has handler {_qualified_name(existing)}{builtin}"
+    taken = f"job type {name!r} already has handler {qualified_name(existing)}{builtin}"
     raise ValidationError("name", f"{taken}; give this task another name")
 
 

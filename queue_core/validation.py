@@ -6,6 +6,7 @@ The repository validates before it writes anything, so a refused input leaves th
 from __future__ import annotations
 
 import json
+import operator
 import re
 import sys
 from datetime import UTC, datetime, timedelta
@@ -118,11 +119,16 @@ def validate_seconds(field: str, value) -> float:
 
 
 def validate_job_id(value, field: str = "job_id") -> int:
-    """A job id as the repository's methods take it: a whole number a 64-bit id column can hold (one below 1
-    names no job). A float or a bool is refused: peewee bound 1.9 and True as job 1."""
-    if isinstance(value, bool) or not isinstance(value, int) or value > MAX_INT64:
-        raise ValidationError(field, f"a job id is a whole number of at most {MAX_INT64}, not {value!r}")
-    return value
+    """A job id as the repository's methods and the HTTP client take it: a whole number a 64-bit id column can
+    hold (one below 1 names no job), as a plain int. A float, a bool or text is refused (peewee bound 1.9 and
+    True as job 1; ``int()`` read "7"); an integer type that says it is one (numpy's int64) is its int."""
+    try:
+        number = None if isinstance(value, bool) else operator.index(value)
+    except TypeError:
+        number = None
+    if number is None or number > MAX_INT64:
+        raise ValidationError(field, f"a job id is a whole number of at most {MAX_INT64}, such as 42, not {value!r}")
+    return number
 
 
 def validate_job_ids(values, field: str = "job_ids") -> list[int]:
@@ -338,7 +344,7 @@ def validate_traceback(value) -> str | None:
         raise ValidationError("traceback", "must be a string, or null for none")
     value = _storable(value)
     if len(value) > MAX_TRACEBACK_CHARS:
-        head = value[: value.find("\n") + 1 or len(value)][:200].rstrip("\n")
+        head = value.split("\n", 1)[0][:200]
         tail = value[len(value) - (MAX_TRACEBACK_CHARS - len(head) - 48) :]
         tail = tail[tail.find("\n") + 1 :] or tail  # from a line's start
         cut = len(value) - len(head) - len(tail) - value.startswith(head + "\n")

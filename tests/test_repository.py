@@ -691,3 +691,14 @@ def test_a_job_id_that_is_no_whole_number_of_64_bits_is_refused_by_every_single_
 
 def test_a_job_id_below_1_names_no_job(repo):
     assert repo.find_by_id(0) is None and repo.complete(-1) is None and repo.cancel(0) is None
+
+
+def test_a_job_id_of_an_integer_type_is_taken_as_its_int(repo):
+    # operator.index: numpy's int64 and other integer types that say they are one (a float does not).
+    job, _ = repo.create("t")
+
+    class Id:
+        def __index__(self):
+            return job.id
+
+    assert repo.find_by_id(Id()).id == job.id and repo.cancel(Id()).status == "cancelled"

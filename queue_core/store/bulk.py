@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ValidationError
 from ..rules import CANCELLED, COMPLETED, FAILED, PENDING, RUNNING
-from ..validation import MAX_INT64, validate_positive_int
+from ..validation import validate_job_ids, validate_positive_int
 from .pages import SCHEDULED
 from .query import JobQuery, parse_query
 
@@ -281,8 +281,8 @@ def _query_status(query: str) -> str | None:
 
 
 def _job_ids(ids: Iterable[int]) -> list[int]:
-    values = list(ids)
-    for value in values:
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_INT64:
-            raise ValidationError("ids", f"job ids are positive whole numbers of at most {MAX_INT64}, not {value!r}")
+    values = validate_job_ids(ids, "ids")
+    below = next((value for value in values if value < 1), None)
+    if below is not None:
+        raise ValidationError("ids", f"job ids are positive whole numbers, not {below}")
     return values

@@ -47,13 +47,13 @@ class HandlerRegistry:
         name = validate_type(name)
         if not callable(fn):
             raise ValidationError("handler", f"must be callable, got {type(fn).__name__}")
-        refused = _unsupported_kind(fn)
+        refused = unsupported_kind(fn)
         if refused is not None:
             # Calling it would only create a generator, never do the work: refuse it now rather than have
             # every job of this type end without running.
             raise ValidationError(
                 "handler",
-                f"{_qualified_name(fn)} is {refused}: not supported (workers call handlers and do not "
+                f"{qualified_name(fn)} is {refused}: not supported (workers call handlers and do not "
                 "iterate what they return); make it a plain function or an async def",
             )
         with self._lock:
@@ -62,7 +62,7 @@ class HandlerRegistry:
             if existing is not None and not replace and not same_function(existing, fn):
                 raise ValidationError(
                     "handler",
-                    f"job type {name!r} already has handler {_qualified_name(existing)}; "
+                    f"job type {name!r} already has handler {qualified_name(existing)}; "
                     "pick another name or pass replace=True",
                 )
             self._handlers[name] = fn
@@ -98,7 +98,7 @@ class HandlerRegistry:
         return len(self._handlers)
 
 
-def _unsupported_kind(fn) -> str | None:
+def unsupported_kind(fn) -> str | None:
     """What kind of function ``fn`` is if calling it would not run its body (a generator), else None.
 
     ``async def`` handlers are run on the worker's event loop (``runner``); generators would never be.
@@ -115,7 +115,7 @@ def _unsupported_kind(fn) -> str | None:
     return None
 
 
-def _qualified_name(fn) -> str:
+def qualified_name(fn) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
@@ -123,7 +123,7 @@ def same_function(a, b) -> bool:
     """Whether ``a`` and ``b`` are one function defined twice: the same qualified name, or the same qualname
     and code at the same place in the same file. A module run as a script and imported by name (``python app.py``
     whose views import ``app``) defines its functions twice, as ``__main__.f`` and ``app.f``."""
-    if _qualified_name(a) == _qualified_name(b):
+    if qualified_name(a) == qualified_name(b):
         return True
     where_a, where_b = _defined_at(a), _defined_at(b)
     return where_a is not None and where_a == where_b

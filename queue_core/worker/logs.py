@@ -142,8 +142,8 @@ class EventLines:
             line = json_line(created, levelname, logger.name, event, event.message, event_traceback(event))
         else:
             line = text_line(created, levelname, event.message)
-            if event.traceback is not None:
-                line += "\n" + event.traceback
+            if tb := event_traceback(event):
+                line += "\n" + tb
         line += handler.terminator
         try:
             with handler.lock:
