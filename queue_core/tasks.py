@@ -1,5 +1,8 @@
 """The task API in one import: ``Queue``, ``@queue.task``, ``Task.enqueue``, ``queue.enqueue``, ``@queue.periodic``.
 
+Each enqueue has an awaitable twin, ``enqueue_async``, for code on an event loop: the database write runs on
+a thread, so the loop goes on serving other coroutines meanwhile.
+
 A task is a plain function registered under a job type together with its job defaults. The registration is
 what workers run (``python -m queue_core.worker --handlers myapp.tasks`` imports the module, which registers
 its tasks in the default handler registry), so the type name, queue and defaults have one source of truth.
@@ -16,6 +19,7 @@ where it was made, not in a worker an hour later.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import json
@@ -236,6 +240,21 @@ class Queue:
             options = {**task.options, **options}
         return self._create(type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at)
 
+    async def enqueue_async(self, type: str, payload: Mapping | None = None, **options) -> Job:
+        """``enqueue`` for code on an event loop: the same arguments, checks and job, awaited; the database
+        write runs on a thread (``asyncio.to_thread``), so the loop is not blocked while it waits."""
+        return await self._off_the_loop(functools.partial(self.enqueue, type, payload, **options))
+
+    async def _off_the_loop(self, enqueue: Callable[[], Job]) -> Job:
+        """``enqueue()`` on a thread of the loop's default executor (peewee gives each thread a connection of
+        its own); on this thread inside a transaction of the queue's database, so the job commits or rolls back
+        with it, as ``enqueue``'s does (another thread's connection would write outside that transaction, and
+        on SQLite wait for its lock until the busy timeout)."""
+        repository = self._repository  # not opened yet: no transaction of this thread can be on it
+        if repository is not None and repository.db.in_transaction():
+            return enqueue()
+        return await asyncio.to_thread(enqueue)
+
     def _task_of(self, type) -> Task | None:
         """The task of this queue that runs jobs of ``type``, while its handler is still the registered one."""
         task, handler = self._tasks.get(type, (None, None)) if isinstance(type, str) else (None, None)
@@ -320,6 +339,13 @@ class Task:
         return self._queue._create(
             self.type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at
         )
+
+    async def enqueue_async(self, /, *positional, **arguments) -> Job:
+        """``enqueue`` for code on an event loop (``await send_invoice.enqueue_async(invoice_id=42)``): the same
+        arguments and options, checks and job; the database write runs on a thread, so the loop goes on
+        serving other coroutines meanwhile. Inside a transaction of the queue's database on the loop's
+        thread, it writes there, so the job commits or rolls back with that transaction."""
+        return await self._queue._off_the_loop(functools.partial(self.enqueue, *positional, **arguments))
 
     def _keyword_call(self) -> str:
         """What to write instead of a positional enqueue: ``add.enqueue(a=..., b=...)``."""

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -596,3 +597,75 @@ def test_a_queue_given_something_else_than_a_registry_says_so(registry):
     with pytest.raises(ValidationError, match="must be a HandlerRegistry") as raised:
         Queue(registry=registry)
     assert raised.value.field == "registry"
+
+
+# --- enqueue_async: the write off the event loop ---------------------------------------------------------
+
+
+def test_enqueue_async_leaves_the_event_loop_free_while_it_writes(queue, repo, monkeypatch):
+    @queue.task("fetch", queue="net", priority="high")
+    async def fetch(url: str) -> int:
+        return len(url)
+
+    release = threading.Event()
+    original = repo.create
+
+    def create(*args, **kwargs):
+        # Set by a coroutine on the loop: if this write ran on the loop's thread, nothing could set it.
+        assert release.wait(WAIT), "the event loop was blocked by the enqueue"
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(repo, "create", create)
+
+    async def main():
+        writing = asyncio.ensure_future(fetch.enqueue_async(url="https://example.com"))
+        await asyncio.sleep(0)  # the enqueue starts; it must give the loop back while its write waits
+        release.set()
+        by_task = await writing
+        by_type = await queue.enqueue_async("fetch", {"url": "u"}, priority="low")
+        return by_task, by_type
+
+    by_task, by_type = asyncio.run(main())
+    assert (by_task.type, by_task.payload, by_task.queue, by_task.priority) == (
+        "fetch",
+        {"url": "https://example.com"},
+        "net",
+        20,
+    )
+    assert (by_type.payload, by_type.queue, by_type.priority) == ({"url": "u"}, "net", 0)
+    assert count_jobs(repo) == 2
+
+
+def test_enqueue_async_checks_as_enqueue_does_and_writes_nothing(queue, repo):
+    @queue.task("fetch")
+    async def fetch(url: str) -> int:
+        return len(url)
+
+    async def main(**arguments):
+        return await fetch.enqueue_async(**arguments)
+
+    with pytest.raises(ValidationError) as missing:
+        asyncio.run(main())
+    assert missing.value.field == "url"
+    with pytest.raises(ValidationError) as not_json:
+        asyncio.run(main(url={1, 2}))
+    assert not_json.value.field == "url" and "JSON" in str(not_json.value)
+    assert count_jobs(repo) == 0
+
+
+def test_enqueue_async_in_a_transaction_commits_and_rolls_back_with_it(queue, repo):
+    @queue.task("ship")
+    async def ship(order_id: int) -> None:
+        pass
+
+    async def enqueue_in_transaction(order_id: int, *, roll_back: bool):
+        with repo.db.atomic() as transaction:
+            job = await ship.enqueue_async(order_id=order_id)
+            if roll_back:
+                transaction.rollback()
+        return job
+
+    asyncio.run(enqueue_in_transaction(1, roll_back=True))
+    assert count_jobs(repo) == 0  # written on another connection, it would have outlived the rollback
+    kept = asyncio.run(enqueue_in_transaction(2, roll_back=False))
+    assert repo.find_by_id(kept.id).payload == {"order_id": 2}
