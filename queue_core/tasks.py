@@ -73,6 +73,17 @@ def registered_schedules(registry: HandlerRegistry | None = None) -> list[Schedu
     return sorted(found.values(), key=lambda schedule: schedule.name)
 
 
+def registered_task(type: str, registry: HandlerRegistry | None = None) -> Task | None:
+    """The task of job type ``type`` of a Queue registering into ``registry`` (default: the one the worker CLI
+    runs), while its handler is the registered one; None if no Queue's task has that type. What the admin CLI's
+    ``enqueue --handlers`` applies: the task's defaults and its signature's check of the payload."""
+    registry = default_registry() if registry is None else registry
+    for queue in list(_queues):
+        if queue.registry is registry and (task := queue._task_of(type)) is not None:
+            return task
+    return None
+
+
 def declared_database_url(registry: HandlerRegistry | None = None) -> str | None:
     """The URL the Queues registering into ``registry`` (default: the worker CLI's) were given, if any names
     one: where a worker of their ``--handlers`` modules started without ``--db`` or ``$QUEUE_DB_URL`` runs

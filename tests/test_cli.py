@@ -156,3 +156,29 @@ def test_reap_lost_takes_back_a_lost_workers_jobs_and_reap_needs_one_of_its_opti
     assert json.loads(cli("reap", "--older-than", "60").stdout) == {"reaped": 0}
     refused = cli("reap", expect=2)
     assert refused.stderr.startswith("error: reap needs --older-than SECONDS, --lost")
+
+
+def test_enqueue_with_handlers_applies_the_tasks_defaults_and_checks_its_arguments(cli, tmp_path):
+    (tmp_path / "cli_tasks.py").write_text(
+        "from queue_core import Queue\n"
+        "queue = Queue()\n"
+        "@queue.task('send-invoice', queue='mail', priority='high', max_retries=5, timeout=30, retry_backoff=2)\n"
+        "def send_invoice(invoice_id: int, copies: int = 1) -> None:\n"
+        "    pass\n"
+    )
+    task = ("enqueue", "send-invoice", "--handlers", "cli_tasks", "--payload")
+    job = json.loads(cli(*task, '{"invoice_id": 7}').stdout)
+    shown = ("queue", "priority", "max_retries", "timeout", "retry_backoff")
+    assert [job[name] for name in shown] == ["mail", 20, 5, 30, 2]
+    overridden = json.loads(cli(*task, '{"invoice_id": 8}', "--queue", "urgent", "--priority", "low").stdout)
+    assert [overridden[name] for name in shown] == ["urgent", 0, 5, 30, 2]
+    unknown = cli(*task, '{"invoice": 7}', expect=2)
+    assert "invoice: unknown argument for task 'send-invoice'" in unknown.stderr
+    typo = cli("enqueue", "send-invoices", "--handlers", "cli_tasks", expect=2)
+    assert "no task or handler of type 'send-invoices' in cli_tasks" in typo.stderr
+    # Without --handlers the CLI cannot know the task: its own defaults, as enqueue --help says.
+    plain = json.loads(cli("enqueue", "send-invoice", "--payload", '{"invoice_id": 9}').stdout)
+    assert [plain[name] for name in shown[:3]] == ["default", 0, 3]
+    assert "apply only when its module is given with --handlers" in " ".join(cli("enqueue", "--help").stdout.split())
+    listed = [json.loads(line)["id"] for line in cli("list", "--json").stdout.splitlines()]
+    assert len(listed) == 3  # the refused ones wrote nothing

@@ -13,8 +13,10 @@ from ..rules import DEFAULT_MAX_RETRIES, RUNNING
 from ..store.database import DATABASE_ERRORS, default_url, without_password
 from ..store.models import JobStatus
 from ..store.repository import JobRepository
+from ..tasks import registered_task
 from ..validation import MAX_LIST_LIMIT, parse_payload
 from ..worker.cli import adopt_queue_url, import_handler_modules
+from ..worker.handlers import registry
 from . import bulk, controls, schedules
 from .args import (
     EXIT_FAILURE,
@@ -71,16 +73,31 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--db", default=None, help=db_help)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=CLIArgumentParser)
 
-    enqueue = commands.add_parser("enqueue", parents=[db_option], help="enqueue a job")
+    enqueue = commands.add_parser(
+        "enqueue",
+        parents=[db_option],
+        help="enqueue a job",
+        description="Enqueue a job. The defaults of a task declared with @queue.task(...) (its queue, priority, "
+        "max_retries, timeout, retry_backoff) apply only when its module is given with --handlers; without it "
+        "the options' own defaults below apply, whatever the task declares.",
+    )
     enqueue.add_argument("type", help="job type, e.g. echo")
     enqueue.add_argument("--payload", type=json_object, default=None, help="JSON object")
-    enqueue.add_argument("--priority", default="low", help="low, medium, high, critical or an integer")
-    enqueue.add_argument("--max-retries", type=retry_limit, default=DEFAULT_MAX_RETRIES)
+    or_task = "(default: the task's with --handlers, else %s)"
+    priority_help = f"low, medium, high, critical or an integer {or_task % 'low'}"
+    enqueue.add_argument("--priority", default=None, help=priority_help)
+    retries_help = or_task % DEFAULT_MAX_RETRIES
+    enqueue.add_argument("--max-retries", type=retry_limit, default=None, metavar="N", help=retries_help)
     enqueue.add_argument("--idempotency-key", default=None)
     enqueue.add_argument("--delay", type=non_negative_seconds, default=0.0, help="seconds before it may run")
-    timeout_help = "seconds an attempt may run before it fails as timed out (default: no limit)"
+    timeout_help = f"seconds an attempt may run before it fails as timed out {or_task % 'no limit'}"
     enqueue.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS", help=timeout_help)
-    enqueue.add_argument("--queue", default="default", help="queue name (default: default)")
+    enqueue.add_argument("--queue", default=None, help=f"queue name {or_task % 'default'}")
+    handlers_help = (
+        "import MODULE (repeatable), as a worker's --handlers: a task of TYPE there gives the job its defaults "
+        "and checks --payload against its arguments; its Queue's database is used unless --db or $QUEUE_DB_URL"
+    )
+    enqueue.add_argument("--handlers", action="append", default=[], metavar="MODULE", help=handlers_help)
 
     listing = commands.add_parser("list", parents=[db_option], help="list jobs as a table")
     listing.add_argument("--status", choices=[s.value for s in JobStatus])
@@ -136,17 +153,21 @@ def print_table(jobs) -> None:
 
 
 def run_enqueue(args, repo: JobRepository) -> int:
+    given = {"priority": args.priority, "max_retries": args.max_retries, "timeout": args.timeout, "queue": args.queue}
+    options = {name: value for name, value in given.items() if value is not None}
+    payload = args.payload
+    if args.handlers:  # imported by main: a task of this type gives its defaults, as task.enqueue() would
+        task = registered_task(args.type, registry)
+        if task is not None:
+            payload = task.payload_for(dict(payload or {}))
+            options = {**task.options, **options}
+        elif registry.get(args.type) is None:
+            modules = ", ".join(args.handlers)
+            return fail(
+                f"no task or handler of type {args.type!r} in {modules}: check the type, or leave out --handlers"
+            )
     run_at = repo.now() + timedelta(seconds=args.delay) if args.delay else None
-    job, created = repo.create(
-        args.type,
-        args.payload,
-        priority=args.priority,
-        max_retries=args.max_retries,
-        idempotency_key=args.idempotency_key,
-        run_at=run_at,
-        timeout=args.timeout,
-        queue=args.queue,
-    )
+    job, created = repo.create(args.type, payload, idempotency_key=args.idempotency_key, run_at=run_at, **options)
     print(job_json(repo, job))
     if not created:
         print(f"job {job.id} already exists with this idempotency key; nothing new enqueued", file=sys.stderr)
