@@ -32,6 +32,9 @@ EXPECTED = {
     "metrics_demo.py": "{'queue': 'mail', 'status': 'pending'} 1.0",
 }
 
+# What a snippet's comments say it logs (stderr): an embedded worker logs only when the program asks it to.
+EXPECTED_LOG = {"timeout_demo.py": ("WARNING:queue_core.worker:failed job=1", "WARNING:queue_core.worker:overrun")}
+
 
 def test_the_section_has_a_snippet_for_each_feature_task_api_first():
     assert list(snippets()) == list(EXPECTED)
@@ -47,6 +50,8 @@ def test_each_snippet_runs_as_pasted(name, tmp_path):
     )
     assert done.returncode == 0, done.stderr
     assert EXPECTED[name] in done.stdout, done.stdout
+    for line in EXPECTED_LOG.get(name, ()):
+        assert line in done.stderr, done.stderr
     assert "Warning" not in done.stderr, done.stderr  # a newcomer's first run warns of nothing
 
 
