@@ -410,11 +410,36 @@ class HttpQueue:
     def _request(self, method: str, path: str, body: dict | None, *, allow=()) -> httpx.Response:
         try:
             response = self.http.request(method, path, json=body)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise RemoteQueueError(f"cannot reach the queue API at {self.base_url}: {exc or 'timed out'}") from exc
+        except httpx.TransportError as exc:
+            # Connected, then no (whole) answer: the server may have done what was asked. "cannot reach" said
+            # it had not, and a create retried on that word enqueued the job twice.
+            raise RemoteQueueError(_no_answer(self, method, path, exc)) from exc
         except httpx.HTTPError as exc:
             raise RemoteQueueError(f"cannot reach the queue API at {self.base_url}: {exc}") from exc
         if response.status_code < 400 or response.status_code in allow:
             return response
         raise error_from(response)
+
+
+def _no_answer(queue: HttpQueue, method: str, path: str, exc: httpx.TransportError) -> str:
+    """What a request sent and left without an answer means: for a write, that it may have been carried out."""
+    if isinstance(exc, httpx.TimeoutException):
+        seconds = queue.http.timeout.read
+        why = "in time" if seconds is None else f"within {seconds:g}s (HttpQueue's timeout=)"
+    else:
+        why = f"({exc or type(exc).__name__})"
+    message = f"the queue API at {queue.base_url} gave no answer to {method} {path} {why}"
+    if method == "GET":
+        return message
+    message += ": it may have carried the request out"
+    if method == "POST" and path == "/jobs":
+        message += (
+            "; look for the job before enqueuing it again, or give it an idempotency key, with which a retried"
+            " create cannot enqueue it twice"
+        )
+    return message
 
 
 def _remote_or_none(data: dict | None) -> RemoteJob | None:

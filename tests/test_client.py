@@ -363,3 +363,40 @@ def test_a_job_id_that_is_no_int_is_a_validation_error_and_touches_no_job(queue,
         call(queue, bad)
     assert info.value.field == "job_id"
     assert repo.find_by_id(held.id).status == "running"
+
+
+def _raising(exc_type):
+    def handle(request):
+        raise exc_type("timed out", request=request)
+
+    return HttpQueue(
+        "http://queue.test",
+        client=httpx.Client(base_url="http://queue.test", timeout=7, transport=httpx.MockTransport(handle)),
+    )
+
+
+def test_a_create_left_without_an_answer_says_it_may_have_been_written_not_that_the_api_was_unreachable():
+    with pytest.raises(RemoteQueueError) as info:
+        _raising(httpx.ReadTimeout).create("mail", {"to": "ann"})
+    message = str(info.value)
+    assert "cannot reach" not in message  # it did reach it: retrying on that word enqueued the job twice
+    assert message.startswith("the queue API at http://queue.test gave no answer to POST /jobs within 7s")
+    assert "it may have carried the request out" in message and "idempotency key" in message
+    with pytest.raises(RemoteQueueError) as read:
+        _raising(httpx.ReadTimeout).find_by_id(1)
+    assert (
+        str(read.value)
+        == "the queue API at http://queue.test gave no answer to GET /jobs/1 within 7s (HttpQueue's timeout=)"
+    )
+    with pytest.raises(RemoteQueueError) as dropped:
+        _raising(httpx.RemoteProtocolError).complete(1, worker_id="w", attempt=1)
+    assert "gave no answer to POST /jobs/1/complete (timed out): it may have carried the request out" in str(
+        dropped.value
+    )
+
+
+@pytest.mark.parametrize("exc_type", [httpx.ConnectError, httpx.ConnectTimeout])
+def test_a_server_that_cannot_be_connected_to_is_unreachable(exc_type):
+    with pytest.raises(RemoteQueueError) as info:
+        _raising(exc_type).create("mail", {"to": "ann"})
+    assert str(info.value) == "cannot reach the queue API at http://queue.test: timed out"
