@@ -122,6 +122,12 @@ class Queue:
             raise ValidationError("url", f"must be a database URL string, e.g. 'sqlite:///queue.db', got {url!r}")
         if url is not None and repository is not None:
             raise ValidationError("url", "give a URL or a repository, not both")
+        if repository is not None and not isinstance(repository, JobRepository):
+            # Else an AttributeError at the first enqueue, far from the mistake (an HttpQueue has no clock).
+            raise ValidationError(
+                "repository",
+                f"must be a JobRepository, e.g. JobRepository(open_database(url)), got {type(repository).__name__}",
+            )
         self.url = url
         self.registry = registry_or_default(registry)
         self.schedules: list[Schedule] = []

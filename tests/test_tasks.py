@@ -456,6 +456,18 @@ def test_queue_is_exported_and_checks_its_arguments():
         def bare(): ...
 
 
+def test_a_repository_that_is_no_job_repository_is_refused_by_the_queue_not_at_its_first_enqueue(handlers):
+    from queue_core.client import HttpQueue
+
+    for wrong in ("sqlite:///queue.db", HttpQueue("http://127.0.0.1:8000")):
+        with pytest.raises(ValidationError) as raised:
+            Queue(repository=wrong, registry=handlers)
+        assert raised.value.field == "repository"
+        assert f"must be a JobRepository, e.g. JobRepository(open_database(url)), got {type(wrong).__name__}" in str(
+            raised.value
+        )
+
+
 # --- what the worker runs ------------------------------------------------------------------------------
 
 
