@@ -7,7 +7,14 @@ The public API, re-exported here so application code needs one import (``from qu
 # wired in when PostgreSQL is first used (~11 MB and ~0.1 s less for a program on SQLite).
 from .store import driver  # noqa: F401  # isort: skip
 
-from .errors import DatabaseURLError, IdempotencyConflict, NoCurrentJobError, QueueError, ValidationError
+from .errors import (
+    DatabaseURLError,
+    IdempotencyConflict,
+    JobFailed,
+    NoCurrentJobError,
+    QueueError,
+    ValidationError,
+)
 from .store.database import open_database
 from .store.models import Job, JobStatus, Priority, parse_priority, priority_label
 from .store.repository import JobRepository
@@ -20,6 +27,7 @@ __all__ = [
     "HandlerRegistry",
     "IdempotencyConflict",
     "Job",
+    "JobFailed",
     "JobRepository",
     "JobStatus",
     "NoCurrentJobError",

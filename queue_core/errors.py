@@ -30,6 +30,16 @@ class IdempotencyConflict(QueueError):
         self.existing = existing
 
 
+class JobFailed(QueueError):
+    """A job whose result was awaited ended failed or cancelled: no result will come. ``job`` is the job as it
+    ended (its ``error`` says why; ``python -m queue_core show ID`` lists every attempt's)."""
+
+    def __init__(self, job):
+        why = f": {job.error}" if job.error else ""
+        super().__init__(f"job {job.id} ({job.type}) ended {job.status}{why}")
+        self.job = job
+
+
 class DatabaseURLError(QueueError):
     """The database URL cannot be opened as given."""
 

@@ -25,17 +25,19 @@ import inspect
 import json
 import math
 import threading
+import time
 import weakref
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
-from .errors import QueueError, ValidationError
+from .errors import JobFailed, QueueError, ValidationError
 from .job_options import JOB_OPTIONS, validate_job_options
+from .rules import COMPLETED, FINAL
 from .store.database import open_database, without_password
 from .store.models import Job
 from .store.repository import JobRepository
-from .validation import validate_aware
+from .validation import validate_aware, validate_job_id
 from .worker.handlers import (
     BUILTINS,
     HandlerRegistry,
@@ -48,6 +50,9 @@ from .worker.handlers import (
 from .worker.runner import is_async_handler
 from .worker.scheduler import Schedule, Scheduler, parse_cron
 
+# Seconds between a result's reads: the first soon (a short job is done in milliseconds), then doubling.
+FIRST_RESULT_POLL = 0.02
+MAX_RESULT_POLL = 1.0
 # Keyword-only options of Task.enqueue: a handler parameter of one of these names could never be given.
 ENQUEUE_OPTIONS = ("idempotency_key", "delay", "run_at", *JOB_OPTIONS)
 # Every Queue made in this process, so a worker that imported --handlers modules finds their schedules.
@@ -293,6 +298,52 @@ class Queue:
         )
         return job
 
+    # --- results -----------------------------------------------------------------------------------------
+
+    def result(self, job: Job | int, *, timeout: float | None = None):
+        """Wait until ``job`` (a Job or its id) has finished; its handler's return value (None if it returned
+        nothing). ``JobFailed`` if it ended failed (retries used up) or cancelled, ``TimeoutError`` if it has not
+        finished within ``timeout`` seconds (None: wait as long as it takes; 0: look once), QueueError if there
+        is no such job (deleted, or pruned). Polls the database, quickly at first, then once a second."""
+        job_id, deadline = _awaited(job, timeout)
+        pause = FIRST_RESULT_POLL
+        while True:
+            found = self._finished(job_id)
+            if found is not None:
+                return found.value
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _not_finished(job_id, timeout)
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, MAX_RESULT_POLL)
+
+    async def result_async(self, job: Job | int, *, timeout: float | None = None):
+        """``result`` for code on an event loop: each read of the job runs on a thread, and the waits between
+        them are ``asyncio.sleep``, so the loop serves other coroutines meanwhile."""
+        job_id, deadline = _awaited(job, timeout)
+        pause = FIRST_RESULT_POLL
+        while True:
+            found = await asyncio.to_thread(self._finished, job_id)
+            if found is not None:
+                return found.value
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise _not_finished(job_id, timeout)
+            await asyncio.sleep(min(pause, left))
+            pause = min(pause * 2, MAX_RESULT_POLL)
+
+    def _finished(self, job_id: int):
+        """``_Result(value)`` of a completed job, None while it has not finished; JobFailed, or a QueueError
+        when there is no such job."""
+        job = self.repository.find_by_id(job_id)
+        if job is None:
+            raise QueueError(f"there is no job {job_id}: it was deleted, or pruned after it finished")
+        if job.status not in FINAL:
+            return None
+        if job.status != COMPLETED:
+            raise JobFailed(job)
+        return _Result(job.result)
+
     # --- periodic jobs ---------------------------------------------------------------------------------
 
     def scheduler(self, clock: Callable[[], datetime] | None = None) -> Scheduler:
@@ -511,6 +562,31 @@ def _json_value(name: str, value):
         shown = text if len(text) <= 60 else text[:57] + "..."
         raise ValidationError(name, f"would reach the handler as {shown}, not as given; pass JSON types")
     return value
+
+
+class _Result:
+    """A completed job's result, told apart from "not finished yet" (a result may be None)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _awaited(job, timeout) -> tuple[int, float]:
+    """The id of the job ``result`` waits for, and the monotonic time it gives up at."""
+    job_id = validate_job_id(job.id if isinstance(job, Job) else job, "job")
+    if timeout is None:
+        return job_id, math.inf
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+        raise ValidationError(
+            "timeout", f"must be a number of seconds >= 0, or None to wait as long as it takes; got {timeout!r}"
+        )
+    return job_id, time.monotonic() + timeout
+
+
+def _not_finished(job_id: int, timeout: float) -> TimeoutError:
+    return TimeoutError(f"job {job_id} has not finished within {timeout:g}s; its result is not there yet")
 
 
 def _validated_delay(delay, run_at) -> float | None:

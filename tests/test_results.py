@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from functools import reduce
 
 import pytest
 from fastapi.testclient import TestClient
 
-from queue_core import Queue
+import queue_core
+from queue_core import JobFailed, Queue
 from queue_core.cli.admin import main as admin_main
 from queue_core.client import HttpQueue
-from queue_core.errors import ValidationError
+from queue_core.errors import QueueError, ValidationError
 from queue_core.handlers import HandlerRegistry
 from queue_core.results import MAX_RESULT_BYTES, MAX_RESULT_DEPTH, encode_result
 from queue_core.server.app import create_app
@@ -120,3 +122,60 @@ def test_show_and_get_job_show_the_result_and_a_worker_over_http_stores_it(queue
 
     assert admin_main(["--db", db_url, "show", str(jobs[0].id)]) == 0
     assert json.loads(capsys.readouterr().out)["result"] == 3
+
+
+# --- waiting for a result: Queue.result / result_async -------------------------------------------------------
+
+
+def test_result_waits_for_the_job_and_returns_what_the_handler_returned(queue, live_repo):
+    @queue.task("invoice")
+    def invoice(n: int) -> dict:
+        return {"sent": n}
+
+    @queue.task("quiet")
+    def quiet() -> None:
+        pass
+
+    job, silent = invoice.enqueue(n=7), quiet.enqueue()
+    worker = Worker(live_repo, registry=queue.registry, poll_interval=0.01)
+    worker.start()
+    try:
+        assert queue.result(job, timeout=60) == {"sent": 7}  # waits: the worker may not have claimed it yet
+        assert queue.result(silent.id, timeout=60) is None  # by id; a None result is a result
+    finally:
+        worker.stop()
+    assert asyncio.run(queue.result_async(job, timeout=0)) == {"sent": 7}
+
+
+def test_result_of_a_job_that_failed_or_was_cancelled_raises_job_failed(queue, live_repo):
+    @queue.task("charge", max_retries=0)
+    def charge(card: int) -> None:
+        raise ValueError(f"card {card} declined")
+
+    failed, cancelled = charge.enqueue(card=77), charge.enqueue(card=1)
+    live_repo.cancel(cancelled.id)
+    run_all(queue, live_repo)
+    with pytest.raises(JobFailed) as info:
+        queue.result(failed, timeout=0)
+    assert str(info.value) == f"job {failed.id} (charge) ended failed: card 77 declined"
+    assert info.value.job.id == failed.id and isinstance(info.value, QueueError)
+    with pytest.raises(JobFailed, match=rf"^job {cancelled.id} \(charge\) ended cancelled"):
+        asyncio.run(queue.result_async(cancelled))
+
+
+def test_result_not_there_in_time_is_a_timeout_error_and_bad_arguments_are_validation_errors(queue, live_repo):
+    job = queue.enqueue("nobody-runs-this")
+    with pytest.raises(TimeoutError, match=rf"^job {job.id} has not finished within 0s"):
+        queue.result(job, timeout=0)
+    with pytest.raises(TimeoutError):
+        asyncio.run(queue.result_async(job.id, timeout=0))
+    with pytest.raises(QueueError, match=r"^there is no job 999999: it was deleted, or pruned"):
+        queue.result(999999, timeout=0)
+    for bad in (-1, "5", float("nan"), True):
+        with pytest.raises(ValidationError) as info:
+            queue.result(job, timeout=bad)
+        assert info.value.field == "timeout"
+    with pytest.raises(ValidationError) as info:
+        queue.result("7")
+    assert info.value.field == "job"
+    assert queue_core.JobFailed is JobFailed and "JobFailed" in queue_core.__all__
