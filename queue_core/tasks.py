@@ -394,9 +394,9 @@ class Task:
         """Enqueue ``fn(**arguments)`` as a job; the keyword options override the task's defaults (None: keep).
 
         Arguments the function does not take, or required ones left out, and values that are not JSON are
-        a ValidationError naming the argument; nothing is written then. ``delay`` (seconds) and ``run_at``
-        (an aware datetime) are alternatives. Positional arguments are a ValidationError: the payload is
-        the arguments by name.
+        a ValidationError naming the argument; nothing is written then. ``delay`` (seconds or a timedelta)
+        and ``run_at`` (an aware datetime) are alternatives. Positional arguments are a ValidationError: the
+        payload is the arguments by name.
         """
         if positional:
             raise ValidationError("arguments", self._keyword_call())
@@ -594,8 +594,10 @@ def _validated_delay(delay, run_at) -> float | None:
         return None
     if run_at is not None:
         raise ValidationError("delay", "give delay or run_at, not both")
+    if isinstance(delay, timedelta):  # as the repository's ages are given (reap_stale, prune)
+        delay = delay.total_seconds()
     if isinstance(delay, bool) or not isinstance(delay, int | float) or not math.isfinite(delay) or delay < 0:
-        raise ValidationError("delay", f"must be a number of seconds >= 0, got {delay!r}")
+        raise ValidationError("delay", f"must be a number of seconds >= 0 or a timedelta, got {delay!r}")
     return float(delay)
 
 

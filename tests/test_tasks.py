@@ -218,6 +218,8 @@ def test_delay_and_run_at(queue, repo):
     bad = [
         ({"delay": 1, "run_at": at}, "delay"),
         ({"delay": -1}, "delay"),
+        ({"delay": timedelta(seconds=-1)}, "delay"),
+        ({"delay": timedelta.max}, "delay"),
         ({"delay": math.nan}, "delay"),
         ({"delay": True}, "delay"),
         ({"delay": "60"}, "delay"),
@@ -230,6 +232,18 @@ def test_delay_and_run_at(queue, repo):
             later.enqueue(n=9, **options)
         assert raised.value.field == field, options
     assert count_jobs(repo) == 3
+
+
+def test_delay_may_be_a_timedelta_and_a_past_run_at_is_due_at_once_in_its_place(queue, repo):
+    @queue.task("later")
+    def later(n): ...
+
+    assert later.enqueue(n=1, delay=timedelta(minutes=2)).run_at == START + timedelta(seconds=120)
+    first = later.enqueue(n=2)
+    past = later.enqueue(n=3, run_at=START - timedelta(days=1))  # accepted, not refused
+    assert past.run_at == START - timedelta(days=1)
+    # Due first: a day ago ranks ahead of a job of its priority due since now (README, The task API).
+    assert [repo.claim("w").id, repo.claim("w").id, repo.claim("w")] == [past.id, first.id, None]
 
 
 def test_queue_and_timeout_are_kept_on_the_task(queue, repo):
