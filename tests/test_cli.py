@@ -100,13 +100,34 @@ def test_a_database_error_mid_command_is_one_line_and_exit_1(db_url, monkeypatch
 
     from queue_core.cli import admin as cli
 
-    def locked(*args, **kwargs):
-        raise pw.OperationalError("database is locked")
+    def broken(*args, **kwargs):
+        raise pw.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(cli.JobRepository, "counts", locked)
+    monkeypatch.setattr(cli.JobRepository, "counts", broken)
     assert cli.main(["--db", db_url, "stats"]) == 1
     err = capsys.readouterr().err
-    assert err == "error: database error: database is locked\n"
+    assert err == "error: database error: disk I/O error\n"
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("args", [["pause", "mail"], ["enqueue", "t"], ["prune", "--older-than", "0"]])
+def test_a_locked_sqlite_database_says_what_holds_it_and_what_to_do(cli, db_url, args):
+    """Another process holding the write lock past the busy timeout: "database is locked" alone said neither
+    why nor what to do. One line, exit 1 (the input was fine; running again may work), no traceback."""
+    import sqlite3
+
+    holder = sqlite3.connect(db_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # what a long write transaction of a worker or the console holds
+    try:
+        out = cli("--db", f"{db_url}?busy_timeout=10", *args, expect=1)
+    finally:
+        holder.rollback()
+        holder.close()
+    [line] = out.stderr.splitlines()
+    assert line.startswith(f"error: {db_url}?busy_timeout=10 is locked: another process") and "0.01 s" in line
+    assert "nothing was changed" in line and f"--db '{db_url}?busy_timeout=60000'" in line
+    assert out.stdout == "" and "Traceback" not in out.stderr
+    assert cli("list", "--json").stdout == "" and cli("queues", "--json").stdout == ""  # nothing written
 
 
 @pytest.mark.backends("postgresql")

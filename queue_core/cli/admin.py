@@ -22,6 +22,7 @@ from .args import (
     CLIArgumentParser,
     bounded_number,
     fail,
+    locked_database,
     non_negative_seconds,
     one_line,
     open_for_command,
@@ -228,6 +229,12 @@ def run(args, repo: JobRepository) -> int:
     return RUNNERS[args.command](args, repo)
 
 
+def failed(message: str) -> int:
+    """A failure that is not the input's (the database's): one ``error:`` line, exit 1; running again may work."""
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    return EXIT_FAILURE
+
+
 def main(argv: list[str] | None = None) -> int:
     # A payload may hold a lone surrogate (JSON allows "\\ud800"), which no UTF-8 output can show: written
     # escaped rather than a traceback halfway through a listing.
@@ -245,16 +252,16 @@ def main(argv: list[str] | None = None) -> int:
         # Only enqueue makes a new SQLite file: to every other command a missing one is a mistyped path.
         db = open_for_command(args.db, create=args.command == "enqueue")
     except QueueError as exc:
+        if locked := locked_database(exc, args.db):  # a migration waits for the write lock
+            return failed(locked)
         return fail(str(exc))
     try:
         return run(args, JobRepository(db))
     except QueueError as exc:
         return fail(str(exc))
     except DATABASE_ERRORS as exc:  # e.g. locked past busy_timeout, or the server went away: nothing was changed
-        print(f"error: database error: {one_line(str(exc) or type(exc).__name__)}", file=sys.stderr)
-        return EXIT_FAILURE
+        return failed(locked_database(exc, args.db) or f"database error: {str(exc) or type(exc).__name__}")
     except RecursionError:  # a payload stored before depth was limited: the JSON decoder cannot read it back
-        print("error: cannot read a job: its stored payload is nested too deeply to decode", file=sys.stderr)
-        return EXIT_FAILURE
+        return failed("cannot read a job: its stored payload is nested too deeply to decode")
     finally:
         db.close()
