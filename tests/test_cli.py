@@ -95,6 +95,40 @@ def test_bad_input_is_one_clear_line_and_exit_2(cli, args, message):
     assert cli("list", "--json").stdout == ""  # nothing written
 
 
+@pytest.mark.backends("sqlite")  # argparse's, before any database is opened
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [(["show", "1", "2"], "show"), (["workers", "--json", "x"], "workers"), (["stats", "--json"], "stats")],
+)
+def test_a_stray_argument_points_at_its_commands_help(cli, args, command):
+    # It pointed at `python -m queue_core --help`, which lists the commands but none of their options.
+    out = cli(*args, expect=2)
+    [line] = out.stderr.splitlines()
+    assert line.startswith("error: unrecognized arguments: ") and line.endswith(
+        f"(see python -m queue_core {command} --help)"
+    )
+
+
+def test_every_option_of_every_command_says_what_it_is_in_help():
+    """``--help`` is how an operator learns a command: an option listed with no words (``--max-retries``,
+    ``--status``, ``prune --older-than``, ``show``'s id) said neither what it does nor its default."""
+    import argparse
+
+    from queue_core.cli.admin import COMMANDS, build_parser
+
+    [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(commands.choices) == set(COMMANDS)
+    silent = [
+        f"{name} {action.dest}"
+        for name, command in commands.choices.items()
+        for action in command._actions
+        if action.help is None and not isinstance(action, argparse._HelpAction)
+    ]
+    assert silent == []
+    enqueue = " ".join(commands.choices["enqueue"].format_help().split())
+    assert "(default 3)" in enqueue and "(default low)" in enqueue and "(default 0)" in enqueue
+
+
 def test_a_database_error_mid_command_is_one_line_and_exit_1(db_url, monkeypatch, capsys):
     import peewee as pw
 

@@ -74,25 +74,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     enqueue = commands.add_parser("enqueue", parents=[db_option], help="enqueue a job")
     enqueue.add_argument("type", help="job type, e.g. echo")
-    enqueue.add_argument("--payload", type=json_object, default=None, help="JSON object")
-    enqueue.add_argument("--priority", default="low", help="low, medium, high, critical or an integer")
-    enqueue.add_argument("--max-retries", type=retry_limit, default=DEFAULT_MAX_RETRIES)
-    enqueue.add_argument("--idempotency-key", default=None)
-    enqueue.add_argument("--delay", type=non_negative_seconds, default=0.0, help="seconds before it may run")
+    enqueue.add_argument("--payload", type=json_object, default=None, metavar="JSON", help="a JSON object (default {})")
+    priority_help = "low, medium, high, critical or an integer (default low)"
+    enqueue.add_argument("--priority", default="low", help=priority_help)
+    retries_help = f"retries after a failed attempt before the job stays failed (default {DEFAULT_MAX_RETRIES})"
+    enqueue.add_argument("--max-retries", type=retry_limit, default=DEFAULT_MAX_RETRIES, metavar="N", help=retries_help)
+    key_help = "enqueue once per key: the same key again makes no new job and prints the one it made"
+    enqueue.add_argument("--idempotency-key", default=None, metavar="KEY", help=key_help)
+    delay_help = "seconds before it may run (default 0)"
+    enqueue.add_argument("--delay", type=non_negative_seconds, default=0.0, metavar="SECONDS", help=delay_help)
     timeout_help = "seconds an attempt may run before it fails as timed out (default: no limit)"
     enqueue.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS", help=timeout_help)
     enqueue.add_argument("--queue", default="default", help="queue name (default: default)")
 
     listing = commands.add_parser("list", parents=[db_option], help="list jobs as a table")
-    listing.add_argument("--status", choices=[s.value for s in JobStatus])
-    listing.add_argument("--type", default=None)
-    listing.add_argument("--limit", type=list_limit, default=50, help="at most this many jobs (default 50)")
+    statuses = [s.value for s in JobStatus]
+    status_help = f"only jobs in this status: {', '.join(statuses)}"
+    listing.add_argument("--status", choices=statuses, metavar="STATUS", help=status_help)
+    listing.add_argument("--type", default=None, help="only jobs of this type")
+    limit_help = f"at most this many jobs, up to {MAX_LIST_LIMIT} (default 50)"
+    listing.add_argument("--limit", type=list_limit, default=50, metavar="N", help=limit_help)
     after_help = "show jobs with a larger id (paging)"
     listing.add_argument("--after", type=after_id, default=None, metavar="ID", help=after_help)
     listing.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
 
     show = commands.add_parser("show", parents=[db_option], help="one job, with its attempts' errors")
-    show.add_argument("id", type=job_id)
+    show.add_argument("id", type=job_id, help="the job's id")
 
     commands.add_parser("stats", parents=[db_option], help="jobs per status and throughput")
 
@@ -111,7 +118,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     prune = commands.add_parser("prune", parents=[db_option], help="delete finished jobs older than a retention")
-    prune.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
+    prune_help = (
+        "completed, failed and cancelled jobs (and their errors) finished this long ago, and stopped or lost"
+        " workers last seen then (required)"
+    )
+    prune.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS", help=prune_help)
 
     schedules.add_parser(commands, [db_option])
     controls.add_commands(commands, db_option, job_id)

@@ -36,6 +36,23 @@ class CLIArgumentParser(argparse.ArgumentParser):
     def error(self, message):
         self.exit(EXIT_USAGE, f"error: {one_line(message)} (see {self.prog} --help)\n")
 
+    def parse_args(self, args=None, namespace=None):
+        # argparse reports a stray argument from the top parser, whose --help says nothing of the sub-command's
+        # options (``show 1 2`` pointed at ``python -m queue_core --help``): the sub-command's parser says it.
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.chosen_parser(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def chosen_parser(self, parsed) -> argparse.ArgumentParser:
+        """The parser of the sub-command ``parsed`` names (self when there is none)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest, None) or "")
+                if chosen is not None:
+                    return chosen
+        return self
+
 
 def one_line(message: str) -> str:
     """The message with control characters escaped, so an error is always exactly one line."""
