@@ -164,6 +164,23 @@ def test_a_locked_sqlite_database_says_what_holds_it_and_what_to_do(cli, db_url,
     assert cli("list", "--json").stdout == "" and cli("queues", "--json").stdout == ""  # nothing written
 
 
+@pytest.mark.backends("sqlite")
+def test_a_database_locked_while_it_opens_says_what_to_do_too(db_url, monkeypatch, capsys):
+    # A migration on open waits for the write lock as a command does: the same advice, exit 1.
+    import peewee as pw
+
+    from queue_core.cli import admin as cli
+    from queue_core.errors import DatabaseURLError
+
+    def locked(url, **options):
+        raise DatabaseURLError(f"cannot open {url}: database is locked") from pw.OperationalError("database is locked")
+
+    monkeypatch.setattr(cli, "open_for_command", locked)
+    assert cli.main(["--db", db_url, "stats"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: {db_url} is locked: another process") and "busy_timeout=60000" in line
+
+
 @pytest.mark.backends("postgresql")
 def test_stats_never_prints_the_password(cli, db_url):
     assert "@" in db_url
