@@ -22,7 +22,7 @@ from .results import encode_result
 from .store.models import priority_label
 from .store.repository import PRUNE_BATCH, validated_attempts
 from .validation import encode_payload, validate_api_url, validate_aware, validate_job_id, validate_token
-from .wire import IDEMPOTENCY_CONFLICT, MAX_CLAIM_BATCH, READ_ONLY
+from .wire import IDEMPOTENCY_CONFLICT, MAX_CLAIM_BATCH, READ_ONLY, WORKER_NOT_REGISTERED
 
 DEFAULT_TIMEOUT = 30.0
 DERIVED = ("priority_label", "cancel_requested")  # computed from other fields: never kept as extras
@@ -119,6 +119,7 @@ class HttpQueue:
         except httpx.InvalidURL as exc:
             raise ValidationError("base_url", f"{base_url!r} is not a valid URL ({exc})") from None
         self.http.headers.update(headers)
+        self._registrations: dict[str, dict] = {}  # worker id -> the body of its last register_worker
 
     def close(self) -> None:
         self.http.close()
@@ -358,11 +359,25 @@ class HttpQueue:
         body = {"host": host, "pid": pid, "queues": queues, "concurrency": concurrency, "stale_after": stale_after}
         if types is not None:
             body["types"] = list(types)
+        # Kept (before it is sent: a registration that failed is made again too) for worker_seen's 404.
+        self._registrations[worker_id] = body
         self._post(f"/workers/{_segment(worker_id)}/register", body)
 
     def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:
+        """The heartbeat of the worker's row. A server with no row for it (its registration failed, or an operator's
+        prune removed the row of a worker that was silent that long) answers 404 worker-not-registered: the
+        registration this client sent is made again and the heartbeat sent once more; with none, the 404 is a
+        ``RemoteQueueError`` that says to register first."""
         body = {"running": running, "completed": completed, "failed": failed}
-        self._post(f"/workers/{_segment(worker_id)}/seen", body)
+        path = f"/workers/{_segment(worker_id)}/seen"
+        response = self._request("POST", path, body, allow=(404,))
+        if response.status_code != 404:
+            return
+        registration = self._registrations.get(worker_id)
+        if registration is None or _problem(response).get("type") != WORKER_NOT_REGISTERED:
+            raise error_from(response)
+        self._post(f"/workers/{_segment(worker_id)}/register", registration)
+        self._post(path, body)
 
     def worker_stopped(self, worker_id: str) -> None:
         self._post(f"/workers/{_segment(worker_id)}/stopped", {})

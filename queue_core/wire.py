@@ -18,6 +18,8 @@ VALIDATION = "urn:queue-core:problem:validation-error"
 MALFORMED_JSON = "urn:queue-core:problem:malformed-json"
 IDEMPOTENCY_CONFLICT = "urn:queue-core:problem:idempotency-conflict"
 NOT_FOUND = "urn:queue-core:problem:job-not-found"
+# A worker's heartbeat or stop for an id the registry has no row for: it must register first.
+WORKER_NOT_REGISTERED = "urn:queue-core:problem:worker-not-registered"
 # One type per cause of a 409: a client may branch on it (a worker's lost claim vs an operator's retry).
 NOT_HELD = "urn:queue-core:problem:job-not-held"
 NOT_FAILED = "urn:queue-core:problem:job-not-failed"

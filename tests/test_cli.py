@@ -95,18 +95,90 @@ def test_bad_input_is_one_clear_line_and_exit_2(cli, args, message):
     assert cli("list", "--json").stdout == ""  # nothing written
 
 
+@pytest.mark.backends("sqlite")  # argparse's, before any database is opened
+@pytest.mark.parametrize(
+    ("args", "command"),
+    [(["show", "1", "2"], "show"), (["workers", "--json", "x"], "workers"), (["stats", "--json"], "stats")],
+)
+def test_a_stray_argument_points_at_its_commands_help(cli, args, command):
+    # It pointed at `python -m queue_core --help`, which lists the commands but none of their options.
+    out = cli(*args, expect=2)
+    [line] = out.stderr.splitlines()
+    assert line.startswith("error: unrecognized arguments: ") and line.endswith(
+        f"(see python -m queue_core {command} --help)"
+    )
+
+
+def test_every_option_of_every_command_says_what_it_is_in_help():
+    """``--help`` is how an operator learns a command: an option listed with no words (``--max-retries``,
+    ``--status``, ``prune --older-than``, ``show``'s id) said neither what it does nor its default."""
+    import argparse
+
+    from queue_core.cli.admin import COMMANDS, build_parser
+
+    [commands] = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    assert set(commands.choices) == set(COMMANDS)
+    silent = [
+        f"{name} {action.dest}"
+        for name, command in commands.choices.items()
+        for action in command._actions
+        if action.help is None and not isinstance(action, argparse._HelpAction)
+    ]
+    assert silent == []
+    enqueue = " ".join(commands.choices["enqueue"].format_help().split())
+    assert "else 3)" in enqueue and "else low)" in enqueue and "(default 0)" in enqueue
+
+
 def test_a_database_error_mid_command_is_one_line_and_exit_1(db_url, monkeypatch, capsys):
     import peewee as pw
 
     from queue_core.cli import admin as cli
 
-    def locked(*args, **kwargs):
-        raise pw.OperationalError("database is locked")
+    def broken(*args, **kwargs):
+        raise pw.OperationalError("disk I/O error")
 
-    monkeypatch.setattr(cli.JobRepository, "counts", locked)
+    monkeypatch.setattr(cli.JobRepository, "counts", broken)
     assert cli.main(["--db", db_url, "stats"]) == 1
     err = capsys.readouterr().err
-    assert err == "error: database error: database is locked\n"
+    assert err == "error: database error: disk I/O error\n"
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("args", [["pause", "mail"], ["enqueue", "t"], ["prune", "--older-than", "0"]])
+def test_a_locked_sqlite_database_says_what_holds_it_and_what_to_do(cli, db_url, args):
+    """Another process holding the write lock past the busy timeout: "database is locked" alone said neither
+    why nor what to do. One line, exit 1 (the input was fine; running again may work), no traceback."""
+    import sqlite3
+
+    holder = sqlite3.connect(db_url.removeprefix("sqlite:///"), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")  # what a long write transaction of a worker or the console holds
+    try:
+        out = cli("--db", f"{db_url}?busy_timeout=10", *args, expect=1)
+    finally:
+        holder.rollback()
+        holder.close()
+    [line] = out.stderr.splitlines()
+    assert line.startswith(f"error: {db_url}?busy_timeout=10 is locked: another process") and "0.01 s" in line
+    assert "nothing was changed" in line and f"--db '{db_url}?busy_timeout=60000'" in line
+    assert out.stdout == "" and "Traceback" not in out.stderr
+    assert cli("list", "--json").stdout == "" and cli("queues", "--json").stdout == ""  # nothing written
+
+
+@pytest.mark.backends("sqlite")
+def test_a_database_locked_while_it_opens_says_what_to_do_too(db_url, monkeypatch, capsys):
+    # A migration on open waits for the write lock as a command does: the same advice, exit 1.
+    import peewee as pw
+
+    from queue_core.cli import admin as cli
+    from queue_core.errors import DatabaseURLError
+
+    def locked(url, **options):
+        raise DatabaseURLError(f"cannot open {url}: database is locked") from pw.OperationalError("database is locked")
+
+    monkeypatch.setattr(cli, "open_for_command", locked)
+    assert cli.main(["--db", db_url, "stats"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: {db_url} is locked: another process") and "busy_timeout=60000" in line
 
 
 @pytest.mark.backends("postgresql")

@@ -60,12 +60,40 @@ def test_delete_by_id_refuses_running_and_unknown_jobs(cli, repo_on):  # noqa: F
     failed = fail_jobs(repo_on, "t", 1)[0]
     running, _ = repo_on.create("t")
     repo_on.claim("w")
-    cli("delete", str(failed))
+    out = cli("delete", str(failed))
+    assert (out.stdout, out.stderr) == (f"deleted job {failed}\n", "")  # the result on stdout, as --query's
     assert repo_on.find_by_id(failed) is None and repo_on.errors_for(failed) == []
     out = cli("delete", str(running.id), expect=2)
     assert out.stderr == f"error: cannot delete job {running.id}: it is running; cancel it first\n"
     assert cli("delete", "424242", expect=2).stderr == "error: no job with id 424242\n"
     assert repo_on.find_by_id(running.id).status == "running"
+
+
+def test_every_command_writes_its_result_on_stdout_and_nothing_on_stderr(cli, repo_on):  # noqa: F811
+    """Results on stdout (what a script reads or pipes on), diagnostics and errors alone on stderr: ``delete ID``
+    wrote its confirmation on stderr while ``delete --query`` wrote it on stdout."""
+    failed = fail_jobs(repo_on, "t", 2)
+    pending, _ = repo_on.create("t")
+    for args in (
+        ("enqueue", "t"),
+        ("list",),
+        ("list", "--json"),
+        ("show", str(failed[0])),
+        ("stats",),
+        ("retry", str(failed[0])),
+        ("cancel", str(pending.id)),
+        ("delete", str(pending.id)),
+        ("delete", "--query", "status:failed", "--dry-run"),
+        ("delete", "--query", "status:failed"),
+        ("pause", "mail"),
+        ("resume", "mail"),
+        ("queues",),
+        ("workers",),
+        ("reap", "--older-than", "60"),
+        ("prune", "--older-than", "86400"),
+    ):
+        out = cli(*args)
+        assert out.stdout and out.stderr == "", (args, out.stdout, out.stderr)
 
 
 def test_existing_retry_and_cancel_by_id_keep_working(cli, repo_on):  # noqa: F811

@@ -41,6 +41,28 @@ def test_remote_job_carries_what_a_handler_and_the_worker_read(queue, repo):
     assert claimed.worker_id == "w1" and claimed.status == "running"
 
 
+def test_a_heartbeat_of_a_worker_with_no_row_registers_it_again_or_says_to_register(queue, repo, clock):
+    """The server answers 404 worker-not-registered (it was a 204 that wrote nothing): a worker whose row is gone
+    (its registration failed, or a prune removed it) is registered again with what it sent, and shows again."""
+    with pytest.raises(RemoteQueueError) as info:
+        queue.worker_seen("w1", running=0, completed=0, failed=0)  # never registered by this client
+    assert info.value.status == 404 and "register it first" in str(info.value)
+    queue.register_worker("w1", host="box", pid=7, queues=["mail"], concurrency=2, stale_after=5.0, types=["t"])
+    repo.WorkerRecord.delete().execute()  # as prune_workers removes a row
+    queue.worker_seen("w1", running=1, completed=4, failed=1)
+    [worker] = repo.workers()
+    assert (worker.id, worker.host, worker.queues, worker.concurrency, worker.state) == (
+        "w1",
+        "box",
+        ["mail"],
+        2,
+        "running",
+    )
+    assert (worker.completed, worker.failed) == (4, 1)
+    queue.worker_stopped("w1")
+    assert repo.workers()[0].state == "stopped"
+
+
 def test_fail_release_and_the_fencing_attempt(queue, repo, clock):
     queue.create("t", max_retries=3, retry_backoff=0)
     claimed = queue.claim("w1")

@@ -8,7 +8,7 @@ import pytest
 
 from queue_core.errors import ValidationError
 from queue_core.store.activity import ActivityReads
-from queue_core.store.pages import job_without_payload, page
+from queue_core.store.pages import attempt_page, job_without_payload, page
 
 
 def complete_one(repo, clock, job_type="t"):
@@ -81,6 +81,34 @@ def test_a_job_without_its_payload_is_every_other_column_or_none_once_gone(repo,
     )
     repo.bulk("delete", ids=[job.id])
     assert job_without_payload(repo, job.id) is None
+
+
+def failed_attempts(repo, count):
+    job, _ = repo.create("t", max_retries=count, retry_backoff=0)
+    for n in range(count):
+        claimed = repo.claim("w")
+        repo.fail(job.id, f"boom {n + 1}", worker_id="w", attempt=claimed.attempt)
+    return job.id
+
+
+def test_attempt_pages_go_newest_first_and_the_last_one_is_empty_past_the_history(repo, clock):
+    job_id = failed_attempts(repo, 3)
+    first = attempt_page(repo, job_id, size=2)
+    assert [row.error for row in first.rows] == ["boom 2", "boom 3"] and (first.older, first.newer) == (1, 0)
+    assert [row.error for row in attempt_page(repo, job_id, number=2, size=2).rows] == ["boom 1"]
+    assert attempt_page(repo, job_id, number=3, size=2).rows == []
+
+
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [("number", 0), ("number", -1), ("number", 2**62), ("size", 0), ("size", 10**6), ("chars", 0), ("number", 1.5)],
+)
+def test_a_bad_attempt_page_argument_is_the_same_validation_error_on_both_backends(repo, clock, argument, value):
+    # number=0 was an OFFSET of -size: SQLite read it as page 1, PostgreSQL raised "OFFSET must not be negative".
+    job_id = failed_attempts(repo, 1)
+    with pytest.raises(ValidationError) as info:
+        attempt_page(repo, job_id, **{argument: value})
+    assert info.value.field == argument
 
 
 def test_activity_counts_each_minute_of_the_last_hour(repo, clock):

@@ -137,10 +137,14 @@ def test_bad_registrations_name_the_field_and_write_nothing(repo, options, field
     assert repo.workers() == []
 
 
-def test_seen_and_stopped_of_an_unknown_worker_change_nothing(repo):
-    repo.worker_seen("ghost", running=0, completed=0, failed=0)
-    repo.worker_stopped("ghost")
+def test_seen_and_stopped_of_an_unknown_worker_change_nothing_and_say_so(repo):
+    # False: the HTTP server answers 404 worker-not-registered for it (it was a 204 that wrote nothing).
+    assert repo.worker_seen("ghost", running=0, completed=0, failed=0) is False
+    assert repo.worker_stopped("ghost") is False
     assert repo.workers() == []
+    register(repo, "ghost")
+    assert repo.worker_seen("ghost", running=0, completed=1, failed=0) is True
+    assert repo.worker_stopped("ghost") is True
 
 
 def test_counters_past_32_bits_are_kept_whole_and_the_worker_stays_alive(repo, clock):

@@ -193,3 +193,19 @@ def test_a_body_that_cannot_be_decoded_says_why(http, repo, body, says):
     assert says in problem["detail"] and problem["type"] == wire.MALFORMED_JSON
     assert "sys." not in problem["detail"]  # Python's own hint, to call sys.set_int_max_str_digits()
     assert sum(repo.counts().values()) == 0
+
+
+@pytest.mark.parametrize("path", ["/jobs", "/jobs/claim", "/jobs/bulk/retry", "/workers/w1/register", "/jobs/reap"])
+@pytest.mark.parametrize("headers", [{}, JSON_BODY])
+def test_a_route_sent_no_body_says_to_send_a_json_object(http, repo, path, headers):
+    # `curl -X POST` without -d: the 422 said "body: Field required", naming nothing to send or how.
+    problem = assert_problem(http.post(path, content=b"", headers=headers), 422, field="body")
+    assert "send this route's fields as a JSON object" in problem["detail"]
+    assert "Content-Type: application/json" in problem["detail"] and repo.counts()["pending"] == 0
+
+
+def test_an_unknown_bulk_action_names_the_three_there_are(http, repo):
+    repo.create("echo")
+    problem = assert_problem(http.post("/jobs/bulk/remove", json={"query": "type:echo"}), 422, field="action")
+    assert problem["errors"][0]["message"] == "Input should be 'retry', 'cancel' or 'delete'"  # it was a regex
+    assert repo.counts()["pending"] == 1

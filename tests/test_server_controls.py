@@ -113,6 +113,24 @@ def test_the_registry_routes_of_a_remote_worker_and_the_workers_list(http, clock
     assert_problem(http.post("/workers/w/seen", json={"running": -1, "completed": 0, "failed": 0}), 422)
 
 
+def test_a_heartbeat_or_stop_of_an_unregistered_worker_is_404_saying_to_register_first(http):  # noqa: F811
+    """It was a 204 that recorded nothing: the worker never learned that no operator could see it."""
+    seen = http.post("/workers/ghost/seen", json={"running": 1, "completed": 2, "failed": 0})
+    problem = assert_problem(seen, 404)
+    assert problem["type"] == "urn:queue-core:problem:worker-not-registered"
+    assert "no worker registered with id 'ghost'" in problem["detail"] and "register it first" in problem["detail"]
+    assert assert_problem(http.post("/workers/ghost/stopped"), 404)["type"] == problem["type"]
+    assert http.get("/workers").json() == {"workers": []}  # nothing made up
+    body = {"host": "box", "pid": 7, "queues": None, "concurrency": 1, "stale_after": 5.0}
+    assert http.post("/workers/ghost/register", json=body).status_code == 204
+    assert http.post("/workers/ghost/seen", json={"running": 1, "completed": 2, "failed": 0}).status_code == 204
+    assert http.post("/workers/ghost/stopped").status_code == 204
+    [worker] = http.get("/workers").json()["workers"]
+    assert (worker["id"], worker["state"], worker["completed"]) == ("ghost", "stopped", 2)
+    responses = http.get("/openapi.json").json()["paths"]["/workers/{worker_id}/seen"]["post"]["responses"]
+    assert "register it first" in responses["404"]["description"]
+
+
 def test_openapi_documents_the_new_routes_and_fields(http):  # noqa: F811
     schema = http.get("/openapi.json").json()
     for path in (

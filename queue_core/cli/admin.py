@@ -24,6 +24,7 @@ from .args import (
     CLIArgumentParser,
     bounded_number,
     fail,
+    locked_database,
     non_negative_seconds,
     one_line,
     open_for_command,
@@ -82,14 +83,16 @@ def build_parser() -> argparse.ArgumentParser:
         "the options' own defaults below apply, whatever the task declares.",
     )
     enqueue.add_argument("type", help="job type, e.g. echo")
-    enqueue.add_argument("--payload", type=json_object, default=None, help="JSON object")
+    enqueue.add_argument("--payload", type=json_object, default=None, metavar="JSON", help="a JSON object (default {})")
     or_task = "(default: the task's with --handlers, else %s)"
     priority_help = f"low, medium, high, critical or an integer {or_task % 'low'}"
     enqueue.add_argument("--priority", default=None, help=priority_help)
-    retries_help = or_task % DEFAULT_MAX_RETRIES
+    retries_help = f"retries after a failed attempt before the job stays failed {or_task % DEFAULT_MAX_RETRIES}"
     enqueue.add_argument("--max-retries", type=retry_limit, default=None, metavar="N", help=retries_help)
-    enqueue.add_argument("--idempotency-key", default=None)
-    enqueue.add_argument("--delay", type=non_negative_seconds, default=0.0, help="seconds before it may run")
+    key_help = "enqueue once per key: the same key again makes no new job and prints the one it made"
+    enqueue.add_argument("--idempotency-key", default=None, metavar="KEY", help=key_help)
+    delay_help = "seconds before it may run (default 0)"
+    enqueue.add_argument("--delay", type=non_negative_seconds, default=0.0, metavar="SECONDS", help=delay_help)
     timeout_help = f"seconds an attempt may run before it fails as timed out {or_task % 'no limit'}"
     enqueue.add_argument("--timeout", type=positive_seconds, default=None, metavar="SECONDS", help=timeout_help)
     enqueue.add_argument("--queue", default=None, help=f"queue name {or_task % 'default'}")
@@ -100,15 +103,18 @@ def build_parser() -> argparse.ArgumentParser:
     enqueue.add_argument("--handlers", action="append", default=[], metavar="MODULE", help=handlers_help)
 
     listing = commands.add_parser("list", parents=[db_option], help="list jobs as a table")
-    listing.add_argument("--status", choices=[s.value for s in JobStatus])
-    listing.add_argument("--type", default=None)
-    listing.add_argument("--limit", type=list_limit, default=50, help="at most this many jobs (default 50)")
+    statuses = [s.value for s in JobStatus]
+    status_help = f"only jobs in this status: {', '.join(statuses)}"
+    listing.add_argument("--status", choices=statuses, metavar="STATUS", help=status_help)
+    listing.add_argument("--type", default=None, help="only jobs of this type")
+    limit_help = f"at most this many jobs, up to {MAX_LIST_LIMIT} (default 50)"
+    listing.add_argument("--limit", type=list_limit, default=50, metavar="N", help=limit_help)
     after_help = "show jobs with a larger id (paging)"
     listing.add_argument("--after", type=after_id, default=None, metavar="ID", help=after_help)
     listing.add_argument("--json", action="store_true", help="one JSON object per line instead of a table")
 
     show = commands.add_parser("show", parents=[db_option], help="one job, with its attempts' errors")
-    show.add_argument("id", type=job_id)
+    show.add_argument("id", type=job_id, help="the job's id")
 
     commands.add_parser("stats", parents=[db_option], help="jobs per status and throughput")
 
@@ -127,7 +133,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     prune = commands.add_parser("prune", parents=[db_option], help="delete finished jobs older than a retention")
-    prune.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS")
+    prune_help = (
+        "completed, failed and cancelled jobs (and their errors) finished this long ago, and stopped or lost"
+        " workers last seen then (required)"
+    )
+    prune.add_argument("--older-than", type=non_negative_seconds, required=True, metavar="SECONDS", help=prune_help)
 
     schedules.add_parser(commands, [db_option])
     controls.add_commands(commands, db_option, job_id)
@@ -249,6 +259,12 @@ def run(args, repo: JobRepository) -> int:
     return RUNNERS[args.command](args, repo)
 
 
+def failed(message: str) -> int:
+    """A failure that is not the input's (the database's): one ``error:`` line, exit 1; running again may work."""
+    print(f"error: {one_line(message)}", file=sys.stderr)
+    return EXIT_FAILURE
+
+
 def main(argv: list[str] | None = None) -> int:
     # A payload may hold a lone surrogate (JSON allows "\\ud800"), which no UTF-8 output can show: written
     # escaped rather than a traceback halfway through a listing.
@@ -266,16 +282,16 @@ def main(argv: list[str] | None = None) -> int:
         # Only enqueue makes a new SQLite file: to every other command a missing one is a mistyped path.
         db = open_for_command(args.db, create=args.command == "enqueue")
     except QueueError as exc:
+        if locked := locked_database(exc, args.db):  # a migration waits for the write lock
+            return failed(locked)
         return fail(str(exc))
     try:
         return run(args, JobRepository(db))
     except QueueError as exc:
         return fail(str(exc))
     except DATABASE_ERRORS as exc:  # e.g. locked past busy_timeout, or the server went away: nothing was changed
-        print(f"error: database error: {one_line(str(exc) or type(exc).__name__)}", file=sys.stderr)
-        return EXIT_FAILURE
+        return failed(locked_database(exc, args.db) or f"database error: {str(exc) or type(exc).__name__}")
     except RecursionError:  # a payload stored before depth was limited: the JSON decoder cannot read it back
-        print("error: cannot read a job: its stored payload is nested too deeply to decode", file=sys.stderr)
-        return EXIT_FAILURE
+        return failed("cannot read a job: its stored payload is nested too deeply to decode")
     finally:
         db.close()

@@ -14,11 +14,12 @@ import signal
 import sys
 from collections.abc import Callable
 from typing import NoReturn
+from urllib.parse import parse_qsl, urlencode, urlparse
 
 import peewee as pw
 
 from ..errors import DatabaseURLError, QueueError
-from ..store.database import DATABASE_ERRORS, default_url, open_database, without_password
+from ..store.database import BUSY_TIMEOUT_MS, DATABASE_ERRORS, default_url, open_database, without_password
 from ..validation import ASCII_INTEGER, MAX_SECONDS, validate_token
 
 EXIT_USAGE = 2
@@ -34,6 +35,23 @@ class CLIArgumentParser(argparse.ArgumentParser):
 
     def error(self, message):
         self.exit(EXIT_USAGE, f"error: {one_line(message)} (see {self.prog} --help)\n")
+
+    def parse_args(self, args=None, namespace=None):
+        # argparse reports a stray argument from the top parser, whose --help says nothing of the sub-command's
+        # options (``show 1 2`` pointed at ``python -m queue_core --help``): the sub-command's parser says it.
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self.chosen_parser(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def chosen_parser(self, parsed) -> argparse.ArgumentParser:
+        """The parser of the sub-command ``parsed`` names (self when there is none)."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest, None) or "")
+                if chosen is not None:
+                    return chosen
+        return self
 
 
 def one_line(message: str) -> str:
@@ -133,6 +151,31 @@ def open_for_command(url: str | None, *, create: bool = True) -> pw.Database:
     except (*DATABASE_ERRORS, ValueError) as exc:
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         raise DatabaseURLError(f"cannot open {without_password(url or default_url())}: {reason}") from exc
+
+
+# SQLite's words for a write lock another connection held past the busy timeout (SQLITE_BUSY, SQLITE_LOCKED).
+SQLITE_LOCKED = ("database is locked", "database table is locked")
+
+
+def locked_database(exc: BaseException, url: str | None) -> str | None:
+    """What to do when ``exc`` (or the error it was raised from) is SQLite's "database is locked", which says
+    neither why nor what to do; None for any other error."""
+    seen = exc
+    while seen is not None and not any(words in str(seen) for words in SQLITE_LOCKED):
+        seen = seen.__cause__
+    if seen is None:
+        return None
+    url = url or default_url()
+    parsed = urlparse(url)
+    options = dict(parse_qsl(parsed.query))
+    busy_ms = options.get("busy_timeout", str(BUSY_TIMEOUT_MS))
+    waited = f"{int(busy_ms) / 1000:g} s" if busy_ms.isdigit() else f"{busy_ms} ms"
+    longer = without_password(f"{url.split('?', 1)[0]}?{urlencode({**options, 'busy_timeout': '60000'})}")
+    return (
+        f"{without_password(url)} is locked: another process (a worker, the server, the console or another"
+        f" command) held its write lock for longer than the busy timeout ({waited}); nothing was changed."
+        f" Run the command again once that process is done, or let it wait longer: --db '{longer}'"
+    )
 
 
 def is_loopback(host: str) -> bool:

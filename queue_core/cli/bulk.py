@@ -8,7 +8,6 @@ One line of output says what was done, as the console's confirmation says it:
 from __future__ import annotations
 
 import argparse
-import sys
 
 from ..store.bulk import PAST
 from ..store.repository import JobRepository
@@ -99,5 +98,5 @@ def run_delete(args, repo: JobRepository) -> int:
     if outcome.changed == 0:
         # Running (or it changed meanwhile): a worker holds it, and its ack would find nothing.
         return fail(f"cannot delete job {args.id}: it is {repo.find_by_id(args.id).status}; cancel it first")
-    print(f"deleted job {args.id}", file=sys.stderr)
+    print(f"deleted job {args.id}")  # the result, on stdout as every command's (and delete --query's) is
     return 0

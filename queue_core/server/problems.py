@@ -108,10 +108,22 @@ def _field_errors(errors: list) -> list[dict]:
     named = [(field_name(error.get("loc", ())), _literal_member(error), error) for error in errors]
     said = {field.split(".")[0] for field, literal, _ in named if not literal}
     return [
-        {"field": field, "message": error.get("msg", "invalid")}
+        {"field": field, "message": _message(error)}
         for field, literal, error in named
         if not (literal and field.split(".")[0] in said)
     ]
+
+
+# A route's whole JSON body missing (``curl -X POST`` without ``-d``): pydantic's "Field required" named no fix.
+NO_BODY = (
+    "is missing: send this route's fields as a JSON object with 'Content-Type: application/json' (see /openapi.json)"
+)
+
+
+def _message(error: dict) -> str:
+    if error.get("type") == "missing" and tuple(error.get("loc", ())) == ("body",):
+        return NO_BODY
+    return error.get("msg", "invalid")
 
 
 def _literal_member(error: dict) -> bool:

@@ -16,7 +16,7 @@ from datetime import datetime
 import peewee as pw
 
 from ..errors import ValidationError
-from ..validation import validate_limit
+from ..validation import MAX_INT64, MAX_LIST_LIMIT, validate_job_id, validate_limit, validate_positive_int
 from .models import JobStatus
 from .reads import keyset_after, narrowing_conditions, page_columns
 
@@ -120,7 +120,17 @@ def attempt_page(
 ) -> AttemptPage:
     """Page ``number`` of ``job_id``'s attempt history: ``size`` attempts, errors cut to ``chars`` and
     tracebacks to their last ``traceback_chars`` by the database, so a job with 300 attempts of 10,000
-    characters each costs a page's worth, not 3 MB."""
+    characters each costs a page's worth, not 3 MB.
+
+    Bad arguments are a ``ValidationError`` naming the argument, as ``page`` answers a bad ``limit``, on both
+    backends alike: ``number=0`` was an OFFSET below 0, which SQLite reads as 0 (page 1) and PostgreSQL refuses.
+    """
+    job_id = validate_job_id(job_id)
+    size = validate_positive_int("size", size, MAX_LIST_LIMIT)
+    # Past this page the OFFSET ((number - 1) * size) would not fit the 64-bit integer both databases take.
+    number = validate_positive_int("number", number, MAX_INT64 // size)
+    chars = validate_positive_int("chars", chars, MAX_INT64)
+    traceback_chars = validate_positive_int("traceback_chars", traceback_chars, MAX_INT64)
     JobError = repo.JobError
     mine = JobError.job_id == job_id
     total = JobError.select().where(mine).count()

@@ -83,23 +83,31 @@ class WorkerRegistry:
         preserve = [field for field in Worker._meta.sorted_fields if field.name != "id"]
         Worker.insert(**row).on_conflict(conflict_target=[Worker.id], preserve=preserve).execute()
 
-    def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:
-        """A worker's heartbeat: seen now, with its jobs running now and completed / failed since its start."""
+    def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> bool:
+        """A worker's heartbeat: seen now, with its jobs running now and completed / failed since its start.
+        False when the registry has no row for it (never registered, or its row was pruned): nothing written."""
         Worker = self.WorkerRecord
-        Worker.update(
-            last_seen_at=self.time.sql(),
-            running=validate_count("running", running),
-            completed=validate_count("completed", completed),
-            failed=validate_count("failed", failed),
-        ).where(Worker.id == validate_worker_id(worker_id)).execute()
+        return bool(
+            Worker.update(
+                last_seen_at=self.time.sql(),
+                running=validate_count("running", running),
+                completed=validate_count("completed", completed),
+                failed=validate_count("failed", failed),
+            )
+            .where(Worker.id == validate_worker_id(worker_id))
+            .execute()
+        )
 
-    def worker_stopped(self, worker_id: str) -> None:
-        """A clean stop: the worker shows as ``stopped`` (its jobs were finished or released)."""
+    def worker_stopped(self, worker_id: str) -> bool:
+        """A clean stop: the worker shows as ``stopped`` (its jobs were finished or released). False, as
+        ``worker_seen``, when it has no row."""
         Worker = self.WorkerRecord
         now = self.time.sql()
-        Worker.update(stopped_at=now, last_seen_at=now, running=0).where(
-            Worker.id == validate_worker_id(worker_id)
-        ).execute()
+        return bool(
+            Worker.update(stopped_at=now, last_seen_at=now, running=0)
+            .where(Worker.id == validate_worker_id(worker_id))
+            .execute()
+        )
 
     def prune_workers(self, cutoff: datetime) -> int:
         """Delete the rows of stopped or lost workers last seen before ``cutoff``; a running one stays."""

@@ -3,7 +3,7 @@ batches as ``JobRepository.bulk`` does them; ``dry_run`` says how many it would 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path
 
@@ -14,7 +14,8 @@ from .common import Repo
 
 router = APIRouter()
 
-ActionPath = Annotated[str, Path(description="retry, cancel or delete", pattern="^(retry|cancel|delete)$")]
+# A Literal, not a pattern: a bad action's 422 says "Input should be 'retry', 'cancel' or 'delete'", not a regex.
+ActionPath = Annotated[Literal["retry", "cancel", "delete"], Path(description="retry, cancel or delete")]
 
 
 @router.post(

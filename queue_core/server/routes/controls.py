@@ -8,7 +8,9 @@ from typing import Annotated
 from fastapi import APIRouter, Path
 from starlette.responses import Response
 
+from ... import wire
 from ...validation import MAX_TEXT_CHARS
+from ..problems import problem_doc, problem_response
 from ..schemas import HeldClaims, QueueList, QueueOut, RegisterWorker, WorkerList, WorkerSeen
 from .common import NO_ROUTE, Repo
 
@@ -64,14 +66,34 @@ def register_worker(worker_id: WorkerPath, body: RegisterWorker, repo: Repo) -> 
     return Response(status_code=204)
 
 
+# A heartbeat or stop of a worker with no row: answered 204, it was recorded nowhere and the worker never knew.
+NOT_REGISTERED = {
+    404: problem_doc(
+        "no worker registered with this id (never registered, or its row was pruned): register it first; "
+        "or a malformed path"
+    )
+}
+
+
+def not_registered(worker_id: str) -> Response:
+    return problem_response(
+        404,
+        f"no worker registered with id {worker_id!r} (never registered, or its row was pruned): nothing was "
+        f"recorded; register it first with POST /workers/{{id}}/register",
+        type=wire.WORKER_NOT_REGISTERED,
+        title="Worker not registered",
+    )
+
+
 @router.post(
     "/workers/{worker_id:text}/seen",
     status_code=204,
-    responses=NO_ROUTE,
+    responses=NOT_REGISTERED,
     summary="A worker's heartbeat, with its counters",
 )
 def worker_seen(worker_id: WorkerPath, body: WorkerSeen, repo: Repo) -> Response:
-    repo.worker_seen(worker_id, running=body.running, completed=body.completed, failed=body.failed)
+    if not repo.worker_seen(worker_id, running=body.running, completed=body.completed, failed=body.failed):
+        return not_registered(worker_id)
     return Response(status_code=204)
 
 
@@ -81,7 +103,10 @@ def held_claims(worker_id: WorkerPath, repo: Repo) -> dict:
     return {"held": [job_id for job_id, _ in pairs], "attempts": [attempt for _, attempt in pairs]}
 
 
-@router.post("/workers/{worker_id:text}/stopped", status_code=204, responses=NO_ROUTE, summary="A worker's clean stop")
+@router.post(
+    "/workers/{worker_id:text}/stopped", status_code=204, responses=NOT_REGISTERED, summary="A worker's clean stop"
+)
 def worker_stopped(worker_id: WorkerPath, repo: Repo) -> Response:
-    repo.worker_stopped(worker_id)
+    if not repo.worker_stopped(worker_id):
+        return not_registered(worker_id)
     return Response(status_code=204)
