@@ -53,7 +53,8 @@ ACK_BATCH = 256
 # How long a stop's own last writes (the batch's final flush, the registry's "stopped") may take past the grace.
 # They run on a thread of their own, waited for that long: a database that never answers (a hung server, a
 # connection a network device blackholes: no error, only silence) held the stop, and the process, forever.
-FINAL_WRITE_WAIT = 5.0
+# Longer than SQLite's default busy timeout (10 s), so that a database locked that long says so itself.
+FINAL_WRITE_WAIT = 12.0
 
 
 @dataclass(frozen=True)
@@ -347,9 +348,10 @@ class Worker:
                 done.set()
 
         threading.Thread(target=run, name=f"stop-{action}", daemon=True).start()
-        if done.wait(max(0.0, deadline - time.monotonic())):
+        waited = max(0.0, deadline - time.monotonic())
+        if done.wait(waited):
             return True
-        self._events.error(action, TimeoutError("the queue did not answer; the stop goes on without it"))
+        self._events.error(action, TimeoutError(f"no answer from the queue within {waited:.3g}s; stopping without it"))
         return False
 
     def _unanswered_releases(self, unanswered: list[Running], reason: str) -> None:
