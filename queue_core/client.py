@@ -21,7 +21,15 @@ from .errors import IdempotencyConflict, QueueError, ValidationError
 from .results import encode_result
 from .store.models import priority_label
 from .store.repository import PRUNE_BATCH, validated_attempts
-from .validation import encode_payload, validate_api_url, validate_aware, validate_job_id, validate_token
+from .validation import (
+    encode_payload,
+    validate_api_url,
+    validate_aware,
+    validate_error,
+    validate_job_id,
+    validate_token,
+    validate_traceback,
+)
 from .wire import IDEMPOTENCY_CONFLICT, MAX_CLAIM_BATCH, READ_ONLY, WORKER_NOT_REGISTERED
 
 DEFAULT_TIMEOUT = 30.0
@@ -254,6 +262,10 @@ class HttpQueue:
         attempt: int | None = None,
         traceback: str | None = None,
     ) -> RemoteJob | None:
+        # Cut as the repository stores them (the server would do the same): sent whole, a handler's long
+        # message (an HTTP response's body, say) was over the server's --max-body-bytes, refused with 413 at
+        # every try, and the job stayed running until it was reaped, ran again and failed alike.
+        error, traceback = validate_error(error), validate_traceback(traceback)
         body = {"error": error, "worker_id": worker_id, "attempt": attempt}
         if traceback is None:
             return self._ack(job_id, "fail", body)

@@ -541,6 +541,70 @@ def test_a_stop_ends_an_ack_retry_at_the_grace_and_reports_the_outcome_unwritten
     assert "completed" not in events.kinds()
 
 
+class Silent:
+    """The repository, whose every call once ``hung`` is set waits for ``answer``: a database that never replies
+    (a hung server, a connection a firewall blackholes), where no error ever comes."""
+
+    def __init__(self, repo):
+        self.repo = repo
+        self.hung, self.answer = threading.Event(), threading.Event()
+
+    def __getattr__(self, name):
+        real = getattr(self.repo, name)
+        if not callable(real) or name == "db":
+            return real
+
+        def call(*args, **kwargs):
+            if self.hung.is_set():
+                self.answer.wait()
+            return real(*args, **kwargs)
+
+        return call
+
+
+@pytest.mark.parametrize("job_state", ["running", "finished"])
+def test_a_stop_ends_when_the_database_never_answers_and_says_what_it_could_not_write(
+    live_repo, handlers, events, make_worker, monkeypatch, job_state
+):
+    # The stop's release of a running job, its last flush of the batch and the registry's "stopped" ran on the
+    # stopping thread and waited for an answer that never came: SIGTERM, then a second one, left the process
+    # running for good, and the job was never reported.
+    monkeypatch.setattr("queue_core.worker.loop.ACK_GRACE", 0.2)
+    monkeypatch.setattr("queue_core.worker.loop.FINAL_WRITE_WAIT", 0.2)
+    go = threading.Event()
+    handlers.register("t", lambda payload: go.wait(WAIT))
+    job, _ = live_repo.create("t")
+    queue = Silent(live_repo)
+    worker = make_worker(queue, ack_delay=0.1)
+    worker.start()
+    events.wait_for("claimed")
+    queue.hung.set()
+    if job_state == "finished":
+        worker.request_stop()
+        go.set()  # its completion waits in the batch; the flusher's write gets no answer
+        deadline = time.monotonic() + WAIT
+        while worker._session.running:  # until the slot has handed its completion to the batch
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+    stopper = threading.Thread(target=worker.stop, kwargs={"timeout": 0})
+    stopper.start()
+    try:
+        stopper.join(WAIT)
+        assert not stopper.is_alive(), "the stop waited for a database that never answers"
+        assert events.kinds()[-1] == "stopped"
+        (unwritten,) = events.of("unwritten")
+        if job_state == "running":  # its release got no answer
+            assert unwritten.job_id == job.id and "the queue did not answer" in unwritten.message
+        else:  # its completion got none
+            assert f"1 still being written as the 0.2s grace ran out; job/attempt {job.id}/1)" in unwritten.message
+            assert events.of("stopped")[0].message.endswith(" unwritten=1")
+        assert live_repo.find_by_id(job.id).status == "running"  # left to the reaper, as the event says
+    finally:
+        go.set()
+        queue.answer.set()
+        stopper.join(WAIT)
+
+
 class RepliesLost:
     """The repository; the first outcome write is applied, then raises as a connection dropped after COMMIT."""
 

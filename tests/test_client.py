@@ -422,3 +422,33 @@ def test_a_server_that_cannot_be_connected_to_is_unreachable(exc_type):
     with pytest.raises(RemoteQueueError) as info:
         _raising(exc_type).create("mail", {"to": "ann"})
     assert str(info.value) == "cannot reach the queue API at http://queue.test: timed out"
+
+
+@pytest.mark.parametrize(
+    ("message", "stored_error"),
+    [
+        ("x" * 2_000_000, "x" * 10_000 + " ... (truncated)"),
+        ("bad byte \udcff from os.fsdecode", "bad byte \\udcff from os.fsdecode"),
+    ],
+    ids=["over the server's body limit", "a lone surrogate"],
+)
+def test_a_failed_attempt_with_a_message_json_or_the_body_limit_refuses_is_written_as_the_repository_writes_it(
+    live_repo, handlers, events, message, stored_error
+):
+    """A handler's long message (a response body quoted whole, say) was sent uncut: the server refused the
+    fail with 413 at every try, and the job stayed running until reaped, then ran and failed alike again."""
+
+    def fails(payload):
+        raise ValueError(message)
+
+    handlers.register("fails", fails)
+    job, _ = live_repo.create("fails", max_retries=0)
+    client = TestClient(create_app(live_repo), raise_server_exceptions=False)
+    with HttpQueue("http://testserver", client=client) as queue:
+        worker = Worker(
+            queue, worker_id="remote", registry=handlers, poll_interval=0.01, stale_after=2, on_event=events
+        )
+        worker.run(burst=True)
+    assert not events.of("error"), [e.message[:200] for e in events.of("error")[:3]]
+    stored = live_repo.find_by_id(job.id)
+    assert (stored.status, stored.error) == ("failed", stored_error)

@@ -11,6 +11,7 @@ import socket
 import threading
 import time
 
+import peewee as pw
 import pytest
 from worker_support import WAIT
 
@@ -198,7 +199,7 @@ def test_a_registry_that_cannot_be_written_is_an_error_event_and_jobs_still_run(
 ):
     handlers.register("t", lambda payload: None)
     job, _ = live_repo.create("t")
-    queue = CallLog(db, failing={"register_worker", "worker_seen", "worker_stopped"})
+    queue = CallLog(db, failing={"worker_seen", "worker_stopped"})
 
     worker = make_worker(queue, stale_after=0.3)
     worker.start()
@@ -207,8 +208,72 @@ def test_a_registry_that_cannot_be_written_is_an_error_event_and_jobs_still_run(
     worker.stop()
 
     failed = {e.message.split("during=")[1].split()[0] for e in events.of("error")}
-    assert failed == {"register_worker", "worker_seen", "worker_stopped"}
+    assert failed == {"worker_seen", "worker_stopped"}
     assert events.kinds()[-1] == "stopped"
+
+
+def test_a_registration_that_always_fails_is_tried_again_at_each_beat_and_jobs_still_run(
+    db, live_repo, handlers, events, make_worker
+):
+    handlers.register("t", lambda payload: None)
+    job, _ = live_repo.create("t")
+    queue = CallLog(db, failing={"register_worker"})
+
+    worker = make_worker(queue, stale_after=0.3)
+    worker.start()
+    wait_until(lambda: live_repo.find_by_id(job.id).status == "completed", "the job to complete")
+    wait_until(lambda: len(queue.called("register_worker")) >= 3, "beats to try the registration again")
+    worker.stop()
+
+    failed = {e.message.split("during=")[1].split()[0] for e in events.of("error")}
+    assert failed == {"register_worker"}  # no refresh or stop of a row that was never written
+    assert queue.called("worker_seen") == [] and queue.called("worker_stopped") == []
+    assert the_worker(live_repo) is None
+    assert events.kinds()[-1] == "stopped"
+
+
+class FailsFirstRegistration(CallLog):
+    """The database locked or away as the worker starts: its first registration raises, the next ones work."""
+
+    def register_worker(self, worker_id, **kwargs):
+        if not self.called("register_worker"):
+            self._log("register_worker", kwargs)
+            raise pw.OperationalError("database is locked")
+        return super().register_worker(worker_id, **kwargs)
+
+
+def test_a_worker_whose_registration_failed_at_start_registers_at_a_later_beat(db, live_repo, events, make_worker):
+    queue = FailsFirstRegistration(db)
+    worker = make_worker(queue, stale_after=0.3)  # a beat every 0.1 s
+    worker.start()
+    try:
+        # worker_seen only updates a row: without a registration later, the worker never showed in the registry.
+        wait_until(lambda: the_worker(live_repo) is not None, "the worker's row")
+        assert the_worker(live_repo).state == "running"
+        assert len(queue.called("register_worker")) == 2
+        wait_until(lambda: len(queue.called("worker_seen")) >= 2, "beats to refresh the row")
+    finally:
+        worker.stop()
+    assert the_worker(live_repo).state == "stopped"
+    assert [e.message.split("during=")[1].split()[0] for e in events.of("error")] == ["register_worker"]
+
+
+def test_a_worker_whose_row_was_pruned_while_it_ran_registers_again_at_its_next_beat(db, live_repo, make_worker):
+    """A prune of workers silent that long (after a pause past --stale-after) removed a live worker's row, and
+    its beats, which only update a row, left it out of the registry for the rest of its run."""
+    queue = CallLog(db)
+    worker = make_worker(queue, stale_after=0.3)  # a beat every 0.1 s
+    worker.start()
+    try:
+        wait_until(lambda: the_worker(live_repo) is not None, "the worker's row")
+        WorkerRecord = live_repo.WorkerRecord
+        assert WorkerRecord.delete().where(WorkerRecord.id == "w1").execute() == 1  # as prune_workers does
+        wait_until(lambda: len(queue.called("register_worker")) == 2, "a second registration")
+        wait_until(lambda: the_worker(live_repo) is not None, "the row again")
+        assert the_worker(live_repo).state == "running"
+    finally:
+        worker.stop()
+    assert the_worker(live_repo).state == "stopped"
 
 
 # --- cancel ------------------------------------------------------------------------------------------

@@ -467,6 +467,26 @@ def test_a_process_that_died_as_the_pool_was_told_to_stop_has_its_jobs_taken_bac
     assert [index for index, _pid in taken] == [0]
 
 
+def test_the_jobs_of_the_last_process_are_taken_back_when_the_stop_comes_before_its_replacement(monkeypatch):
+    # Every process dead (an OOM kill of the group, a poison job) and a replacement due: a stop then ended the
+    # pool at once, with no process left to wait for, and the jobs stayed running until --stale-after.
+    monkeypatch.setattr(pool_module, "FIRST_RESTART_DELAY", 3600.0)
+    taken = []
+    pool = WorkerPool(
+        2, lambda member: EXIT_CRASH, burst=False, shutdown_timeout=1, on_unreplaced=lambda *dead: taken.append(dead)
+    )
+    real = pool_module.logger.warning
+
+    def log(message, *args):
+        real(message, *args)
+        if "starting another" in message and not pool.children and not pool.stopping:
+            pool._on_signal(signal.SIGTERM, None)  # both died: the stop comes while their replacements wait
+
+    monkeypatch.setattr(pool_module.logger, "warning", log)
+    assert pool.run() == EXIT_OK
+    assert sorted(index for index, _pid in taken) == [0, 1]
+
+
 def test_a_process_that_crashes_while_the_pool_stops_has_its_jobs_taken_back(monkeypatch):
     taken = []
 

@@ -50,6 +50,11 @@ __all__ = [
 ACK_GRACE = 15.0
 # Completions written in one statement at most (a claim takes what waits along, whatever its count).
 ACK_BATCH = 256
+# How long a stop's own last writes (the batch's final flush, the registry's "stopped") may take past the grace.
+# They run on a thread of their own, waited for that long: a database that never answers (a hung server, a
+# connection a network device blackholes: no error, only silence) held the stop, and the process, forever.
+# Longer than SQLite's default busy timeout (10 s), so that a database locked that long says so itself.
+FINAL_WRITE_WAIT = 12.0
 
 
 @dataclass(frozen=True)
@@ -273,9 +278,17 @@ class Worker:
         # 2. Whatever still runs goes back to pending, without counting a retry.
         leftovers = session.take_leftovers()
         reason = session.release_reason()
-        for entry in leftovers:
-            self._release(session, entry, reason)
-        self._slots.orphans.recover(session)  # the jobs of a claim whose reply was lost, if no claim is stuck
+
+        answered: list[Running] = []
+
+        def give_back() -> None:
+            for entry in leftovers:
+                self._release(session, entry, reason)
+                answered.append(entry)
+            self._slots.orphans.recover(session)  # the jobs of a claim whose reply was lost, if no claim is stuck
+
+        if (leftovers or session.orphans) and not self._bounded("release", give_back, time.monotonic() + ACK_GRACE):
+            self._unanswered_releases([entry for entry in leftovers if not any(entry is a for a in answered)], reason)
         # 3. Threads that were writing an outcome finish it within the grace (no write of this run is tried
         #    again after it); those stuck in a released handler are abandoned.
         grace_deadline = time.monotonic() + ACK_GRACE
@@ -285,12 +298,12 @@ class Worker:
         #    the worker says it stopped; what could not be is said, never passed off as a clean stop.
         session.batch.stop()
         session.flusher_thread.join(max(0.0, grace_deadline - time.monotonic()))
-        session.batch.flush()
+        self._bounded("flush", session.batch.flush, max(grace_deadline, time.monotonic() + FINAL_WRITE_WAIT))
         unwritten = self._report_unwritten(session)
         session.heartbeat_stop.set()
         session.join_helpers(ACK_GRACE)
         self._runner.close()  # reports the handler threads it leaves running past their timeout
-        self._presence.stopped()
+        self._bounded("worker_stopped", self._presence.stopped, time.monotonic() + FINAL_WRITE_WAIT)
         stats = self.stats
         message = f"stopped worker={self.worker_id} completed={stats.completed} failed={stats.failed}"
         if unwritten:
@@ -319,6 +332,36 @@ class Worker:
             f"({self.stale_after:g}s), then run again (at least once)",
         )
         return count
+
+    def _bounded(self, action: str, call: Callable[[], None], deadline: float) -> bool:
+        """``call()`` (queue calls of a stop) on a thread of its own, waited for until ``deadline`` (monotonic):
+        True if it returned. A database that does not answer leaves it running, a daemon, to end on its own."""
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                call()
+            except Exception:  # each step reports its own errors; this is a bug's last net, not a stop's end
+                logger.exception("the stop's %s raised", action)
+            finally:
+                close_thread_connection(self.queue)
+                done.set()
+
+        threading.Thread(target=run, name=f"stop-{action}", daemon=True).start()
+        waited = max(0.0, deadline - time.monotonic())
+        if done.wait(waited):
+            return True
+        self._events.error(action, TimeoutError(f"no answer from the queue within {waited:.3g}s; stopping without it"))
+        return False
+
+    def _unanswered_releases(self, unanswered: list[Running], reason: str) -> None:
+        """Say which jobs a stop could not release because the queue did not answer (still running for it)."""
+        note = (
+            f"not released ({reason}): the queue did not answer within {ACK_GRACE:g}s; it stays running until the "
+            f"reaper takes it back after stale_after ({self.stale_after:g}s), then runs again"
+        )
+        for entry in unanswered:
+            self._events.emit("unwritten", entry.job, note=note)
 
     # --- slots' helpers ---------------------------------------------------------------------------
 

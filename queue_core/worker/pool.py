@@ -149,11 +149,13 @@ class WorkerPool:
     def _supervise(self) -> None:
         delays: dict[int, float] = {}  # index -> the delay of its last replacement
         due: dict[int, tuple[float, int]] = {}  # index -> (when its replacement is forked, the dead one's pid)
-        while self.children or (due and not self.stopping):
+        while self.children or due:
             if self.stopping:
                 for index, (_at, dead) in due.items():
                     self._take_back(index, dead)  # died just before the stop: no replacement will take them back
-                due.clear()
+                due.clear()  # (also when no process is left to wait for: the last ones died before the stop)
+                if not self.children:
+                    break
             for index, (at, dead) in list(due.items()):
                 if at <= time.monotonic():
                     del due[index]

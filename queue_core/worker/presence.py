@@ -2,7 +2,11 @@
 
 Operators read the registry to tell a live worker from a dead one: ``lost`` is a row not seen for longer
 than the ``stale_after`` it registered with. None of these calls may stop the work itself: a registry that
-cannot be written (a database hiccup, an older server) is an ``error`` event, and the jobs go on running.
+cannot be written (a database hiccup, an older server) is an ``error`` event, and the jobs go on running. A
+registration that failed (the database locked or away as the worker started) is tried again at each beat
+until it is written: ``worker_seen`` only updates a row, so without it the worker stayed out of the registry
+for its whole run, invisible to ``workers``, the API and the console. A row that went away while the worker
+ran (an operator's prune of workers silent that long, after a pause) is written again at the next beat.
 """
 
 from __future__ import annotations
@@ -38,9 +42,10 @@ class Presence:
         self.types = types  # the job types it has handlers for, read at each registration
         self.stats = stats
         self.on_error = on_error
+        self.registered = False  # the row is written; until then each beat registers instead
 
     def register(self) -> None:
-        self._try(
+        self.registered = self._try(
             "register_worker",
             lambda: self.queue.register_worker(
                 self.worker_id,
@@ -54,16 +59,28 @@ class Presence:
         )
 
     def seen(self) -> None:
+        if not self.registered:
+            self.register()
+            if not self.registered:
+                return  # no row to refresh: one error per beat, as a failed refresh is
         stats = self.stats()
         counts = {"running": stats.running, "completed": stats.completed, "failed": stats.failed}
-        self._try("worker_seen", lambda: self.queue.worker_seen(self.worker_id, **counts))
+        answers = []
+        beat = self._try("worker_seen", lambda: answers.append(self.queue.worker_seen(self.worker_id, **counts)))
+        if beat and answers[0] is False:  # the repository has no row any more (pruned while this worker was silent)
+            self.register()  # HttpQueue does the same on the server's 404 and answers None
 
     def stopped(self) -> None:
         self.seen()  # the final counts first: the row outlives the worker
+        if not self.registered:
+            return  # never written: nothing to mark stopped
         self._try("worker_stopped", lambda: self.queue.worker_stopped(self.worker_id))
 
-    def _try(self, action: str, call: Callable[[], object]) -> None:
+    def _try(self, action: str, call: Callable[[], object]) -> bool:
+        """``call()``; False (and an error event) if it raised."""
         try:
             call()
         except Exception as exc:
             self.on_error(action, exc)
+            return False
+        return True

@@ -120,8 +120,9 @@ class JobQueue(Protocol):
         types it has handlers for)."""
         ...
 
-    def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:
-        """The worker is alive, with these counts since it started."""
+    def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> bool | None:
+        """The worker is alive, with these counts since it started. A repository answers False when it has no
+        row for the worker (pruned): the worker registers again."""
         ...
 
     def worker_stopped(self, worker_id: str) -> None:
