@@ -15,6 +15,7 @@ from .schema import SCHEMA_VERSION, migrate, schema_version
 
 DEFAULT_URL = "sqlite:///queue.db"
 BUSY_TIMEOUT_MS = 10_000
+CONNECT_TIMEOUT = 10  # seconds a PostgreSQL connection attempt may take (libpq connect_timeout), unless the URL says
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 # The page size of a new SQLite file (``?page_size=`` in the URL chooses another). A WAL commit writes every
 # page it changed whole, and a job's claim and completion change a handful of table and index pages: at
@@ -313,7 +314,12 @@ def _open_postgres(url, parsed) -> pw.PostgresqlDatabase:
     # libpq parses the URL itself (user, password, host, port, and every libpq option in the query string,
     # e.g. ?sslmode=require or ?options=-csearch_path%3Dmyschema), so what works for psql works here.
     conninfo = "postgresql://" + url.split("://", 1)[1]
-    return ReconnectingPostgresqlDatabase(conninfo, prefer_psycopg3=True)
+    options = {}
+    if "connect_timeout" not in dict(parse_qsl(parsed.query)):
+        # libpq waits for ever and psycopg 130 s for a server that does not answer (a hung host, a dropped
+        # route): a stopping worker's reconnect held its exit that long. ?connect_timeout=N sets another.
+        options["connect_timeout"] = CONNECT_TIMEOUT
+    return ReconnectingPostgresqlDatabase(conninfo, prefer_psycopg3=True, **options)
 
 
 class ReconnectingPostgresqlDatabase(pw.PostgresqlDatabase):
