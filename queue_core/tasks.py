@@ -19,7 +19,6 @@ where it was made, not in a worker an hour later.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import json
@@ -275,6 +274,8 @@ class Queue:
         repository = self._repository  # not opened yet: no transaction of this thread can be on it
         if repository is not None and repository.db.in_transaction():
             return enqueue()
+        import asyncio  # here: a worker of plain handlers never loads it (its start-up time)
+
         return await asyncio.to_thread(enqueue)
 
     def _task_of(self, type) -> Task | None:
@@ -320,6 +321,8 @@ class Queue:
     async def result_async(self, job: Job | int, *, timeout: float | None = None):
         """``result`` for code on an event loop: each read of the job runs on a thread, and the waits between
         them are ``asyncio.sleep``, so the loop serves other coroutines meanwhile."""
+        import asyncio  # here: a worker of plain handlers never loads it (its start-up time)
+
         job_id, deadline = _awaited(job, timeout)
         pause = FIRST_RESULT_POLL
         while True:
