@@ -411,7 +411,7 @@ class QueueConsole(
         self._on_main_screen()
         if self.view != "tables":
             raise SkipAction()  # one table on the other views: tab moves focus as usual
-        tables = self.tables
+        tables = self.query_one("#tables").shown_tables  # never a table the terminal is too short to show
         index = tables.index(self.current_table) if self.current_table in tables else -1
         tables[(index + 1) % len(tables)].focus()
 

@@ -109,3 +109,30 @@ async def test_a_long_database_url_never_cuts_the_view_time_or_selection_off_the
         await settle(pilot)
         await pilot.pause()
         assert LONG_LABEL in screen_lines(app)[0]
+
+
+async def test_below_80x24_tab_moves_only_among_the_tables_on_screen(make_app):
+    """At 60x20 the failed table was drawn under the worker pane, out of sight, and tab still moved the cursor
+    there: r or enter then acted on a job nobody could see. A table with no room is hidden and tab skips it;
+    the one focused before the terminal shrank stays on screen."""
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        stack = app.query_one(TableStack)
+        focused = []
+        for _ in range(4):
+            await pilot.press("tab")
+            await pilot.pause()
+            table = app.focused
+            focused.append(table.id)
+            assert table.display and table.region.bottom <= stack.region.bottom, table.id
+            assert any(line.startswith(f"╭─ {table.title} ") for line in screen_lines(app)), table.id
+        assert focused == ["running", "pending", "running", "pending"]
+        assert not app.query_one("#failed").display
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        await pilot.press("tab", "tab")  # failed, with room again
+        await pilot.resize_terminal(60, 20)
+        await pilot.pause()
+        assert app.focused.id == "failed" and app.focused.display
+        assert [table.id for table in stack.shown_tables] == ["pending", "failed"]

@@ -34,18 +34,43 @@ class TableStack(Vertical):
             table.show(snapshot)
         self.fit()
 
+    @property
+    def shown_tables(self) -> list[JobTable]:
+        """The tables on screen (all three but on a terminal too short for them): tab moves among these."""
+        return [table for table in self.tables if table.display]
+
     def on_resize(self) -> None:
         self.fit()
+
+    def on_descendant_focus(self) -> None:
+        self.fit()  # the focused table is always one of those shown
 
     def fit(self) -> None:
         """Share the height between the tables by need: a short table shrinks, a long one gets the rest."""
         space = self.size.height
         if not space:
             return
-        tables = self.tables
-        heights = share_height(space, [table.wanted_height for table in tables], minimum=MIN_TABLE_HEIGHT)
-        for table, height in zip(tables, heights, strict=True):
+        shown = self.tables_that_fit(space)
+        for table in self.tables:
+            table.display = table in shown
+        heights = share_height(space, [table.wanted_height for table in shown], minimum=MIN_TABLE_HEIGHT)
+        for table, height in zip(shown, heights, strict=True):
             table.styles.height = height
+
+    def tables_that_fit(self, space: int) -> list[JobTable]:
+        """As many tables as have their border and header in ``space``, the first ones and the focused one.
+
+        Below that (60x20), the last table was drawn under the worker pane, its title and rows out of sight,
+        and tab still moved the cursor there, so r and enter acted on a job nobody could see. It is hidden
+        instead (the header still counts its jobs) and tab skips it.
+        """
+        tables = self.tables
+        count = max(1, min(len(tables), space // BORDER_AND_HEADER))
+        shown = tables[:count]
+        focused = self.screen.focused if self.is_attached else None
+        if focused in tables and focused not in shown:
+            shown = [*shown[:-1], focused]
+        return shown
 
 
 def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:
