@@ -41,7 +41,7 @@ from .formatting import fit_label, short_duration, time_of_day
 from .messages import RefreshFailed, SnapshotLoaded
 from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
 from .query_line import QueryLine
-from .read_only import ReadOnlyGuard
+from .read_only import ReadOnlyGuard, action_name
 from .screens.detail import JobDetailScreen
 from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
@@ -109,7 +109,8 @@ class QueueConsole(
             show=False,
         ),
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="this list of keys"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="quit (the embedded worker stops first)"),
+        # Not "quit": that is also ctrl+q's, which quits from anywhere; q is a main-screen key (check_action).
+        Binding("q", "quit_console", "Quit", id="quit", tooltip="quit (the embedded worker stops first)"),
     ]
 
     def __init__(
@@ -207,6 +208,15 @@ class QueueConsole(
     def notify(self, message: str, *, title: str = "", severity="information", timeout=None, markup=False) -> None:
         """A toast whose message is text, never markup: messages quote job types, errors and what was typed."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """On a dialog the main screen's keys do nothing (``_on_main_screen``): off the dialog's footer too,
+        which lists the dialog's own keys. ``q`` among them: it closes the detail and the help, typed it is a
+        letter, and on a question ("Delete 1,234 jobs?") or a bulk's progress it quit the console behind it;
+        ctrl+q still quits from anywhere."""
+        if len(self.screen_stack) > 1 and action in MAIN_SCREEN_ACTIONS:
+            return False
+        return super().check_action(action, parameters)
 
     def _on_main_screen(self) -> None:
         """Table actions belong to the main screen: on a dialog, let the dialog have the key."""
@@ -427,6 +437,9 @@ class QueueConsole(
         """Types an operator may mean: those with a handler here, and those in the tables now."""
         shown = {job.type for jobs in self.snapshot.rows.values() for job in jobs} if self.snapshot else set()
         return sorted(set(handler_registry.names()) | shown)
+
+
+MAIN_SCREEN_ACTIONS = frozenset(action_name(binding.action) for binding in QueueConsole.BINDINGS)
 
 
 def schedules_of(module_names: list[str]) -> list[Schedule]:

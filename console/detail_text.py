@@ -38,6 +38,7 @@ class JobDetail:
     payload_pages: tuple[str, ...]  # the pretty-printed payload in pages of at most PAGE_CHARS
     errors_title: Content
     errors: Content
+    attempts: AttemptPage | None = None  # the page the errors show (the first, newest page)
 
 
 def build_detail(job, attempts: AttemptPage) -> JobDetail:
@@ -50,6 +51,7 @@ def build_detail(job, attempts: AttemptPage) -> JobDetail:
         payload_pages=tuple(pages(payload)),
         errors_title=errors_title(attempts),
         errors=error_history(attempts),
+        attempts=attempts,
     )
 
 
