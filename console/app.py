@@ -37,7 +37,7 @@ from .controls import CONTROL_BINDINGS, QueueControls
 from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls
 from .failures import FailureGroupControls
-from .formatting import fit_label, short_duration, time_of_day
+from .formatting import header_text, short_duration, time_of_day
 from .messages import RefreshFailed, SnapshotLoaded
 from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
 from .query_line import QueryLine
@@ -68,6 +68,9 @@ SHORT_TERMINAL = 32  # rows: below this the worker pane shows its state and two 
 # no bottom border, and a table too wide for the terminal scrolls (→) without a scrollbar line.
 TINY_TERMINAL = 26
 HEADER_SIDES = 18  # columns of the header beside its title: the icon (8) and the clock's space (10)
+# Columns: below this the header gives its title the clock's empty space and most of the icon's (console.tcss)
+NARROW_TERMINAL = 100
+NARROW_HEADER_SIDES = 3
 
 
 class QueueConsole(
@@ -184,6 +187,7 @@ class QueueConsole(
         # A short terminal (24 rows, say) gives the job tables the rows the worker pane's log would take.
         self.set_class(event.size.height < SHORT_TERMINAL, "-short")
         self.set_class(event.size.height < TINY_TERMINAL, "-tiny")
+        self.set_class(event.size.width < NARROW_TERMINAL, "-narrow")
         self.call_later(self.update_sub_title)  # the room for the database label changed
 
     @property
@@ -334,16 +338,22 @@ class QueueConsole(
             if self._last_refresh_error is not None:  # nothing read since the console started
                 self.sub_title = f"{self.db_label}{mode} · {self.clock_text()}"
             return
-        scope = f"type {snapshot.type_filter}" if snapshot.type_filter else "all types"
         view = VIEW_TITLES.get(self.view, self.view.capitalize())
-        if snapshot.query_text:
-            scope += f" · query {snapshot.query_text}"
-        rest = f"{mode} · {view} · {scope} · {self.clock_text()}{self.selection_note()}"
-        self.sub_title = f"{fit_label(self.db_label, self.sub_title_room() - len(rest))}{rest}"
+        tail = f"{self.clock_text()}{self.selection_note()}"
+        self.sub_title = header_text(
+            self.db_label,
+            view,
+            snapshot.type_filter,
+            snapshot.query_text,
+            tail,
+            self.sub_title_room(),
+            mode=mode.removeprefix(" · "),
+        )
 
     def sub_title_room(self) -> int:
         """The characters the header has for the sub-title: its title line, less "queue-core — "."""
-        return self.size.width - HEADER_SIDES - len(self.title) - len(" — ")
+        sides = NARROW_HEADER_SIDES if self.has_class("-narrow") else HEADER_SIDES
+        return self.size.width - sides - len(self.title) - len(" — ")
 
     def _read_unanswered(self) -> float | None:
         """Seconds the read in flight has gone unanswered, once past ``SLOW_READ``; else None."""

@@ -136,3 +136,25 @@ async def test_below_80x24_tab_moves_only_among_the_tables_on_screen(make_app):
         await pilot.pause()
         assert app.focused.id == "failed" and app.focused.display
         assert [table.id for table in stack.shown_tables] == ["pending", "failed"]
+
+
+async def test_at_80_columns_the_header_keeps_the_time_the_query_and_the_selection(make_app):
+    """With a query and a selection the 80-column header ended in "12:00:00 UTC · 2 sel…", and with a type
+    filter too the time was gone: the label, "all types" and the view (the view bar shows it) give way first,
+    then the query and the type are cut in their middle."""
+    app = make_app(db_label=LONG_LABEL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"type:send-invoice status:pending", "enter")
+        await settle(pilot)
+        await pilot.press("space", "down", "space")
+        await settle(pilot)
+        await pilot.pause()
+        header = screen_lines(app)[0].rstrip()
+        assert header.endswith("— query type:send-invoi…status:pending · 12:00:00 UTC · 2 selected"), header
+        assert len(header) <= 80 and "queue-core — " in header
+        await pilot.press("t", *"send-invoice", "enter")
+        await settle(pilot)
+        await pilot.pause()
+        header = screen_lines(app)[0].rstrip()
+        assert header.endswith("— type send-invoice · query type:send-i…tus:pending · 12:00:00 UTC"), header
