@@ -158,3 +158,16 @@ async def test_at_80_columns_the_header_keeps_the_time_the_query_and_the_selecti
         await pilot.pause()
         header = screen_lines(app)[0].rstrip()
         assert header.endswith("— type send-invoice · query type:send-i…tus:pending · 12:00:00 UTC"), header
+
+
+async def test_below_80x24_an_empty_table_gives_way_to_one_with_jobs(make_app, scene):
+    for job in scene.list("running"):  # none running: the running table is empty
+        scene.cancel(job.id)
+        scene.fail(job.id, "stopped", worker_id=job.worker_id, attempt=job.attempt)
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        assert app.snapshot.counts["running"] == 0 and app.snapshot.counts["failed"] > 0
+        assert [table.id for table in app.query_one(TableStack).shown_tables] == ["pending", "failed"]
+        await pilot.press("tab")
+        assert app.focused.id == "failed"

@@ -58,19 +58,18 @@ class TableStack(Vertical):
             table.styles.height = height
 
     def tables_that_fit(self, space: int) -> list[JobTable]:
-        """As many tables as have their border and header in ``space``, the first ones and the focused one.
+        """As many tables as have their border and header in ``space``: the focused one, then those with
+        jobs before the empty ones, in their order.
 
         Below that (60x20), the last table was drawn under the worker pane, its title and rows out of sight,
-        and tab still moved the cursor there, so r and enter acted on a job nobody could see. It is hidden
-        instead (the header still counts its jobs) and tab skips it.
+        and tab still moved the cursor there, so r and enter acted on a job nobody could see. The others are
+        hidden instead (the header still counts their jobs) and tab skips them.
         """
         tables = self.tables
         count = max(1, min(len(tables), space // BORDER_AND_HEADER))
-        shown = tables[:count]
         focused = self.screen.focused if self.is_attached else None
-        if focused in tables and focused not in shown:
-            shown = [*shown[:-1], focused]
-        return shown
+        first = sorted(range(len(tables)), key=lambda i: (tables[i] is not focused, not tables[i].row_count, i))
+        return [table for i, table in enumerate(tables) if i in first[:count]]
 
 
 def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:
