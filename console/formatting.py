@@ -75,12 +75,10 @@ def header_text(
     types" (the default) goes, then the label, then the view (the view bar under the counts shows it
     highlighted), then the query and the type filter are cut in their middle (down to ``SHORTEST_QUERY``).
     """
-    shown = {"label": label, "view": view, "scope": "all types", "query": query}
-    if type_filter:
-        shown["scope"] = type_filter
+    shown = {"label": label, "view": view, "all types": not type_filter, "type": type_filter or "", "query": query}
 
     def line() -> str:
-        scope = shown["scope"] if shown["scope"] in ("", "all types") else f"type {shown['scope']}"
+        scope = f"type {shown['type']}" if shown["type"] else "all types" if shown["all types"] else ""
         query = f"query {shown['query']}" if shown["query"] else ""
         first = " · ".join(part for part in (shown["label"], mode) if part)
         return " · ".join(part for part in (first, shown["view"], scope, query, tail) if part)
@@ -91,11 +89,11 @@ def header_text(
 
     steps = [
         lambda: cut("label", SHORTEST_LABEL),
-        lambda: shown.update(scope=shown["scope"] if type_filter else ""),
+        lambda: shown.update({"all types": False}),
         lambda: shown.update(label=""),
         lambda: shown.update(view=""),
         lambda: cut("query", SHORTEST_QUERY),
-        lambda: cut("scope", SHORTEST_QUERY) if type_filter else None,
+        lambda: cut("type", SHORTEST_QUERY),
     ]
     for step in steps:
         if len(line()) <= room:

@@ -48,7 +48,7 @@ class StatsBar(Static):
             f"[b]{snapshot.throughput['completed']:.1f}[/] done/min · "
             f"[b]{snapshot.throughput['failed']:.1f}[/] failed/min"
         )
-        if snapshot.type_filter or snapshot.query_text:
+        if snapshot.narrowed:
             # The rates are the whole queue's pulse, never narrowed: an attempt's row has no type or queue to
             # filter by cheaply (a join per failed attempt of the last five minutes, on every refresh, during
             # an incident), and a query's free text cannot be counted at all. Beside narrowed counts, say so.
