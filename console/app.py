@@ -37,11 +37,11 @@ from .controls import CONTROL_BINDINGS, QueueControls
 from .demo import demo_refusal, seed_demo
 from .embedded_worker import EmbeddedWorkerControls
 from .failures import FailureGroupControls
-from .formatting import fit_label, short_duration, time_of_day
+from .formatting import header_text, short_duration, time_of_day
 from .messages import RefreshFailed, SnapshotLoaded
 from .options import DEFAULT_CONCURRENCY, DEFAULT_REFRESH, DEFAULT_STALE_AFTER, parse_args
 from .query_line import QueryLine
-from .read_only import ReadOnlyGuard
+from .read_only import ReadOnlyGuard, action_name
 from .screens.detail import JobDetailScreen
 from .screens.help import HelpScreen
 from .screens.prompt import PromptScreen
@@ -68,6 +68,9 @@ SHORT_TERMINAL = 32  # rows: below this the worker pane shows its state and two 
 # no bottom border, and a table too wide for the terminal scrolls (→) without a scrollbar line.
 TINY_TERMINAL = 26
 HEADER_SIDES = 18  # columns of the header beside its title: the icon (8) and the clock's space (10)
+# Columns: below this the header gives its title the clock's empty space and most of the icon's (console.tcss)
+NARROW_TERMINAL = 100
+NARROW_HEADER_SIDES = 3
 
 
 class QueueConsole(
@@ -109,7 +112,8 @@ class QueueConsole(
             show=False,
         ),
         Binding("question_mark", "help", "Help", id="help", key_display="?", tooltip="this list of keys"),
-        Binding("q", "quit", "Quit", id="quit", tooltip="quit (the embedded worker stops first)"),
+        # Not "quit": that is also ctrl+q's, which quits from anywhere; q is a main-screen key (check_action).
+        Binding("q", "quit_console", "Quit", id="quit", tooltip="quit (the embedded worker stops first)"),
     ]
 
     def __init__(
@@ -183,6 +187,7 @@ class QueueConsole(
         # A short terminal (24 rows, say) gives the job tables the rows the worker pane's log would take.
         self.set_class(event.size.height < SHORT_TERMINAL, "-short")
         self.set_class(event.size.height < TINY_TERMINAL, "-tiny")
+        self.set_class(event.size.width < NARROW_TERMINAL, "-narrow")
         self.call_later(self.update_sub_title)  # the room for the database label changed
 
     @property
@@ -207,6 +212,15 @@ class QueueConsole(
     def notify(self, message: str, *, title: str = "", severity="information", timeout=None, markup=False) -> None:
         """A toast whose message is text, never markup: messages quote job types, errors and what was typed."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """On a dialog the main screen's keys do nothing (``_on_main_screen``): off the dialog's footer too,
+        which lists the dialog's own keys. ``q`` among them: it closes the detail and the help, typed it is a
+        letter, and on a question ("Delete 1,234 jobs?") or a bulk's progress it quit the console behind it;
+        ctrl+q still quits from anywhere."""
+        if len(self.screen_stack) > 1 and action in MAIN_SCREEN_ACTIONS:
+            return False
+        return super().check_action(action, parameters)
 
     def _on_main_screen(self) -> None:
         """Table actions belong to the main screen: on a dialog, let the dialog have the key."""
@@ -324,16 +338,22 @@ class QueueConsole(
             if self._last_refresh_error is not None:  # nothing read since the console started
                 self.sub_title = f"{self.db_label}{mode} · {self.clock_text()}"
             return
-        scope = f"type {snapshot.type_filter}" if snapshot.type_filter else "all types"
         view = VIEW_TITLES.get(self.view, self.view.capitalize())
-        if snapshot.query_text:
-            scope += f" · query {snapshot.query_text}"
-        rest = f"{mode} · {view} · {scope} · {self.clock_text()}{self.selection_note()}"
-        self.sub_title = f"{fit_label(self.db_label, self.sub_title_room() - len(rest))}{rest}"
+        tail = f"{self.clock_text()}{self.selection_note()}"
+        self.sub_title = header_text(
+            self.db_label,
+            view,
+            snapshot.type_filter,
+            snapshot.query_text,
+            tail,
+            self.sub_title_room(),
+            mode=mode.removeprefix(" · "),
+        )
 
     def sub_title_room(self) -> int:
         """The characters the header has for the sub-title: its title line, less "queue-core — "."""
-        return self.size.width - HEADER_SIDES - len(self.title) - len(" — ")
+        sides = NARROW_HEADER_SIDES if self.has_class("-narrow") else HEADER_SIDES
+        return self.size.width - sides - len(self.title) - len(" — ")
 
     def _read_unanswered(self) -> float | None:
         """Seconds the read in flight has gone unanswered, once past ``SLOW_READ``; else None."""
@@ -411,7 +431,7 @@ class QueueConsole(
         self._on_main_screen()
         if self.view != "tables":
             raise SkipAction()  # one table on the other views: tab moves focus as usual
-        tables = self.tables
+        tables = self.query_one("#tables").shown_tables  # never a table the terminal is too short to show
         index = tables.index(self.current_table) if self.current_table in tables else -1
         tables[(index + 1) % len(tables)].focus()
 
@@ -427,6 +447,9 @@ class QueueConsole(
         """Types an operator may mean: those with a handler here, and those in the tables now."""
         shown = {job.type for jobs in self.snapshot.rows.values() for job in jobs} if self.snapshot else set()
         return sorted(set(handler_registry.names()) | shown)
+
+
+MAIN_SCREEN_ACTIONS = frozenset(action_name(binding.action) for binding in QueueConsole.BINDINGS)
 
 
 def schedules_of(module_names: list[str]) -> list[Schedule]:

@@ -38,6 +38,7 @@ class JobDetail:
     payload_pages: tuple[str, ...]  # the pretty-printed payload in pages of at most PAGE_CHARS
     errors_title: Content
     errors: Content
+    attempts: AttemptPage | None = None  # the page the errors show (the first, newest page)
 
 
 def build_detail(job, attempts: AttemptPage) -> JobDetail:
@@ -50,6 +51,7 @@ def build_detail(job, attempts: AttemptPage) -> JobDetail:
         payload_pages=tuple(pages(payload)),
         errors_title=errors_title(attempts),
         errors=error_history(attempts),
+        attempts=attempts,
     )
 
 
@@ -119,7 +121,14 @@ def error_history(attempts: AttemptPage) -> Content:
     if attempts.older:
         more = min(attempts.older, attempts.size)
         parts.append(Content.styled(f"… {attempts.older:,} earlier attempts not shown: o shows {more} more", "dim"))
+    # A traceback -> the first attempt on this page that has it: a job retried 20 times that failed the
+    # same way each time showed the same traceback 20 times. The page holds each traceback's end and its
+    # length (the database cut it), so two are "the same" when both agree: two that differ only before
+    # their last 1,500 characters, at the same length, fold too (`show ID` prints every one whole).
+    first_with: dict[tuple[str, int], object] = {}
     for error in attempts.rows:
+        tb = getattr(error, "traceback", None)
+        first = first_with.setdefault((tb, error.traceback_length), error) if tb else error
         parts.append(
             Content.assemble(
                 (f"attempt {error.attempt}", "bold red"),
@@ -127,7 +136,7 @@ def error_history(attempts: AttemptPage) -> Content:
                 (f"{timestamp(error.created_at)}  worker {error.worker_id or '—'}", "dim"),
                 "\n",
                 cut(error.error, ERROR_CHARS, length=error.error_length),
-                traceback_text(error),
+                traceback_text(error) if first is error else same_traceback_text(first.attempt),
             )
         )
     if attempts.newer:
@@ -154,6 +163,11 @@ def traceback_text(error) -> Content:
         parts.append(("\n  … " + note, "dim"))
     parts += [("\n  " + line, "dim") for line in lines]
     return Content.assemble(*parts)
+
+
+def same_traceback_text(attempt: int) -> Content:
+    """In place of a traceback identical to an earlier attempt's on the page: one dim line."""
+    return Content.styled(f"\n  same traceback as attempt {attempt}", "dim")
 
 
 def cut(text: str, limit: int, *, length: int | None = None) -> Content:

@@ -142,6 +142,10 @@ class EmbeddedWorkerControls:
     def terminate(self) -> None:
         self.call_next(self.action_quit)
 
+    async def action_quit_console(self) -> None:
+        """``q`` on the main screen: as ctrl+q, which quits from a dialog too."""
+        await self.action_quit()
+
     async def action_quit(self) -> None:
         if self.queue_worker is not None and (self.queue_worker.is_running or self._stopping_worker):
             if not self._stopping_worker:

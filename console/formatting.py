@@ -51,11 +51,52 @@ def plural(count: int, word: str) -> str:
 SHORTEST_LABEL = 12  # a database label is never cut below this: "demo.db" stays whole, a URL keeps its ends
 
 
-def fit_label(label: str, room: int) -> str:
+def fit_label(label: str, room: int, *, shortest: int = SHORTEST_LABEL) -> str:
     """``label`` in ``room`` characters, cut in the middle (``postgresql://queue@db…search_path%3Djobs``): the
     header cut its end, and with it the view, the query, the time and the selection count after the label."""
-    room = max(room, SHORTEST_LABEL)
+    room = max(room, shortest)
     if len(label) <= room:
         return label
     head = (room - 1) // 2 + (room - 1) % 2
     return f"{label[:head]}…{label[len(label) - (room - 1 - head) :]}"
+
+
+SHORTEST_QUERY = 7  # a query or type filter cut to fit the header keeps this much: "type:…ing"
+
+
+def header_text(
+    label: str, view: str, type_filter: str | None, query: str, tail: str, room: int, mode: str = ""
+) -> str:
+    """The header's sub-title, "label · mode · view · scope · query Q · tail", in ``room`` characters if it can be.
+
+    ``mode`` ("read-only") and ``tail`` (the time, a warning, "N selected") always stay whole. At 80 columns
+    with a query or a selection the header lost the time and the selection off its end; now the least useful
+    part gives way first: the database label is cut in the middle (down to ``SHORTEST_LABEL``), then "all
+    types" (the default) goes, then the label, then the view (the view bar under the counts shows it
+    highlighted), then the query and the type filter are cut in their middle (down to ``SHORTEST_QUERY``).
+    """
+    shown = {"label": label, "view": view, "all types": not type_filter, "type": type_filter or "", "query": query}
+
+    def line() -> str:
+        scope = f"type {shown['type']}" if shown["type"] else "all types" if shown["all types"] else ""
+        query = f"query {shown['query']}" if shown["query"] else ""
+        first = " · ".join(part for part in (shown["label"], mode) if part)
+        return " · ".join(part for part in (first, shown["view"], scope, query, tail) if part)
+
+    def cut(name: str, shortest: int) -> None:
+        value = shown[name]
+        shown[name] = fit_label(value, len(value) - (len(line()) - room), shortest=min(len(value), shortest))
+
+    steps = [
+        lambda: cut("label", SHORTEST_LABEL),
+        lambda: shown.update({"all types": False}),
+        lambda: shown.update(label=""),
+        lambda: shown.update(view=""),
+        lambda: cut("query", SHORTEST_QUERY),
+        lambda: cut("type", SHORTEST_QUERY),
+    ]
+    for step in steps:
+        if len(line()) <= room:
+            break
+        step()
+    return line()

@@ -51,6 +51,12 @@ class Snapshot:
     paused_queues: tuple[str, ...] = ()  # the header's: on every view
     lost_workers: tuple[str, ...] = ()
 
+    @property
+    def narrowed(self) -> bool:
+        """True when a type filter or a query narrows the jobs tables and counts (the queues and activity
+        views, and the header's rates, count every job all the same)."""
+        return bool(self.type_filter or self.query_text)
+
     def count_text(self, status: str) -> str:
         return format_count(self.counts[status])
 
@@ -60,6 +66,10 @@ class Snapshot:
             return self.pages[status].shown_text()
         shown, total = len(self.rows[status]), self.counts[status]
         return f"{shown:,}" if shown == total else f"{shown:,} of {format_count(total)}"
+
+
+# Beside the counts of a view that a type filter and a query do not narrow, while one is set.
+NOT_NARROWED = "all jobs, not the type filter or query"
 
 
 def format_count(n: int) -> str:

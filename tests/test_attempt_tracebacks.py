@@ -185,3 +185,37 @@ def test_an_exception_line_that_repeats_the_error_is_not_shown_twice(repo):
     repo.fail(job.id, "KeyError: 'x'", worker_id="w1", traceback="Traceback (most recent call last):\nKeyError: 'x'")
     lines = error_history(attempt_page(repo, job.id)).plain.splitlines()
     assert lines[1:] == ["KeyError: 'x'", "  Traceback (most recent call last):"]
+
+
+def failed_each_time(repo, tracebacks):
+    """One job that failed once per traceback (retried in between); its id."""
+    job, _ = repo.create("send", max_retries=len(tracebacks), retry_backoff=0)
+    for traceback in tracebacks:
+        claimed = repo.claim("w1")
+        repo.fail(claimed.id, "boom", worker_id="w1", attempt=claimed.attempt, traceback=traceback)
+    return job.id
+
+
+def test_a_traceback_repeated_by_later_attempts_is_shown_once_then_named(repo):
+    other = TB.replace("line 3", "line 9")
+    job_id = failed_each_time(repo, [TB, TB, None, other, TB, other])
+    text = error_history(attempt_page(repo, job_id)).plain
+    assert text.count("line 3, in send") == 1 and text.count("line 9, in send") == 1
+    attempts = text.split("\n\n")
+    shown = [["  " + line for line in tb.splitlines()] for tb in (TB, other)]
+    assert [attempt.splitlines()[2:] for attempt in attempts] == [
+        shown[0],
+        ["  same traceback as attempt 1"],
+        [],
+        shown[1],
+        ["  same traceback as attempt 1"],
+        ["  same traceback as attempt 4"],
+    ]
+
+
+def test_tracebacks_with_the_same_end_but_not_the_same_length_are_both_shown(repo):
+    long = "Traceback (most recent call last):\n" + "".join(f"  frame {n:04}\n" for n in range(500)) + "E: x"
+    longer = long.replace("frame 0000\n", "frame 0000\n  frame extra\n")
+    job_id = failed_each_time(repo, [long, longer])
+    text = error_history(attempt_page(repo, job_id, traceback_chars=100)).plain
+    assert "same traceback" not in text and text.count("frame 0499") == 2

@@ -148,8 +148,9 @@ class JobDetailScreen(Dialog):
         self.query_one("#detail-errors-title", Static).update(detail.errors_title)
         self.query_one("#detail-errors", Static).update(detail.errors)
         self.page_index = 0
-        self.attempts = None  # the first page, as built
+        self.attempts = detail.attempts  # the first page, as built
         self.show_page(0, message.page)
+        self.refresh_bindings()
 
     # --- read again on the app's refresh cycle (QueueConsole.request_refresh) ---------------------------
 
@@ -216,7 +217,17 @@ class JobDetailScreen(Dialog):
         self.app.notify(f"Could not read job {self.job_id}: {message.error}", title="Database error", severity="error")
         self.answer(None)
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """m, b, o and i in the footer only when there is a page that way (this payload, this history)."""
+        if action == "page":
+            return self.detail is not None and 0 <= self.page_index + parameters[0] < len(self.detail.payload_pages)
+        if action == "attempts":
+            page = self.attempts
+            return page is not None and (page.older if parameters[0] > 0 else page.newer) > 0
+        return True
+
     def show_page(self, index: int, page: Text) -> None:
+        self.refresh_bindings()
         self.query_one("#detail-payload", Static).update(page)
         note = page_note(self.detail.payload_pages, index)
         self.query_one("#detail-page-note", Static).update(note)
@@ -228,6 +239,7 @@ class JobDetailScreen(Dialog):
         index = self.page_index + step
         if 0 <= index < len(self.detail.payload_pages):
             self.page_index = index  # at once, so keys pressed faster than pages render still add up
+            self.refresh_bindings()
             self.render_page(index)
 
     @work(thread=True, exit_on_error=False, group="detail-page")
@@ -271,6 +283,7 @@ class JobDetailScreen(Dialog):
         if not page.rows and page.number > 1:
             return  # the history shrank meanwhile (pruned): stay on the page shown
         self.attempts = page
+        self.refresh_bindings()
         self.query_one("#detail-errors-title", Static).update(errors_title(page))
         self.query_one("#detail-errors", Static).update(error_history(page))
 

@@ -34,6 +34,7 @@ MORE_KEYS = (
     ("← →", "scroll the focused table sideways (on 5: pick the queue, below)"),
     ("ctrl+p", "command palette: every action above by name"),
     ("escape", "close a dialog; on the main screen, clear the selection, then the query"),
+    ("ctrl+q", "quit from anywhere (on a dialog q closes it or does nothing, never quits)"),
 )
 KEYS_WIDTH = 14  # "escape q enter"
 NAME_WIDTH = 14  # "Older attempts"

@@ -11,6 +11,7 @@ from console.screens.detail import JobDetailScreen
 from console.screens.enqueue import EnqueueScreen
 from console.screens.help import HelpScreen
 from console.screens.prompt import PromptScreen
+from console.widgets.jobs.stats_bar import StatsBar
 from console.widgets.jobs.table import JobTable
 
 pytestmark = pytest.mark.asyncio
@@ -372,3 +373,18 @@ async def test_x_also_takes_back_the_jobs_of_a_worker_shown_lost(make_app, scene
         assert scene.find_by_id(job.id).status == "pending"
         assert any("1 job of lost worker killed" in m for m in notifications(app)), notifications(app)
         assert "--lost" in app.query_one("#commands").lines[-1]
+
+
+async def test_the_rates_say_they_are_of_all_jobs_when_the_counts_beside_them_are_narrowed(pilot, scene):
+    """The counts honour the type filter and the query, the rates do not (they are the whole queue's): beside
+    "failed 1" of one type, "1.4 failed/min" read as that type's. They say so whenever the counts are narrowed."""
+    app = pilot.app
+    stats = app.query_one(StatsBar)
+    assert "of all jobs" not in str(stats.render())
+    await pilot.press("t", *"send-invoice", "enter")
+    await settle(pilot)
+    narrowed = str(stats.render())
+    assert "failed/min of all jobs" in narrowed and app.snapshot.throughput == scene.throughput()
+    await pilot.press("t", "home", "shift+end", "backspace", "enter", "slash", *"queue:mail", "enter")
+    await settle(pilot)
+    assert app.type_filter is None and "failed/min of all jobs" in str(stats.render())

@@ -109,3 +109,65 @@ async def test_a_long_database_url_never_cuts_the_view_time_or_selection_off_the
         await settle(pilot)
         await pilot.pause()
         assert LONG_LABEL in screen_lines(app)[0]
+
+
+async def test_below_80x24_tab_moves_only_among_the_tables_on_screen(make_app):
+    """At 60x20 the failed table was drawn under the worker pane, out of sight, and tab still moved the cursor
+    there: r or enter then acted on a job nobody could see. A table with no room is hidden and tab skips it;
+    the one focused before the terminal shrank stays on screen."""
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        stack = app.query_one(TableStack)
+        focused = []
+        for _ in range(4):
+            await pilot.press("tab")
+            await pilot.pause()
+            table = app.focused
+            focused.append(table.id)
+            assert table.display and table.region.bottom <= stack.region.bottom, table.id
+            assert any(line.startswith(f"╭─ {table.title} ") for line in screen_lines(app)), table.id
+        assert focused == ["running", "pending", "running", "pending"]
+        assert not app.query_one("#failed").display
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        await pilot.press("tab", "tab")  # failed, with room again
+        await pilot.resize_terminal(60, 20)
+        await pilot.pause()
+        assert app.focused.id == "failed" and app.focused.display
+        assert [table.id for table in stack.shown_tables] == ["pending", "failed"]
+
+
+async def test_at_80_columns_the_header_keeps_the_time_the_query_and_the_selection(make_app):
+    """With a query and a selection the 80-column header ended in "12:00:00 UTC · 2 sel…", and with a type
+    filter too the time was gone: the label, "all types" and the view (the view bar shows it) give way first,
+    then the query and the type are cut in their middle."""
+    app = make_app(db_label=LONG_LABEL)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"type:send-invoice status:pending", "enter")
+        await settle(pilot)
+        await pilot.press("space", "down", "space")
+        await settle(pilot)
+        await pilot.pause()
+        header = screen_lines(app)[0].rstrip()
+        assert header.endswith("— query type:send-invoi…status:pending · 12:00:00 UTC · 2 selected"), header
+        assert len(header) <= 80 and "queue-core — " in header
+        await pilot.press("t", *"send-invoice", "enter")
+        await settle(pilot)
+        await pilot.pause()
+        header = screen_lines(app)[0].rstrip()
+        assert header.endswith("— type send-invoice · query type:send-i…tus:pending · 12:00:00 UTC"), header
+
+
+async def test_below_80x24_an_empty_table_gives_way_to_one_with_jobs(make_app, scene):
+    for job in scene.list("running"):  # none running: the running table is empty
+        scene.cancel(job.id)
+        scene.fail(job.id, "stopped", worker_id=job.worker_id, attempt=job.attempt)
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        assert app.snapshot.counts["running"] == 0 and app.snapshot.counts["failed"] > 0
+        assert [table.id for table in app.query_one(TableStack).shown_tables] == ["pending", "failed"]
+        await pilot.press("tab")
+        assert app.focused.id == "failed"

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 
 from console.app import main
-from console.formatting import one_line, short_duration
+from console.formatting import header_text, one_line, short_duration
 from console.options import build_parser
 from console.screens.enqueue import parse_delay
 from console.snapshot import COUNT_CAP, format_count, load_snapshot
@@ -114,3 +114,19 @@ def test_a_delay_in_other_digits_is_refused(text):
 @pytest.mark.parametrize(("text", "seconds"), [("90", 90), ("90s", 90), ("5m", 300), ("1.5h", 5400), ("5 m", 300)])
 def test_a_delay_in_ascii_digits_is_read(text, seconds):
     assert parse_delay(text).total_seconds() == seconds
+
+
+@pytest.mark.parametrize(
+    ("room", "expected"),
+    [
+        (200, "demo.db · read-only · Jobs · all types · query status:failed · 12:00:00 UTC · 3 selected"),
+        (80, "demo.db · read-only · Jobs · query status:failed · 12:00:00 UTC · 3 selected"),
+        (70, "read-only · Jobs · query status:failed · 12:00:00 UTC · 3 selected"),
+        (60, "read-only · query status:failed · 12:00:00 UTC · 3 selected"),
+        (55, "read-only · query stat…iled · 12:00:00 UTC · 3 selected"),
+        (30, "read-only · query sta…led · 12:00:00 UTC · 3 selected"),  # never below 7: the end is cut
+    ],
+)
+def test_the_header_gives_up_the_least_useful_part_first(room, expected):
+    text = header_text("demo.db", "Jobs", None, "status:failed", "12:00:00 UTC · 3 selected", room, mode="read-only")
+    assert text == expected and (len(text) <= room or room == 30)

@@ -13,6 +13,7 @@ from console.screens import worker_jobs
 from console.screens.confirm import ConfirmScreen
 from console.screens.detail import JobDetailScreen
 from console.screens.worker_jobs import WorkerJobsScreen
+from console.snapshot import NOT_NARROWED
 from console.widgets.activity.view import ActivityView
 from console.widgets.jobs.paged import PagedJobTable
 from console.widgets.queues.table import QueuesTable
@@ -465,3 +466,24 @@ async def test_enter_on_a_job_a_worker_holds_opens_its_detail(make_app, scene):
         assert isinstance(app.screen, JobDetailScreen) and app.screen.job_id == held.rows[0].id
         await pilot.press("escape")
         assert app.screen is held  # back to the worker's jobs
+
+
+async def test_the_queues_and_activity_views_say_their_counts_are_not_narrowed_by_the_filter(make_app):
+    """With "type send-invoice" in the header and the counts line narrowed to it, the queues view's counts and
+    the activity charts (of every job) read as that type's. They say so while a filter or a query is set."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        queues, activity = app.query_one(QueuesTable), app.query_one(ActivityView)
+        await pilot.press("2")
+        await settle(pilot)
+        assert NOT_NARROWED not in str(queues.border_title)
+        await pilot.press("t", *"send-invoice", "enter")
+        await settle(pilot)
+        assert NOT_NARROWED in str(queues.border_title)
+        await pilot.press("5")
+        await settle(pilot)
+        assert str(activity.border_subtitle).startswith(NOT_NARROWED)
+        await pilot.press("t", "ctrl+u", "enter")
+        await settle(pilot)
+        assert NOT_NARROWED not in str(activity.border_subtitle)

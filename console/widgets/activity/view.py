@@ -15,7 +15,7 @@ from textual.widgets import Sparkline, Static
 from queue_core.store.activity import Activity
 
 from ...formatting import short_duration, time_of_day
-from ...snapshot import Snapshot
+from ...snapshot import NOT_NARROWED, Snapshot
 
 CHARTS = (
     ("completed", "Completed", "green"),
@@ -39,6 +39,7 @@ class ActivityView(VerticalScroll):
         super().__init__(**kwargs)
         self.activity: Activity | None = None
         self.queue: str | None = None  # None: every queue
+        self.narrowed = False  # a type filter or query is set: the charts are of every job all the same
 
     def compose(self) -> ComposeResult:
         for name, _title, _style in CHARTS:
@@ -51,6 +52,7 @@ class ActivityView(VerticalScroll):
         if snapshot.activity is None:
             return  # this refresh was read for another view
         self.activity = snapshot.activity
+        self.narrowed = snapshot.narrowed
         self.draw()
 
     def action_pick_queue(self, step: int) -> None:
@@ -71,7 +73,8 @@ class ActivityView(VerticalScroll):
         self.border_title = Content.assemble(
             "Activity · ", *scope, f" · last {minutes} minutes, per minute from {time_of_day(activity.start)} UTC"
         )
-        self.border_subtitle = "← → pick a queue"
+        # The header's "type x" or query narrows the counts line, not these charts.
+        self.border_subtitle = f"{NOT_NARROWED} · ← → pick a queue" if self.narrowed else "← → pick a queue"
         for name, title, style in CHARTS:
             counts = activity.series[name]
             peak = max(counts, default=0)

@@ -34,18 +34,42 @@ class TableStack(Vertical):
             table.show(snapshot)
         self.fit()
 
+    @property
+    def shown_tables(self) -> list[JobTable]:
+        """The tables on screen (all three but on a terminal too short for them): tab moves among these."""
+        return [table for table in self.tables if table.display]
+
     def on_resize(self) -> None:
         self.fit()
+
+    def on_descendant_focus(self) -> None:
+        self.fit()  # the focused table is always one of those shown
 
     def fit(self) -> None:
         """Share the height between the tables by need: a short table shrinks, a long one gets the rest."""
         space = self.size.height
         if not space:
             return
-        tables = self.tables
-        heights = share_height(space, [table.wanted_height for table in tables], minimum=MIN_TABLE_HEIGHT)
-        for table, height in zip(tables, heights, strict=True):
+        shown = self.tables_that_fit(space)
+        for table in self.tables:
+            table.display = table in shown
+        heights = share_height(space, [table.wanted_height for table in shown], minimum=MIN_TABLE_HEIGHT)
+        for table, height in zip(shown, heights, strict=True):
             table.styles.height = height
+
+    def tables_that_fit(self, space: int) -> list[JobTable]:
+        """As many tables as have their border and header in ``space``: the focused one, then those with
+        jobs before the empty ones, in their order.
+
+        Below that (60x20), the last table was drawn under the worker pane, its title and rows out of sight,
+        and tab still moved the cursor there, so r and enter acted on a job nobody could see. The others are
+        hidden instead (the header still counts their jobs) and tab skips them.
+        """
+        tables = self.tables
+        count = max(1, min(len(tables), space // BORDER_AND_HEADER))
+        focused = self.screen.focused if self.is_attached else None
+        first = sorted(range(len(tables)), key=lambda i: (tables[i] is not focused, not tables[i].row_count, i))
+        return [table for i, table in enumerate(tables) if i in first[:count]]
 
 
 def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:

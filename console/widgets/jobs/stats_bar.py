@@ -48,6 +48,11 @@ class StatsBar(Static):
             f"[b]{snapshot.throughput['completed']:.1f}[/] done/min · "
             f"[b]{snapshot.throughput['failed']:.1f}[/] failed/min"
         )
+        if snapshot.narrowed:
+            # The rates are the whole queue's pulse, never narrowed: an attempt's row has no type or queue to
+            # filter by cheaply (a join per failed attempt of the last five minutes, on every refresh, during
+            # an incident), and a query's free text cannot be counted at all. Beside narrowed counts, say so.
+            rates += " [dim]of all jobs[/]"
         if snapshot.query_note:  # the counts are of the matches a search has found so far: say so in their place
             rates = f"[bold]query[/] {escape(snapshot.query_note)}"
         return [" · ".join(counts), rates]

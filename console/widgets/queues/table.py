@@ -6,7 +6,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from ...formatting import short_duration
-from ...snapshot import Snapshot, format_count
+from ...snapshot import NOT_NARROWED, Snapshot, format_count
 from ..keyed_table import KeyedTable
 
 STATUSES = ("pending", "running", "failed", "completed", "cancelled")
@@ -42,6 +42,8 @@ class QueuesTable(KeyedTable):
         self.replace_rows([(state.name, self.cells(state)) for state in states])
         paused = sum(state.paused for state in states)
         self.border_title = f"Queues [b]{len(states)}[/b]" + (f" · [bold yellow]{paused} paused[/]" if paused else "")
+        if snapshot.narrowed:  # the counts line above honours them: "type x" in the header read as this table's
+            self.border_title += f" · [dim]{NOT_NARROWED}[/]"
 
     @staticmethod
     def cells(state) -> list:
