@@ -570,7 +570,7 @@ def test_a_stop_ends_when_the_database_never_answers_and_says_what_it_could_not_
     # stopping thread and waited for an answer that never came: SIGTERM, then a second one, left the process
     # running for good, and the job was never reported.
     monkeypatch.setattr("queue_core.worker.loop.ACK_GRACE", 0.2)
-    monkeypatch.setattr("queue_core.worker.loop.FINAL_WRITE_WAIT", 0.2)
+    monkeypatch.setattr("queue_core.worker.stopping.FINAL_WRITE_WAIT", 0.2)
     go = threading.Event()
     handlers.register("t", lambda payload: go.wait(WAIT))
     job, _ = live_repo.create("t")

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from ..errors import QueueError
 from ..validation import validate_worker_id
+from . import stopping
 from .acks import GAVE_UP, SHOWN, UNCONFIRMED, AckBatch, Acks
 from .defaults import DEFAULTS, MAX_CONCURRENCY, check_ack_delay, idle_ceiling, positive_seconds, valid_slots
 from .events import EVENT_KINDS, EventHub, WorkerEvent
@@ -50,11 +51,6 @@ __all__ = [
 ACK_GRACE = 15.0
 # Completions written in one statement at most (a claim takes what waits along, whatever its count).
 ACK_BATCH = 256
-# How long a stop's own last writes (the batch's final flush, the registry's "stopped") may take past the grace.
-# They run on a thread of their own, waited for that long: a database that never answers (a hung server, a
-# connection a network device blackholes: no error, only silence) held the stop, and the process, forever.
-# Longer than SQLite's default busy timeout (10 s), so that a database locked that long says so itself.
-FINAL_WRITE_WAIT = 12.0
 
 
 @dataclass(frozen=True)
@@ -298,12 +294,12 @@ class Worker:
         #    the worker says it stopped; what could not be is said, never passed off as a clean stop.
         session.batch.stop()
         session.flusher_thread.join(max(0.0, grace_deadline - time.monotonic()))
-        self._bounded("flush", session.batch.flush, max(grace_deadline, time.monotonic() + FINAL_WRITE_WAIT))
+        self._bounded("flush", session.batch.flush, max(grace_deadline, time.monotonic() + stopping.FINAL_WRITE_WAIT))
         unwritten = self._report_unwritten(session)
         session.heartbeat_stop.set()
         session.join_helpers(ACK_GRACE)
         self._runner.close()  # reports the handler threads it leaves running past their timeout
-        self._bounded("worker_stopped", self._presence.stopped, time.monotonic() + FINAL_WRITE_WAIT)
+        self._bounded("worker_stopped", self._presence.stopped, time.monotonic() + stopping.FINAL_WRITE_WAIT)
         stats = self.stats
         message = f"stopped worker={self.worker_id} completed={stats.completed} failed={stats.failed}"
         if unwritten:
@@ -334,25 +330,7 @@ class Worker:
         return count
 
     def _bounded(self, action: str, call: Callable[[], None], deadline: float) -> bool:
-        """``call()`` (queue calls of a stop) on a thread of its own, waited for until ``deadline`` (monotonic):
-        True if it returned. A database that does not answer leaves it running, a daemon, to end on its own."""
-        done = threading.Event()
-
-        def run() -> None:
-            try:
-                call()
-            except Exception:  # each step reports its own errors; this is a bug's last net, not a stop's end
-                logger.exception("the stop's %s raised", action)
-            finally:
-                close_thread_connection(self.queue)
-                done.set()
-
-        threading.Thread(target=run, name=f"stop-{action}", daemon=True).start()
-        waited = max(0.0, deadline - time.monotonic())
-        if done.wait(waited):
-            return True
-        self._events.error(action, TimeoutError(f"no answer from the queue within {waited:.3g}s; stopping without it"))
-        return False
+        return stopping.bounded(action, call, deadline, queue=self.queue, events=self._events)
 
     def _unanswered_releases(self, unanswered: list[Running], reason: str) -> None:
         """Say which jobs a stop could not release because the queue did not answer (still running for it)."""
