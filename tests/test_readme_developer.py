@@ -28,6 +28,7 @@ EXPECTED = {
     "periodic_demo.py": "periodic:cleanup:",
     "async_demo.py": "100",
     "timeout_demo.py": "timed out after 0.5s (the job's timeout)",
+    "results_demo.py": "5\nfailed card 77 declined\n",
     "outbox_demo.py": "1 1",
     "metrics_demo.py": "{'queue': 'mail', 'status': 'pending'} 1.0",
 }

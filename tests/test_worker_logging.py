@@ -417,6 +417,24 @@ def test_in_json_the_traceback_stays_inside_the_failed_record(live_repo, worker_
     assert "exception" not in failed["sync-hangs"] and "exception" not in failed["returns-a-set"]
 
 
+def test_an_embedded_workers_failed_line_has_its_traceback_under_it_in_the_programs_own_logging(worker_logging):
+    """README's recipe for an embedded Worker (``on_event=log_event`` and ``logging.basicConfig``): the failed
+    line came alone, without the traceback the headless worker's line has under it, as logging's own
+    formatters do not read the event."""
+    worker_logging("text")  # saves the process's logging, restored after the test
+    buffer = io.StringIO()
+    handler = logging.StreamHandler(buffer)
+    handler.setFormatter(logging.Formatter(logging.BASIC_FORMAT))  # what logging.basicConfig() sets
+    logging.getLogger().handlers[:] = [handler]
+    logs._lines = None  # no worker program: the embedding program's logging alone
+    tb = 'Traceback (most recent call last):\n  File "jobs.py", line 3, in charge\n    raise X\nValueError: boom'
+    failed, completed = event("failed", error="boom", traceback=tb), event("completed")
+    logs.log_event(failed)
+    logs.log_event(completed)
+    expected = f"WARNING:queue_core.worker:{failed.message}\n{tb}\nINFO:queue_core.worker:{completed.message}\n"
+    assert buffer.getvalue() == expected
+
+
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_a_failed_line_with_a_traceback_is_the_line_the_logging_module_writes(worker_logging, fmt):
     tb = 'Traceback (most recent call last):\n  File "jobs.py", line 3, in charge\n    raise X\nValueError: boom'

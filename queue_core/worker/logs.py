@@ -255,4 +255,15 @@ def log_event(event: WorkerEvent) -> None:
     level = event_level(event.kind)
     if _lines is not None and _lines.write(level, event):
         return
-    logger.log(level, "%s", event.message, extra={"worker_event": event})
+    if event.traceback is None or not logger.isEnabledFor(level):
+        logger.log(level, "%s", event.message, extra={"worker_event": event})
+        return
+    # A failed attempt's traceback as the record's exc_text, which logging's own formatters print under the line
+    # (an embedded worker's program with logging.basicConfig showed the failed line alone); the worker's
+    # formatters print it from the event instead (they do not call Formatter.format).
+    pathname, lineno, func, _ = logger.findCaller()
+    record = logger.makeRecord(
+        logger.name, level, pathname, lineno, "%s", (event.message,), None, func, extra={"worker_event": event}
+    )
+    record.exc_text = event.traceback
+    logger.handle(record)
