@@ -12,7 +12,6 @@ from functools import partial
 
 from textual import work
 
-from queue_core.store.notify import JobListener, listen_for_jobs
 from queue_core.worker import Worker
 
 from .messages import QueueWorkerStopped, WorkerEventReceived
@@ -30,7 +29,6 @@ class EmbeddedWorkerControls:
     ``worker_shutdown_timeout``, ``worker_id``, ``request_refresh``, ``refresh_soon`` and ``_on_main_screen``."""
 
     queue_worker: Worker | None = None
-    job_listener: JobListener | None = None  # PostgreSQL: NOTIFY wakes the idle worker at once
     _stopping_worker = False
     _exit_after_stop = False
 
@@ -63,12 +61,6 @@ class EmbeddedWorkerControls:
         self.queue_worker = worker
         self.worker_pane.set_state("running", worker)
         worker.start()
-        self.job_listener = listen_for_jobs(self.repo.db, worker.wakeup)
-
-    def _stop_job_listener(self) -> None:
-        if self.job_listener is not None:
-            self.job_listener.stop()
-            self.job_listener = None
 
     def on_worker_event_received(self, message: WorkerEventReceived) -> None:
         self.refresh_soon()
@@ -101,7 +93,6 @@ class EmbeddedWorkerControls:
 
     def on_queue_worker_stopped(self, message: QueueWorkerStopped) -> None:
         self._stopping_worker = False
-        self._stop_job_listener()
         self.worker_pane.set_state("stopped")
         self.request_refresh()
         if message.then_exit or self._exit_after_stop:
@@ -111,7 +102,6 @@ class EmbeddedWorkerControls:
         """Blocking stop for the way out (the app already gone): never leave a job running."""
         if self.queue_worker is not None and self.queue_worker.is_running:
             self.queue_worker.stop()
-        self._stop_job_listener()
 
     # --- signals: a closed terminal, or a stop asked by another process -------------------------------
 

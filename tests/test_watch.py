@@ -43,16 +43,28 @@ def test_an_idle_worker_woken_by_the_watcher_runs_a_new_job_without_waiting_its_
 ):
     handlers.register("t", lambda payload: None)
     worker = make_worker(poll_interval=600, max_poll_interval=600)  # polling alone would wait ten minutes
-    worker.start()
-    watcher = listen_for_jobs(db, worker.wakeup)
+    worker.start()  # the Worker starts its own watcher, and returns once it watches
     try:
-        assert watcher.wait_listening(WAIT)
+        assert worker.listening
         events.wait_for("started")
         job, _ = live_repo.create("t")
         assert events.wait_for("completed")[0].job_id == job.id
     finally:
         worker.stop(WAIT)
-        watcher.stop(WAIT)
+    assert not worker.listening  # its thread ended with the run
+
+
+@pytest.mark.parametrize("options", [{"listen": False}, {"burst": True}], ids=["listen=False", "a burst"])
+def test_a_worker_told_not_to_listen_or_in_a_burst_starts_no_watcher(db, live_repo, handlers, make_worker, options):
+    burst = options.pop("burst", False)
+    worker = make_worker(poll_interval=600, max_poll_interval=600, **options)
+    if burst:
+        worker.run(burst=True)
+    else:
+        worker.start()
+        assert not worker.listening
+        worker.stop(WAIT)
+    assert worker._session.listener is None
 
 
 def test_a_broken_callback_does_not_end_the_watch(db, live_repo):

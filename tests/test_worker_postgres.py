@@ -13,7 +13,6 @@ from pathlib import Path
 import pytest
 from support import FakeClock
 
-from queue_core.store.notify import listen_for_jobs
 from queue_core.store.repository import JobRepository
 from queue_core.worker import Worker
 from queue_core.worker.handlers import HandlerRegistry
@@ -54,16 +53,15 @@ def test_a_notify_wakes_an_idle_worker_long_before_its_next_poll(db, live_repo):
         max_poll_interval=60,
         on_event=lambda event: event.kind == "completed" and completed.set(),
     )
-    listener = listen_for_jobs(db, worker.wakeup)
     try:
-        assert listener.wait_listening(GUARD)
-        worker.start()
+        worker.start()  # the Worker LISTENs itself (the queue has the repository's db), and returns once it does
+        assert worker.listening
         assert queue.idle.wait(GUARD)  # claimed nothing: now asleep for a minute
         live_repo.create("t")
         assert completed.wait(GUARD), "the worker slept through the NOTIFY"
     finally:
-        listener.stop(5)
         worker.stop(timeout=5)
+    assert not worker.listening
 
 
 @pytest.fixture

@@ -28,7 +28,6 @@ from ..cli.args import (
 )
 from ..errors import QueueError
 from ..store.database import DATABASE_ERRORS, without_password
-from ..store.notify import listen_for_jobs
 from ..tasks import declared_database_url, registered_schedules
 from ..validation import MAX_TYPES, validate_api_url, validate_worker_id
 from .defaults import (
@@ -52,9 +51,6 @@ from .signals import StopOnSignal, stop_signals
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 EXIT_OK, EXIT_CRASH = 0, 1
-# Seconds a stopping worker waits for its wake-up listener's thread (a daemon), which may be stuck reconnecting
-# to a database that is gone: a clean-up that signals no longer cut short must not hang on it.
-LISTENER_STOP_WAIT = 2.0
 
 
 def concurrency(text: str) -> int:
@@ -294,10 +290,6 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
             take_back(queue, args, member.index, member.replaces)
         worker.subscribe(log_event, logged_kinds())
         metrics = start_metrics(worker, None if args.metrics_port is None else args.metrics_port + index)
-        # PostgreSQL: a NOTIFY on each new job wakes idle claim threads at once; SQLite: a watcher of other
-        # connections' commits (PRAGMA data_version every 20 ms) does.
-        # No database over the HTTP API: that worker polls the server.
-        listener = None if args.burst or database is None else listen_for_jobs(database, worker.wakeup)
         if freeze_after_startup:
             # What start-up made (modules, classes, handlers, the connection) lives as long as the process:
             # moved out of the cyclic collector's way, no full collection walks it again, nor does the
@@ -306,8 +298,6 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
         try:
             worker.run(burst=args.burst)
         finally:
-            if listener is not None:
-                listener.stop(LISTENER_STOP_WAIT)
             if metrics is not None:
                 metrics.close()
     except QueueError as exc:

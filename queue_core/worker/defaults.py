@@ -48,8 +48,11 @@ IDLE_CEILING = 5.0
 ACK_DELAY_SHARE = 0.5
 
 
-def check_ack_delay(ack_delay: float, stale_after: float, *, names: tuple[str, str] = ("ack_delay", "stale_after")):
-    """A ``ValidationError`` naming ``names[0]`` unless ``ack_delay <= stale_after * ACK_DELAY_SHARE``."""
+def check_ack_delay(
+    ack_delay: float, stale_after: float, *, names: tuple[str, str] = ("ack_delay", "stale_after")
+) -> float:
+    """``ack_delay``, checked: a ``ValidationError`` naming ``names[0]`` unless it is at most
+    ``stale_after * ACK_DELAY_SHARE``."""
     if ack_delay > stale_after * ACK_DELAY_SHARE:
         delay, stale = names
         limit = stale_after * ACK_DELAY_SHARE
@@ -59,6 +62,7 @@ def check_ack_delay(ack_delay: float, stale_after: float, *, names: tuple[str, s
             f"waits that long to be written could be reaped as stale and run again; give {delay} at most "
             f"{limit:g}s, or a longer {stale}",
         )
+    return ack_delay
 
 
 def idle_ceiling(

@@ -33,6 +33,7 @@ from .scheduler import Scheduler, start_periodic
 from .session import Running, Session, slot_queues
 from .signals import ctrl_c
 from .slots import Slots, next_idle_delay, slot_threads
+from .stopping import start_listener
 
 logger = logging.getLogger(__name__)
 
@@ -78,6 +79,8 @@ class Worker:
     workers' claims older than ``stale_after`` every ``stale_after / 2`` seconds. With ``prune_after``, the same
     thread deletes finished jobs older than that many seconds, a batch per beat, at start and then hourly.
     With ``scheduler``, a thread enqueues its periodic jobs while the worker runs (a burst: one tick at start).
+    With ``listen`` (the default) and a database queue, a listener wakes idle slots as a job is enqueued
+    (PostgreSQL's NOTIFY, SQLite's data_version watch): new work starts in milliseconds, not at the next poll.
     With ``queues`` ({"mail": 2, "default": 4}) each named queue gets its own slots, which claim from that
     queue only, so a flood on one cannot starve another; ``concurrency`` is then their sum.
     The worker keeps its row in the registry (``register_worker``, ``worker_seen`` on every beat,
@@ -102,10 +105,11 @@ class Worker:
         queues: dict[str, int] | None = DEFAULTS.queues,
         scheduler: Scheduler | None = None,
         ack_delay: float = DEFAULTS.ack_delay,
+        listen: bool = True,
     ):
         self.queues, self.concurrency = valid_slots(queues, concurrency)
         self._slot_queues = slot_queues(self.queues, self.concurrency)
-        self.queue, self.registry = queue, registry_or_default(registry)
+        self.queue, self.registry, self.listen = queue, registry_or_default(registry), bool(listen)
         self.worker_id = validate_worker_id(default_worker_id() if worker_id is None else worker_id)
         self.poll_interval = positive_seconds("poll_interval", poll_interval)
         if max_poll_interval is not None:
@@ -120,8 +124,7 @@ class Worker:
         self.scheduler, self._runner = scheduler, HandlerRunner(self._events)  # periodic jobs; handler calls
         self._acks = Acks(queue, self.worker_id, patience=self.stale_after, on_error=self._error)
         self._outcomes = Outcomes(self._acks, self._events, self._lock)
-        self.ack_delay = positive_seconds("ack_delay", ack_delay, allow_zero=True)
-        check_ack_delay(self.ack_delay, self.stale_after)
+        self.ack_delay = check_ack_delay(positive_seconds("ack_delay", ack_delay, allow_zero=True), self.stale_after)
         self._slots = Slots(self)
         self._presence = Presence(
             queue,
@@ -158,6 +161,12 @@ class Worker:
     def is_running(self) -> bool:
         session = self._session
         return session is not None and not session.stopped.is_set()
+
+    @property
+    def listening(self) -> bool:
+        """True while this run's listener hears of new jobs (``listen``, a database queue, not a burst)."""
+        listener = None if self._session is None else self._session.listener
+        return listener is not None and listener.is_alive() and listener.wait_listening(0)
 
     @property
     def stats(self) -> WorkerStats:
@@ -255,6 +264,7 @@ class Worker:
             # A dead worker's stale claims are work this burst should do, not a reason to keep waiting.
             self._housekeeping.reap()
         session.scheduler_thread = start_periodic(self.scheduler, session.burst, session.stopping, self.wakeup)
+        session.listener = start_listener(self.queue, self.wakeup, listen=self.listen, burst=burst)
         session.threads.extend(slot_threads(self._slots, session, self.worker_id, self.concurrency))
         session.heartbeat_thread = threading.Thread(target=self._housekeeping.run, args=(session,), name="heartbeat")
         # A ledger and a batch of this run's own: a flusher (or an ack retry) of an earlier run, stuck in a
@@ -269,6 +279,8 @@ class Worker:
         return session
 
     def _finish(self, session: Session) -> None:
+        if session.listener is not None:  # no claim follows; its thread must not outlive the run
+            session.listener.stop(stopping.LISTENER_STOP_WAIT)
         # 1. Running jobs get until the deadline (which a second signal may move to now).
         session.join_slots(lambda: session.deadline)
         # 2. Whatever still runs goes back to pending, without counting a retry.
@@ -284,7 +296,8 @@ class Worker:
             self._slots.orphans.recover(session)  # the jobs of a claim whose reply was lost, if no claim is stuck
 
         if (leftovers or session.orphans) and not self._bounded("release", give_back, time.monotonic() + ACK_GRACE):
-            self._unanswered_releases([entry for entry in leftovers if not any(entry is a for a in answered)], reason)
+            unanswered = [entry for entry in leftovers if not any(entry is a for a in answered)]
+            stopping.report_unreleased(self._events, unanswered, reason, grace=ACK_GRACE, stale_after=self.stale_after)
         # 3. Threads that were writing an outcome finish it within the grace (no write of this run is tried
         #    again after it); those stuck in a released handler are abandoned.
         grace_deadline = time.monotonic() + ACK_GRACE
@@ -331,15 +344,6 @@ class Worker:
 
     def _bounded(self, action: str, call: Callable[[], None], deadline: float) -> bool:
         return stopping.bounded(action, call, deadline, queue=self.queue, events=self._events)
-
-    def _unanswered_releases(self, unanswered: list[Running], reason: str) -> None:
-        """Say which jobs a stop could not release because the queue did not answer (still running for it)."""
-        note = (
-            f"not released ({reason}): the queue did not answer within {ACK_GRACE:g}s; it stays running until the "
-            f"reaper takes it back after stale_after ({self.stale_after:g}s), then runs again"
-        )
-        for entry in unanswered:
-            self._events.emit("unwritten", entry.job, note=note)
 
     # --- slots' helpers ---------------------------------------------------------------------------
 

@@ -62,6 +62,7 @@ class Session:
         self.heartbeat_thread: threading.Thread | None = None
         self.scheduler_thread: threading.Thread | None = None  # enqueues periodic jobs until ``stopping``
         self.flusher_thread: threading.Thread | None = None  # writes the completions no claim took along
+        self.listener = None  # store.notify: wakes idle slots on each new job (a database queue, not a burst)
         self.batch = None  # acks.AckBatch: this run's completions waiting to be written
         self.ledger = None  # acks.Ledger: this run's outcome writes, and those not written
         self.running: dict[tuple[int, int], Running] = {}  # by Running.key: (job id, attempt)

@@ -54,7 +54,10 @@ class IdleWorker:
         handlers.register("bench", lambda payload: None)
         self.claimed = threading.Event()
         self.claimed_at = 0.0
-        self.worker = Worker(repo, registry=handlers, poll_interval=5, max_poll_interval=5, on_event=self.on_event)
+        # listen=False: this bench starts the listener itself, to time it alone or up to the claim.
+        self.worker = Worker(
+            repo, registry=handlers, poll_interval=5, max_poll_interval=5, on_event=self.on_event, listen=False
+        )
 
     def on_event(self, event) -> None:
         if event.kind == "claimed":

@@ -113,15 +113,14 @@ async def test_the_embedded_worker_hears_of_new_jobs_and_stops_its_listener(db, 
     async with app.run_test(size=SIZE) as pilot:
         await settle(pilot)
         await pilot.press("w")
-        listener = app.job_listener
-        # PostgreSQL: LISTEN/NOTIFY; SQLite: the data_version watcher (store.watch). Either wakes the idle worker.
-        assert listener is not None and listener.wait_listening(10)
+        # PostgreSQL: LISTEN/NOTIFY; SQLite: the data_version watcher (store.watch). Either wakes the idle worker;
+        # the Worker starts it itself (the console no longer does).
+        await wait_for(pilot, lambda: app.queue_worker is not None and app.queue_worker.listening, "its listener")
         job, _ = repo.create("echo", {"message": "wake up"})
         await wait_for(pilot, lambda: repo.find_by_id(job.id).status == "completed", "the woken worker")
         await pilot.press("w")
         await wait_for(pilot, lambda: app.worker_pane.state == "stopped", "w stops the worker")
-        assert app.job_listener is None
-        assert not listener.is_alive()
+        assert not app.queue_worker.listening
 
 
 async def test_the_embedded_worker_registers_and_keeps_to_its_queues(db):
