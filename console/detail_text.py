@@ -16,6 +16,10 @@ from datetime import datetime
 from rich.syntax import Syntax
 from rich.text import Text
 from textual.content import Content
+from textual.css.styles import RulesMap
+from textual.strip import Strip
+from textual.style import Style
+from textual.visual import RenderOptions, Visual
 
 from queue_core.store.pages import AttemptPage
 
@@ -163,6 +167,50 @@ def traceback_text(error) -> Content:
         parts.append(("\n  … " + note, "dim"))
     parts += [("\n  " + line, "dim") for line in lines]
     return Content.assemble(*parts)
+
+
+HANGING_TEXT = 20  # a line hangs under its indent only while this much room is left for its text
+
+
+class Hanging(Visual):
+    """``content`` laid out so that a line too long for the width goes on under its own indent.
+
+    Review finding: a long traceback line (a frame's path, a line of code) wrapped back to the left edge, in
+    among the "File ..." lines, and the traceback was hard to follow. Lines that fit are as they were; the
+    text (``str()``, copied or searched) is the content's, without the breaks the layout adds."""
+
+    def __init__(self, content: Content) -> None:
+        self.content = content
+        self._lines = content.split("\n")
+        self._laid_out: tuple[int, Content] | None = None
+
+    def __str__(self) -> str:
+        return self.content.plain
+
+    def laid_out(self, width: int) -> Content:
+        if self._laid_out is None or self._laid_out[0] != width:
+            self._laid_out = (width, Content("\n").join(hang(line, width) for line in self._lines))
+        return self._laid_out[1]
+
+    def render_strips(self, width: int, height: int | None, style: Style, options: RenderOptions) -> list[Strip]:
+        return self.laid_out(width).render_strips(width, height, style, options)
+
+    def get_optimal_width(self, rules: RulesMap, container_width: int) -> int:
+        return self.content.get_optimal_width(rules, container_width)
+
+    def get_height(self, rules: RulesMap, width: int) -> int:
+        return self.laid_out(width).get_height(rules, width)
+
+
+def hang(line: Content, width: int) -> Content:
+    """One line in ``width`` columns: as it is if it fits, else wrapped with each piece under its indent (the
+    indent given up when it would leave less than ``HANGING_TEXT`` columns)."""
+    if line.cell_length <= width:
+        return line
+    indent = len(line.plain) - len(line.plain.lstrip(" "))
+    if not indent or width - indent < HANGING_TEXT:
+        return line
+    return Content("\n").join(line[:indent] + piece for piece in line[indent:].wrap(width - indent))
 
 
 def same_traceback_text(attempt: int) -> Content:

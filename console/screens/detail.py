@@ -29,6 +29,7 @@ from queue_core.store.waiting import WaitReason
 from ..detail_text import (
     ATTEMPTS_SHOWN,
     ERROR_CHARS,
+    Hanging,
     JobDetail,
     build_detail,
     error_history,
@@ -146,7 +147,7 @@ class JobDetailScreen(Dialog):
         self.query_one("#detail-title", Static).update(detail.title)
         self.query_one("#detail-fields", Static).update(detail.fields)
         self.query_one("#detail-errors-title", Static).update(detail.errors_title)
-        self.query_one("#detail-errors", Static).update(detail.errors)
+        self.query_one("#detail-errors", Static).update(Hanging(detail.errors))
         self.page_index = 0
         self.attempts = detail.attempts  # the first page, as built
         self.show_page(0, message.page)
@@ -285,7 +286,7 @@ class JobDetailScreen(Dialog):
         self.attempts = page
         self.refresh_bindings()
         self.query_one("#detail-errors-title", Static).update(errors_title(page))
-        self.query_one("#detail-errors", Static).update(error_history(page))
+        self.query_one("#detail-errors", Static).update(Hanging(error_history(page)))
 
     def shown_text(self) -> str:
         """The plain text on screen now (for tests: what an operator can read, and how much of it)."""

@@ -10,7 +10,9 @@ from ...formatting import one_line, plural, since
 from ...snapshot import Snapshot
 from ..keyed_table import KeyedTable
 
-COLUMNS = (  # 104 columns and their padding fit a 120-column terminal
+# 104 columns and their padding fit a 120-column terminal; at 80 the cause narrows (cut with "…") and the
+# first seen gives way: the count, the cause, its types and when it last happened stay on screen.
+COLUMNS = (
     ("jobs", 6),
     ("cause (error signature)", 66),
     ("types", 12),
@@ -23,6 +25,7 @@ class FailuresTable(KeyedTable):
     """Rows keyed by signature, so a refresh keeps the cursor on its group."""
 
     COLUMNS = COLUMNS
+    FLEX, FLEX_MIN, GIVE_WAY = "cause (error signature)", 36, ("first seen",)
     selected_signature: str | None = None  # the group whose jobs are selected, marked in the table
 
     def __init__(self, **kwargs):

@@ -10,12 +10,18 @@ from ...snapshot import NOT_NARROWED, Snapshot, format_count
 from ..keyed_table import KeyedTable
 
 STATUSES = ("pending", "running", "failed", "completed", "cancelled")
-# Fits 120 columns: done and failed are per minute over the last five minutes.
+# Each column as wide as its label or its widest value ("10,000+", "1,234.5"); the queue name takes what is
+# left, up to 24. At 80 columns cancelled and completed give way (the counts line above has their totals):
+# what is waiting, running and failing, and how fast, stay on screen.
 COLUMNS = (
-    ("queue", 16),
-    ("state", 8),
-    *((status, 9) for status in STATUSES),
-    ("latency", 8),
+    ("queue", 24),
+    ("state", 6),
+    ("pending", 7),
+    ("running", 7),
+    ("failed", 7),
+    ("completed", 9),
+    ("cancelled", 9),
+    ("latency", 7),
     ("done/m", 7),
     ("fail/m", 7),
 )
@@ -25,6 +31,7 @@ class QueuesTable(KeyedTable):
     """Rows keyed by queue name, so a refresh keeps the cursor on its queue."""
 
     COLUMNS = COLUMNS
+    FLEX, FLEX_MIN, GIVE_WAY = "queue", 12, ("cancelled", "completed")
 
     def __init__(self, **kwargs):
         super().__init__(**kwargs)

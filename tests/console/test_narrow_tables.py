@@ -1,0 +1,90 @@
+"""At 80 columns (the documented minimum) the Queues and Causes tables fit the terminal.
+
+Review finding: at 80x24 both ran past the right edge: the Queues table showed "cance" at its edge and hid
+latency and the rates, the Causes table showed "t" of "types" and hid when a cause was last seen, so the
+operator pressed → to read them. Now the low-value columns give way and the cause is cut with "…".
+"""
+
+from __future__ import annotations
+
+import pytest
+from console_helpers import screen_lines, settle
+
+from console.demo import add_failure_causes
+from console.widgets.failures.table import FailuresTable
+from console.widgets.keyed_table import fit_columns
+from console.widgets.queues.table import QueuesTable
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.backends("sqlite")]  # layout: the same on either backend
+
+QUEUE_HEADERS = ["queue", "state", "pending", "running", "failed", "latency", "done/m", "fail/m"]
+CAUSE_HEADERS = ["jobs", "cause (error signature)", "types", "last seen"]
+
+
+def fits(table) -> bool:
+    """Every column inside the table's border: nothing to scroll to on the right."""
+    return table.virtual_size.width <= table.scrollable_content_region.width and table.max_scroll_x == 0
+
+
+def header_line(app, table) -> str:
+    return screen_lines(app)[table.region.y + 1]
+
+
+async def test_at_80_columns_the_queues_table_fits_and_keeps_what_an_operator_needs(make_app):
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("2")
+        await settle(pilot)
+        await pilot.pause()
+        table = app.query_one(QueuesTable)
+        assert fits(table), (table.virtual_size.width, table.scrollable_content_region.width)
+        header = header_line(app, table)
+        assert header.split() == ["│", *QUEUE_HEADERS, "│"], header
+        (reports,) = [line for line in screen_lines(app) if "reports" in line]
+        assert "paused" in reports and reports.rstrip().endswith("│"), reports
+        await pilot.resize_terminal(120, 40)  # room again: completed and cancelled come back
+        await settle(pilot)
+        await pilot.pause()
+        assert fits(table)
+        header = header_line(app, table)
+        assert "completed" in header and "cancelled" in header and "fail/m" in header, header
+
+
+async def test_at_80_columns_the_causes_table_fits_and_cuts_the_cause_with_an_ellipsis(make_app, scene, scene_clock):
+    add_failure_causes(scene, scene_clock)
+    app = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("6")
+        await settle(pilot)
+        await pilot.pause()
+        table = app.query_one(FailuresTable)
+        assert table.row_count >= 2
+        assert fits(table), (table.virtual_size.width, table.scrollable_content_region.width)
+        header = header_line(app, table)
+        assert all(label in header for label in CAUSE_HEADERS) and "first seen" not in header, header
+        rows = screen_lines(app)[table.region.y + 2 : table.region.y + 2 + table.row_count]
+        assert any("…" in row for row in rows), rows  # a long cause, cut where the column ends
+        assert all(row.rstrip(" │").endswith(" ago") for row in rows), rows  # each row's last seen on screen
+        await pilot.press("down")
+        key = table.selected_key
+        await pilot.resize_terminal(120, 40)
+        await settle(pilot)
+        await pilot.pause()
+        assert "first seen" in header_line(app, table) and table.selected_key == key  # the cursor stays put
+
+
+@pytest.mark.parametrize(
+    ("room", "expected"),
+    [
+        (117, (("a", 20), ("flex", 40), ("b", 10), ("c", 10))),  # all of it, flex at its widest
+        (80, (("a", 20), ("flex", 32), ("b", 10), ("c", 10))),  # flex narrower
+        (70, (("a", 20), ("flex", 34), ("c", 10))),  # b gives way before flex goes below its minimum
+        (56, (("a", 20), ("flex", 32))),  # then c
+        (40, (("a", 20), ("flex", 30))),  # no room even so: flex keeps its minimum and the table scrolls
+    ],
+)
+async def test_fit_columns_narrows_the_flex_column_then_leaves_columns_out(room, expected):
+    columns = (("a", 20), ("flex", 40), ("b", 10), ("c", 10))
+    assert fit_columns(columns, room, "flex", 30, ("b", "c"), pad=2) == expected
