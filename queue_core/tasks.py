@@ -26,7 +26,7 @@ import math
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
@@ -306,34 +306,20 @@ class Queue:
         nothing). ``JobFailed`` if it ended failed (retries used up) or cancelled, ``TimeoutError`` if it has not
         finished within ``timeout`` seconds (None: wait as long as it takes; 0: look once), QueueError if there
         is no such job (deleted, or pruned). Polls the database, quickly at first, then once a second."""
-        job_id, deadline = _awaited(job, timeout)
-        pause = FIRST_RESULT_POLL
-        while True:
-            found = self._finished(job_id)
-            if found is not None:
-                return found.value
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise _not_finished(job_id, timeout)
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, MAX_RESULT_POLL)
+        job_id, pauses = _awaited(job, timeout)
+        while (found := self._finished(job_id)) is None:
+            time.sleep(next(pauses))
+        return found.value
 
     async def result_async(self, job: Job | int, *, timeout: float | None = None):
         """``result`` for code on an event loop: each read of the job runs on a thread, and the waits between
         them are ``asyncio.sleep``, so the loop serves other coroutines meanwhile."""
         import asyncio  # here: a worker of plain handlers never loads it (its start-up time)
 
-        job_id, deadline = _awaited(job, timeout)
-        pause = FIRST_RESULT_POLL
-        while True:
-            found = await asyncio.to_thread(self._finished, job_id)
-            if found is not None:
-                return found.value
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise _not_finished(job_id, timeout)
-            await asyncio.sleep(min(pause, left))
-            pause = min(pause * 2, MAX_RESULT_POLL)
+        job_id, pauses = _awaited(job, timeout)
+        while (found := await asyncio.to_thread(self._finished, job_id)) is None:
+            await asyncio.sleep(next(pauses))
+        return found.value
 
     def _finished(self, job_id: int):
         """``_Result(value)`` of a completed job, None while it has not finished; JobFailed, or a QueueError
@@ -576,20 +562,23 @@ class _Result:
         self.value = value
 
 
-def _awaited(job, timeout) -> tuple[int, float]:
-    """The id of the job ``result`` waits for, and the monotonic time it gives up at."""
+def _awaited(job, timeout) -> tuple[int, Iterator[float]]:
+    """The id of the job ``result`` waits for, and the pauses between its looks at it: quick at first, then
+    once a second, none past the deadline (the iterator raises TimeoutError there)."""
     job_id = validate_job_id(job.id if isinstance(job, Job) else job, "job")
-    if timeout is None:
-        return job_id, math.inf
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0:
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout >= 0):
         raise ValidationError(
             "timeout", f"must be a number of seconds >= 0, or None to wait as long as it takes; got {timeout!r}"
         )
-    return job_id, time.monotonic() + timeout
+    return job_id, _pauses(job_id, timeout, math.inf if timeout is None else time.monotonic() + timeout)
 
 
-def _not_finished(job_id: int, timeout: float) -> TimeoutError:
-    return TimeoutError(f"job {job_id} has not finished within {timeout:g}s; its result is not there yet")
+def _pauses(job_id: int, timeout: float | None, deadline: float) -> Iterator[float]:
+    pause = FIRST_RESULT_POLL
+    while (left := deadline - time.monotonic()) > 0:
+        yield min(pause, left)
+        pause = min(pause * 2, MAX_RESULT_POLL)
+    raise TimeoutError(f"job {job_id} has not finished within {timeout:g}s; its result is not there yet")
 
 
 def _validated_delay(delay, run_at) -> float | None:
