@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable
 from .acks import ErrorReporter
 from .protocol import JobQueue
 
+FAILED = object()  # a registry call that raised (its error reported), told apart from any answer it gives
+
 
 class Presence:
     """Registry calls of one worker; ``stats()`` gives its running / completed / failed counts."""
@@ -45,7 +47,7 @@ class Presence:
         self.registered = False  # the row is written; until then each beat registers instead
 
     def register(self) -> None:
-        self.registered = self._try(
+        self.registered = FAILED is not self._try(
             "register_worker",
             lambda: self.queue.register_worker(
                 self.worker_id,
@@ -65,9 +67,8 @@ class Presence:
                 return  # no row to refresh: one error per beat, as a failed refresh is
         stats = self.stats()
         counts = {"running": stats.running, "completed": stats.completed, "failed": stats.failed}
-        answers = []
-        beat = self._try("worker_seen", lambda: answers.append(self.queue.worker_seen(self.worker_id, **counts)))
-        if beat and answers[0] is False:  # the repository has no row any more (pruned while this worker was silent)
+        answer = self._try("worker_seen", lambda: self.queue.worker_seen(self.worker_id, **counts))
+        if answer is False:  # the repository has no row any more (pruned while this worker was silent)
             self.register()  # HttpQueue does the same on the server's 404 and answers None
 
     def stopped(self) -> None:
@@ -76,11 +77,10 @@ class Presence:
             return  # never written: nothing to mark stopped
         self._try("worker_stopped", lambda: self.queue.worker_stopped(self.worker_id))
 
-    def _try(self, action: str, call: Callable[[], object]) -> bool:
-        """``call()``; False (and an error event) if it raised."""
+    def _try(self, action: str, call: Callable[[], object]) -> object:
+        """``call()``'s answer; FAILED (and an error event) if it raised."""
         try:
-            call()
+            return call()
         except Exception as exc:
             self.on_error(action, exc)
-            return False
-        return True
+            return FAILED
