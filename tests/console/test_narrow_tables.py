@@ -1,4 +1,4 @@
-"""At 80 columns (the documented minimum) the Queues and Causes tables fit the terminal.
+"""At 80 columns (the documented minimum) the Queues, Causes, Workers and Schedules tables fit the terminal.
 
 Review finding: at 80x24 both ran past the right edge: the Queues table showed "cance" at its edge and hid
 latency and the rates, the Causes table showed "t" of "types" and hid when a cause was last seen, so the
@@ -14,6 +14,9 @@ from console.demo import add_failure_causes
 from console.widgets.failures.table import FailuresTable
 from console.widgets.keyed_table import fit_columns
 from console.widgets.queues.table import QueuesTable
+from console.widgets.schedules.view import SchedulesView
+from console.widgets.workers.table import WorkersTable
+from queue_core.tasks import Schedule
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.backends("sqlite")]  # layout: the same on either backend
 
@@ -73,6 +76,41 @@ async def test_at_80_columns_the_causes_table_fits_and_cuts_the_cause_with_an_el
         await settle(pilot)
         await pilot.pause()
         assert "first seen" in header_line(app, table) and table.selected_key == key  # the cursor stays put
+
+
+@pytest.mark.parametrize(
+    ("key", "table_type", "kept", "left_out", "options"),
+    [
+        # Review finding: at 80x24 the Workers table showed "st" of "started" at its edge and hid the
+        # running and done counts; the Schedules table hid when each schedule runs next.
+        ("3", WorkersTable, ["worker", "queues", "slots", "state", "last seen", "running"], ["host", "pid"], {}),
+        (
+            "4",
+            SchedulesView,
+            ["name", "cron", "last run", "next run"],
+            ["last job", "type"],
+            {"schedules": [Schedule(name="nightly-report-for-every-region", cron="0 3 * * *", type="report")]},
+        ),
+    ],
+    ids=["workers", "schedules"],
+)
+async def test_at_80_columns_the_workers_and_schedules_tables_fit(make_app, key, table_type, kept, left_out, options):
+    app = make_app(**options)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press(key)
+        await settle(pilot)
+        await pilot.pause()
+        table = app.query_one(table_type)
+        assert table.row_count >= 1
+        assert fits(table), (table.virtual_size.width, table.scrollable_content_region.width)
+        header = header_line(app, table)
+        assert header.split("│")[1].split() == [word for label in kept for word in label.split()], header
+        assert not any(label in header for label in left_out), header
+        await pilot.resize_terminal(140, 40)  # room again: every column comes back
+        await settle(pilot)
+        await pilot.pause()
+        assert fits(table) and all(label in header_line(app, table) for label in kept + left_out)
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,8 @@ class SchedulesView(KeyedTable):
     """The schedules the console was started with (``--handlers`` modules' ``@queue.periodic`` tasks)."""
 
     COLUMNS = COLUMNS
+    # At 80 columns the last job's id and the type give way; name, cron and the runs stay.
+    FLEX, FLEX_MIN, GIVE_WAY = "name", 12, ("last job", "type")
 
     def show(self, snapshot: Snapshot) -> None:
         lines = snapshot.extra.get("schedules")

@@ -27,6 +27,9 @@ class WorkersTable(KeyedTable):
     """Rows keyed by worker id, so a refresh keeps the cursor on its worker."""
 
     COLUMNS = COLUMNS
+    # At 80 columns: the host and pid first (a default worker id is host-pid already), then when it started
+    # and how many it finished; its state, last beat and running count stay.
+    FLEX, FLEX_MIN, GIVE_WAY = "worker", 12, ("host", "pid", "started", "done")
 
     @property
     def selected_worker_id(self) -> str | None:
