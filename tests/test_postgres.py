@@ -577,6 +577,32 @@ def test_listener_reconnects_after_losing_its_connection(db, repo, wakeups):
 
 
 @postgres_only
+def test_an_idle_listener_reads_its_connection_only_when_something_arrives_and_stops_at_once(db, repo, monkeypatch):
+    """It waited in notifies(timeout=0.2) before: five reads a second while idle, and every worker's stop
+    waited up to 0.2 s for the thread to look. Now it waits on its socket and a bell that stop() rings."""
+    empty_reads = []  # reads that brought nothing: the idle wake-ups (other tests' notifications bring some)
+    notifies = psycopg.Connection.notifies
+
+    def counted(self, **kwargs):
+        got = list(notifies(self, **kwargs))
+        if not got:
+            empty_reads.append(kwargs)
+        yield from got
+
+    monkeypatch.setattr(psycopg.Connection, "notifies", counted)
+    counter = Wakeups()
+    listener = listen_for_jobs(db, counter)
+    assert listener.wait_listening(10)
+    time.sleep(1.0)  # idle for this schema
+    assert len(empty_reads) <= 2, empty_reads  # the first look, at what came with LISTEN's reply (and a spare)
+    repo.create("t")
+    assert counter.wait()
+    listener.stop(timeout=5)
+    assert not listener.is_alive()
+    listener.stop(timeout=5)  # a second stop is harmless
+
+
+@postgres_only
 def test_heartbeats_are_hot_updates_that_touch_no_index(db, repo, clock):
     def hot_and_all_updates():
         db.execute_sql("SELECT pg_stat_force_next_flush()")
