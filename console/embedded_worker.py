@@ -93,7 +93,10 @@ class EmbeddedWorkerControls:
 
     def on_queue_worker_stopped(self, message: QueueWorkerStopped) -> None:
         self._stopping_worker = False
-        self.worker_pane.set_state("stopped")
+        panes = self.query(WorkerPane)
+        if not panes:  # heard as the console closes, its widgets taken down: nothing to show it on, nor to refresh
+            return  # (a test run raised NoMatches here: the operator would have seen a traceback on the way out)
+        panes.first().set_state("stopped")
         self.request_refresh()
         if message.then_exit or self._exit_after_stop:
             self.exit()

@@ -6,7 +6,8 @@ import pytest
 from console_helpers import log_text, settle, wait_for
 
 from console.app import QueueConsole
-from console.messages import RefreshFailed, SnapshotLoaded, WorkerEventReceived
+from console.messages import QueueWorkerStopped, RefreshFailed, SnapshotLoaded, WorkerEventReceived
+from console.widgets.worker.pane import WorkerPane
 from queue_core.store.repository import JobRepository
 
 pytestmark = pytest.mark.asyncio
@@ -89,6 +90,21 @@ async def test_quit_never_leaves_a_job_running(db):
     # Too long to finish within the shutdown timeout: released, without counting a retry.
     assert (stored.status, stored.retry_count, stored.worker_id) == ("pending", 0, None)
     assert repo.counts()["running"] == 0
+
+
+async def test_a_worker_stop_heard_once_the_pane_is_gone_is_no_error(db):
+    """The stop's thread posts QueueWorkerStopped; heard as the console closes, its widgets already taken
+    down, the handler raised NoMatches (seen once in a test run, a traceback on the operator's way out)."""
+    app = console_on(JobRepository(db))
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        await pilot.press("w")
+        await wait_for(pilot, lambda: app.queue_worker.is_running, "the worker runs")
+        app.queue_worker.stop()
+        await app.query_one(WorkerPane).remove()  # as the closing console takes its widgets down
+        app.post_message(QueueWorkerStopped(False))
+        await settle(pilot)
+        assert not app._stopping_worker and app.return_code is None  # heard, and the console goes on
 
 
 async def test_a_second_q_releases_running_jobs_at_once(db):
