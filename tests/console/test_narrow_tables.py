@@ -29,6 +29,17 @@ def fits(table) -> bool:
     return table.virtual_size.width <= table.scrollable_content_region.width and table.max_scroll_x == 0
 
 
+async def shown(pilot, key: str | None = None, *, resize: tuple[int, int] | None = None) -> None:
+    """The view of ``key``, or the terminal at ``resize``, on screen with its columns laid out."""
+    if key is not None:
+        await settle(pilot)
+        await pilot.press(key)
+    if resize is not None:
+        await pilot.resize_terminal(*resize)
+    await settle(pilot)
+    await pilot.pause()
+
+
 def header_line(app, table) -> str:
     return screen_lines(app)[table.region.y + 1]
 
@@ -36,19 +47,14 @@ def header_line(app, table) -> str:
 async def test_at_80_columns_the_queues_table_fits_and_keeps_what_an_operator_needs(make_app):
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("2")
-        await settle(pilot)
-        await pilot.pause()
+        await shown(pilot, "2")
         table = app.query_one(QueuesTable)
         assert fits(table), (table.virtual_size.width, table.scrollable_content_region.width)
         header = header_line(app, table)
         assert header.split() == ["│", *QUEUE_HEADERS, "│"], header
         (reports,) = [line for line in screen_lines(app) if "reports" in line]
         assert "paused" in reports and reports.rstrip().endswith("│"), reports
-        await pilot.resize_terminal(120, 40)  # room again: completed and cancelled come back
-        await settle(pilot)
-        await pilot.pause()
+        await shown(pilot, resize=(120, 40))  # room again: completed and cancelled come back
         assert fits(table)
         header = header_line(app, table)
         assert "completed" in header and "cancelled" in header and "fail/m" in header, header
@@ -58,10 +64,7 @@ async def test_at_80_columns_the_causes_table_fits_and_cuts_the_cause_with_an_el
     add_failure_causes(scene, scene_clock)
     app = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press("6")
-        await settle(pilot)
-        await pilot.pause()
+        await shown(pilot, "6")
         table = app.query_one(FailuresTable)
         assert table.row_count >= 2
         assert fits(table), (table.virtual_size.width, table.scrollable_content_region.width)
@@ -72,9 +75,7 @@ async def test_at_80_columns_the_causes_table_fits_and_cuts_the_cause_with_an_el
         assert all(row.rstrip(" │").endswith(" ago") for row in rows), rows  # each row's last seen on screen
         await pilot.press("down")
         key = table.selected_key
-        await pilot.resize_terminal(120, 40)
-        await settle(pilot)
-        await pilot.pause()
+        await shown(pilot, resize=(120, 40))
         assert "first seen" in header_line(app, table) and table.selected_key == key  # the cursor stays put
 
 
@@ -97,19 +98,14 @@ async def test_at_80_columns_the_causes_table_fits_and_cuts_the_cause_with_an_el
 async def test_at_80_columns_the_workers_and_schedules_tables_fit(make_app, key, table_type, kept, left_out, options):
     app = make_app(**options)
     async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
-        await pilot.press(key)
-        await settle(pilot)
-        await pilot.pause()
+        await shown(pilot, key)
         table = app.query_one(table_type)
         assert table.row_count >= 1
         assert fits(table), (table.virtual_size.width, table.scrollable_content_region.width)
         header = header_line(app, table)
         assert header.split("│")[1].split() == [word for label in kept for word in label.split()], header
         assert not any(label in header for label in left_out), header
-        await pilot.resize_terminal(140, 40)  # room again: every column comes back
-        await settle(pilot)
-        await pilot.pause()
+        await shown(pilot, resize=(140, 40))  # room again: every column comes back
         assert fits(table) and all(label in header_line(app, table) for label in kept + left_out)
 
 
