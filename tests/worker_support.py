@@ -27,7 +27,7 @@ class Recorder:
     def of(self, kind: str) -> list[WorkerEvent]:
         return [e for e in self.events if e.kind == kind]
 
-    def wait_for(self, kind: str, count: int = 1) -> list[WorkerEvent]:
+    def wait_for(self, kind: str, count: int = 1, *, timeout: float = WAIT) -> list[WorkerEvent]:
         with self.changed:
-            assert self.changed.wait_for(lambda: len(self.of(kind)) >= count, WAIT), (kind, self.kinds())
+            assert self.changed.wait_for(lambda: len(self.of(kind)) >= count, timeout), (kind, self.kinds())
         return self.of(kind)
