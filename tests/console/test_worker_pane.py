@@ -101,9 +101,15 @@ async def test_a_worker_stop_heard_once_the_pane_is_gone_is_no_error(db):
         await pilot.press("w")
         await wait_for(pilot, lambda: app.queue_worker.is_running, "the worker runs")
         app.queue_worker.stop()
-        await app.query_one(WorkerPane).remove()  # as the closing console takes its widgets down
+        # As the closing console takes its widgets down: all of them, so that a refresh landing meanwhile
+        # finds the app closing too (removing the pane alone left a console no operator can reach, and a
+        # refresh there failed on the pane in CI).
+        await app.screen.remove_children()
+        assert not app.query(WorkerPane)
+        app.request_refresh()  # one lands meanwhile, every time: it is no error either
         app.post_message(QueueWorkerStopped(False))
-        await settle(pilot)
+        await app.workers.wait_for_complete()  # the read and the stop's thread done (settle would wait for a
+        await pilot.pause()  # refresh to be shown, and a closing console shows none), and their answers heard
         assert not app._stopping_worker and app.return_code is None  # heard, and the console goes on
 
 
