@@ -1,4 +1,5 @@
-"""At 80 columns (the documented minimum) the Queues, Causes, Workers and Schedules tables fit the terminal.
+"""At 80 columns (the documented minimum) the job tables and the Queues, Causes, Workers and Schedules tables
+fit the terminal.
 
 Review finding: at 80x24 both ran past the right edge: the Queues table showed "cance" at its edge and hid
 latency and the rates, the Causes table showed "t" of "types" and hid when a cause was last seen, so the
@@ -12,6 +13,7 @@ from console_helpers import screen_lines, settle
 
 from console.demo import add_failure_causes
 from console.widgets.failures.table import FailuresTable
+from console.widgets.jobs.table import JobTable
 from console.widgets.keyed_table import fit_columns
 from console.widgets.queues.table import QueuesTable
 from console.widgets.schedules.view import SchedulesView
@@ -107,6 +109,64 @@ async def test_at_80_columns_the_workers_and_schedules_tables_fit(make_app, key,
         assert not any(label in header for label in left_out), header
         await shown(pilot, resize=(140, 40))  # room again: every column comes back
         assert fits(table) and all(label in header_line(app, table) for label in kept + left_out)
+
+
+# Review finding: at 80 columns every job table cut the worker column at the edge and hid the latest error,
+# the one thing the Failed table is for. In each state the columns that say least there give way.
+JOB_HEADERS = {
+    "1": {
+        "pending": ["id", "type", "queue", "priority", "retries", "age / due"],
+        "running": ["id", "type", "queue", "priority", "running", "worker"],
+        "failed": ["id", "type", "retries", "failed", "latest error"],
+    },
+    "d": {"completed": ["id", "type", "queue", "priority", "finished", "worker"]},
+    "k": {"cancelled": ["id", "type", "retries", "cancelled", "latest error"]},
+}
+ALL_JOB_HEADERS = ["id", "type", "queue", "priority", "retries", "worker", "latest error"]
+
+
+def words(labels: list[str]) -> list[str]:
+    return [word for label in labels for word in label.split()]
+
+
+def row_lines(app, table) -> list[str]:
+    """The table's rows as the terminal shows them (the rows in view)."""
+    top = table.region.y + 2
+    return screen_lines(app)[top : min(top + table.row_count, table.region.bottom - 1)]
+
+
+async def test_at_80_columns_the_job_tables_fit_and_keep_what_each_state_needs(make_app, scene):
+    app = make_app()
+    async with app.run_test(size=(80, 40)) as pilot:
+        for key, tables in JOB_HEADERS.items():
+            await shown(pilot, key)
+            for status, labels in tables.items():
+                table = app.query_one(f"#{status}", JobTable)
+                assert table.row_count >= 1, status
+                assert fits(table), (status, table.virtual_size.width, table.scrollable_content_region.width)
+                header = header_line(app, table)
+                assert header.split("│")[1].split() == words(labels), header
+        await shown(pilot, "1")
+        failed = app.query_one("#failed", JobTable)
+        failed_errors = {row.key.value: scene.find_by_id(int(row.key.value)).error for row in failed.ordered_rows}
+        rows = row_lines(app, failed)
+        assert rows and all(line.split()[1] in failed_errors for line in rows), rows
+        for line in rows:  # each failure's error on screen, its start at least (a long one ends in "…")
+            error = failed_errors[line.split()[1]]
+            assert error[:15] in line and (error in line or "…" in line), (error, line)
+        running = app.query_one("#running", JobTable)
+        workers = {scene.find_by_id(int(row.key.value)).worker_id for row in running.ordered_rows}
+        assert all(line.rstrip(" │").split()[-1] in workers for line in row_lines(app, running))
+        app.set_focus(failed)
+        await pilot.press("down")
+        job_id = failed.selected_job_id
+        await shown(pilot, resize=(120, 40))  # room again: every column comes back, the cursor stays put
+        for status in ("pending", "running", "failed"):
+            table = app.query_one(f"#{status}", JobTable)
+            assert fits(table) and words(ALL_JOB_HEADERS) == [
+                word for word in header_line(app, table).split() if word in words(ALL_JOB_HEADERS)
+            ], header_line(app, table)
+        assert failed.selected_job_id == job_id and job_id is not None
 
 
 @pytest.mark.parametrize(
