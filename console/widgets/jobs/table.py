@@ -24,6 +24,7 @@ COLUMNS = (
 )
 WIDTHS: Columns = tuple((key, width) for key, _, width in COLUMNS)
 PLACES = {key: place for place, (key, _, _) in enumerate(COLUMNS)}
+LABELS = {key: label for key, label, _ in COLUMNS}
 # At 80 columns (the documented minimum) the eight columns need 112: in each state's table the column that
 # matters most there narrows (down to its minimum), then the columns that say least there give way, first to
 # last (``keyed_table.fit_columns``). Review finding: at 80 columns every table cut the worker column and hid
@@ -85,15 +86,17 @@ class JobTable(DataTable):
             order = [row.key.value for row in self.ordered_rows]
             self._lay_out(columns)
             for key in order:
-                self.add_row(*(self._cell(cell, column) for cell, column in self._shown(self._cells[key])), key=key)
+                self._add_row(key, self._cells[key])
             self._keep_cursor(selected, index)
 
     def _lay_out(self, columns: Columns) -> None:
         self.clear(columns=True)
-        labels = {key: label for key, label, _ in COLUMNS}
         for key, width in columns:
-            self.add_column(labels[key] or TIME_LABELS[self.status], key=key, width=width)
+            self.add_column(LABELS[key] or TIME_LABELS[self.status], key=key, width=width)
         self.shown_columns = columns
+
+    def _add_row(self, key: str, cells: tuple[Cell, ...]) -> None:
+        self.add_row(*(self._cell(cell, column) for cell, column in self._shown(cells)), key=key)
 
     def _shown(self, cells: tuple[Cell, ...]):
         """(cell, (key, width)) for each column shown."""
@@ -137,7 +140,7 @@ class JobTable(DataTable):
         for key, cells in wanted.items():
             old = self._cells.get(key)
             if old is None:
-                self.add_row(*(self._cell(cell, column) for cell, column in self._shown(cells)), key=key)
+                self._add_row(key, cells)
             else:
                 for (after, column), (before, _) in zip(self._shown(cells), self._shown(old), strict=True):
                     if before != after:
