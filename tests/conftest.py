@@ -2,7 +2,11 @@
 
 Every test that uses ``db_url`` (directly or through ``db`` / ``repo``) runs on both backends: SQLite in a
 temporary file, PostgreSQL in a schema of its own. ``@pytest.mark.backends("sqlite")`` limits a test to
-the backends named. PostgreSQL: ``$QUEUE_TEST_POSTGRES_URL`` or ``postgresql://postgres@127.0.0.1:5432/test``;
+the backends named. The console's tests (``tests/console``) run on SQLite unless marked
+``backends("sqlite", "postgresql")``: the console reads and writes only through ``JobRepository``, whose
+reads and writes the tests here run on both backends, so its tests on PostgreSQL would go through the same
+console code again; the ones marked take each of its reads, writes and workers through PostgreSQL end to
+end. PostgreSQL: ``$QUEUE_TEST_POSTGRES_URL`` or ``postgresql://postgres@127.0.0.1:5432/test``;
 unreachable, its tests skip and say how to enable them, unless ``$CI`` is set: then they fail.
 """
 
@@ -11,6 +15,7 @@ from __future__ import annotations
 import os
 import random
 import uuid
+from pathlib import Path
 
 import pytest
 from support import FakeClock
@@ -22,6 +27,7 @@ from queue_core.worker import Worker
 from queue_core.worker.handlers import HandlerRegistry
 
 BACKENDS = ("sqlite", "postgresql")
+CONSOLE_TESTS = Path(__file__).parent / "console"
 DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 
@@ -43,7 +49,10 @@ def pytest_configure(config):
 def pytest_generate_tests(metafunc):
     if "db_url" in metafunc.fixturenames:
         marker = metafunc.definition.get_closest_marker("backends")
-        names = marker.args if marker else BACKENDS
+        if marker:
+            names = marker.args
+        else:
+            names = ("sqlite",) if CONSOLE_TESTS in Path(metafunc.definition.path).parents else BACKENDS
         unknown = set(names) - set(BACKENDS)
         assert not unknown, f"unknown backends {unknown}; use {BACKENDS}"
         if tuple(names) != ("sqlite",):  # SQLite alone is the default: its tests keep their plain names

@@ -28,6 +28,7 @@ def notifications(app) -> list[str]:
     return [n.message for n in app._notifications]
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_enqueue_through_the_form(pilot, scene):
     app = pilot.app
     await pilot.press("n")
@@ -89,6 +90,7 @@ async def test_max_retries_in_other_digits_is_refused_not_read(pilot, scene):
     assert scene.find_by_idempotency_key("ascii-7").max_retries == 7
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_retry_a_failed_job(pilot, scene):
     app = pilot.app
     table, job_id = await focus_table(pilot, "failed")
@@ -115,6 +117,7 @@ async def test_actions_on_the_wrong_kind_of_job_say_why(pilot, scene):
     assert scene.counts() == before
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_fail_a_running_job_with_a_reason(pilot, scene):
     app = pilot.app
     _table, job_id = await focus_table(pilot, "running")
@@ -138,6 +141,7 @@ async def test_escape_on_the_fail_prompt_changes_nothing(pilot, scene):
     assert scene.find_by_id(job_id).status == "running"
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_reap_takes_back_the_stale_claim(pilot, scene):
     app = pilot.app
     assert app.snapshot.stale_count == 1

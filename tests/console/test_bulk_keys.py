@@ -111,6 +111,7 @@ async def test_a_selects_every_matching_job_not_only_the_page(make_app, scene):
         assert app.query_one("#failed", JobTable).row_count == 10
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_bulk_retry_of_everything_matching_the_query_after_a_confirmation(make_app, scene):
     add_failed(scene, 3)
     app = make_app()
@@ -313,6 +314,7 @@ async def test_escape_during_a_long_run_stops_after_the_current_batch(pilot, sce
     assert len(failed) == 10 - 2  # one batch of two retried, the rest left failed
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_a_job_that_changed_between_the_dry_run_and_yes_is_skipped_and_counted(pilot, scene):
     app = pilot.app
     picked = await pick(pilot, "failed", 3)

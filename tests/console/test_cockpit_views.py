@@ -20,6 +20,7 @@ async def open_view(pilot, key: str) -> None:
     await settle(pilot)
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_queues_view_says_what_the_database_says_per_queue(make_app, scene, db_url):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -38,6 +39,7 @@ async def test_queues_view_says_what_the_database_says_per_queue(make_app, scene
         assert str(row[-2]) == f"{done.count() / 5:,.1f}" and str(row[-1]) == f"{failed.count() / 5:,.1f}"
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_activity_view_picks_a_queue_with_the_arrow_keys(make_app, scene, db_url):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:

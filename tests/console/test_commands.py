@@ -72,6 +72,7 @@ def test_a_delay_reads_as_it_was_typed_not_as_the_clocks_gap():
 
 
 @pytest.mark.asyncio
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_every_line_the_console_showed_is_a_real_command(pilot, scene):
     """Actions by key (enqueue, retry, cancel, pause, reap, a bulk retry), then each panel line parsed."""
     app = pilot.app

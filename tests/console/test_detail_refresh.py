@@ -51,6 +51,7 @@ def running_sleep(scene):
     return job
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_the_detail_of_a_running_job_shows_it_completed_after_a_refresh(pilot, scene):
     job = running_sleep(scene)
     screen = await open_detail(pilot, job.id)

@@ -15,6 +15,7 @@ from console.widgets.failures.table import FailuresTable
 pytestmark = pytest.mark.asyncio
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_the_failures_view_groups_failed_jobs_by_cause(make_app, scene):
     add_failed(scene, 5, "charge-card", "PaymentDeclined: card 4242 declined for order {n}")
     app = make_app()
@@ -97,6 +98,7 @@ def pending_with(repo, kind: str) -> int:
 
 
 @pytest.mark.parametrize("kind", ["paused", "scheduled", "ahead", "no_worker", "next"])
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_the_detail_of_a_pending_job_says_why_it_waits(pilot, scene, kind):
     if kind == "no_worker":
         scene.worker_stopped("host-a:412")  # the one worker of every queue: mail's queue keeps host-b

@@ -39,6 +39,7 @@ async def close_detail(pilot) -> None:
 
 
 @pytest.mark.asyncio
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_an_850_kb_payload_is_shown_a_page_at_a_time(make_app, scene):
     lines = [f"line {i:06d} " + "x" * 90 for i in range(BIG // 100)]
     job, _ = scene.create("import-csv", {"rows": lines, "tail": "END-OF-PAYLOAD"})

@@ -27,6 +27,7 @@ def held_search(gate: threading.Event, started: threading.Event):
     return run
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_a_search_shows_its_first_matches_and_never_holds_up_a_key(make_app, scene, monkeypatch):
     gate, started = threading.Event(), threading.Event()
     monkeypatch.setattr(console.query_line, "search", held_search(gate, started))
@@ -65,6 +66,7 @@ async def test_a_new_query_drops_the_old_search(make_app, scene, monkeypatch):
         assert {job.type for jobs in app.snapshot.rows.values() for job in jobs} == {"send-invoice"}
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_the_header_leaves_out_matches_deleted_after_the_search(make_app, scene):
     """A searched query's matches are ids found once; one deleted since (here with D) is neither counted
     nor shown, and the header says so rather than keep the count the search found."""

@@ -29,6 +29,7 @@ def fill(repo: JobRepository, n: int) -> None:
             repo.Job.insert_many([dict(row, priority=i % 4 * 10) for i in range(start, min(n, start + 500))]).execute()
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_keys_are_answered_while_a_refresh_reads_a_big_database(db, monkeypatch):
     repo = JobRepository(db)
     fill(repo, JOBS)

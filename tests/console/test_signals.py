@@ -90,6 +90,7 @@ def worker_stopped(repo) -> list[bool]:
 
 
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGTERM], ids=["hangup", "terminate"])
+@pytest.mark.backends("sqlite", "postgresql")
 def test_a_signal_leaves_no_job_of_the_embedded_worker_running(db, db_url, console_process, signum):
     repo, job_id, console = running_sleep(db, console_process, db_url)
     console.process.send_signal(signum)

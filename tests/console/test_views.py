@@ -30,6 +30,7 @@ def shown_ids(table) -> list[int]:
     return [int(row.key.value) for row in table.ordered_rows]
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_completed_view_pages_by_keyset_with_page_down_and_back(make_app, scene, db_url):
     """Runs on both backends. ``d`` shows one window; page down on its last row loads the next, page up
     on the first row the one before, each exactly the page the store reads after that cursor."""
@@ -109,6 +110,7 @@ async def test_refresh_keeps_the_cursor_on_its_row_in_a_paged_view(make_app, sce
         assert table.selected_job_id == chosen
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_activity_view_charts_the_last_hour(make_app, scene, db_url):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -186,6 +188,7 @@ async def test_enter_on_a_queue_shows_the_jobs_view_narrowed_to_that_queue(make_
         assert app.query_text == "" and set(shown_ids(app.query_one("#pending"))) > mail
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_workers_view_shows_lost_workers_and_enter_lists_the_jobs_held(make_app, scene, db_url):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -373,6 +376,7 @@ async def test_the_schedules_view_gets_the_handler_modules_periodic_jobs(tmp_pat
     assert (schedule.name, schedule.cron) == ("nightly", "0 3 * * *")
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_the_query_line_narrows_every_table_and_escape_clears_it(make_app, scene, db_url):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -393,6 +397,7 @@ async def test_the_query_line_narrows_every_table_and_escape_clears_it(make_app,
         assert app.job_query is None and app.snapshot.counts == scene.counts()
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_a_hostile_query_is_a_value_never_sql(make_app, scene):
     app = make_app()
     async with app.run_test(size=(120, 40)) as pilot:

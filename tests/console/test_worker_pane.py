@@ -19,6 +19,7 @@ def console_on(repo: JobRepository, **options) -> QueueConsole:
     return QueueConsole(repo, db_label="worker.db", **options)
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_w_starts_the_worker_and_it_runs_the_pending_jobs(db):
     repo = JobRepository(db)  # the real clock: the worker polls in real time
     ids = [repo.create("echo", {"message": f"hello {i}"})[0].id for i in range(5)]
@@ -75,6 +76,7 @@ async def test_failures_show_in_the_log_and_the_failed_table(db):
         await wait_for(pilot, lambda: not app.queue_worker.is_running, "q stops the worker")
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_quit_never_leaves_a_job_running(db):
     repo = JobRepository(db)
     job, _ = repo.create("sleep", {"seconds": 3})
@@ -129,6 +131,7 @@ async def test_a_second_q_releases_running_jobs_at_once(db):
     assert repo.find_by_id(job.id).status == "pending"
 
 
+@pytest.mark.backends("sqlite", "postgresql")
 async def test_the_embedded_worker_hears_of_new_jobs_and_stops_its_listener(db, db_url):
     repo = JobRepository(db)
     app = console_on(repo)
