@@ -70,3 +70,9 @@ def reopened_at_version(db, db_url: str, version: int, *statements: str):
     db = open_database(db_url)
     assert schema_version(db) == SCHEMA_VERSION
     return db
+
+
+def every_row(repo: JobRepository) -> list:
+    """Every row of every table, to compare before and after a refused write."""
+    tables = [repo.Job, repo.JobError, repo.QueueRecord, repo.WorkerRecord]
+    return [sorted(map(tuple, table.select().tuples())) for table in tables]

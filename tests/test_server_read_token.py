@@ -9,6 +9,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 from live_server import LiveServer, run_module
+from support import every_row
 
 from queue_core.server.app import create_app
 
@@ -32,12 +33,6 @@ def operations(http) -> list[tuple[str, str]]:
     return found
 
 
-def everything(repo) -> list:
-    """The whole database as rows, to compare before and after a refused write."""
-    tables = [repo.Job, repo.JobError, repo.QueueRecord, repo.WorkerRecord]
-    return [sorted(map(tuple, table.select().tuples())) for table in tables]
-
-
 def test_the_read_token_reads_every_get_route_and_metrics(http, repo):
     repo.create("t", {"a": 1})
     gets = [path for method, path in operations(http) if method == "GET"]
@@ -50,7 +45,7 @@ def test_the_read_token_reads_every_get_route_and_metrics(http, repo):
 
 def test_every_write_with_the_read_token_is_a_403_and_writes_nothing(http, repo):
     repo.create("t", {"a": 1})
-    before = everything(repo)
+    before = every_row(repo)
     writes = [(method, path) for method, path in operations(http) if method not in ("GET", "HEAD")]
     assert ("POST", "/jobs") in writes and len(writes) >= 10
     for method, path in writes:
@@ -60,7 +55,7 @@ def test_every_write_with_the_read_token_is_a_403_and_writes_nothing(http, repo)
         problem = response.json()
         assert problem["type"] == "urn:queue-core:problem:read-only-token"
         assert "read-only token" in problem["detail"] and READ not in response.text
-    assert everything(repo) == before
+    assert every_row(repo) == before
     # The full token still writes, so the 403s above were the read token's, not a broken route's.
     assert http.post("/jobs", json={"type": "t"}, headers={"Authorization": f"Bearer {FULL}"}).status_code == 201
 
