@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 from fastapi.testclient import TestClient
+from support import every_row
 
 from queue_core.client import HttpQueue, RemoteJob, RemoteQueueError
 from queue_core.errors import IdempotencyConflict, QueueError, ValidationError
@@ -160,11 +161,7 @@ def test_the_check_refuses_a_read_only_token_and_writes_nothing(repo):
     app = create_app(repo, token="write-t0k", read_token="read-t0k")
     repo.create("t")
     repo.claim("w")  # a running job: a heartbeat that wrote would touch it
-
-    def everything():
-        return [list(table.select().tuples()) for table in (repo.Job, repo.WorkerRecord)]
-
-    before = everything()
+    before = every_row(repo)
     with HttpQueue("http://testserver", token="read-t0k", client=TestClient(app)) as queue:
         with pytest.raises(RemoteQueueError) as info:
             queue.check()
@@ -172,7 +169,7 @@ def test_the_check_refuses_a_read_only_token_and_writes_nothing(repo):
         assert str(info.value).startswith("the token is read-only: a worker needs the write token")
     with HttpQueue("http://testserver", token="write-t0k", client=TestClient(app)) as queue:
         assert queue.check()["counts"]["running"] == 1
-    assert everything() == before
+    assert every_row(repo) == before
 
 
 def test_a_500_is_a_remote_queue_error_not_a_crash(repo, monkeypatch):

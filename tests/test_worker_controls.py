@@ -302,9 +302,11 @@ def watch_for_cancel(handlers, seen: dict, *, then=None):
 
 
 def cancel_when_running(repo, job_id) -> float:
+    """Ask to cancel the job once it runs; the monotonic time just before the request."""
     wait_until(lambda: repo.find_by_id(job_id).status == "running", "the job to start")
+    asked = time.monotonic()
     assert repo.cancel(job_id) is not None
-    return time.monotonic()
+    return asked
 
 
 @pytest.mark.parametrize("handler_ends", ["returns", "raises"])
@@ -322,9 +324,7 @@ def test_a_running_job_sees_its_cancel_within_one_heartbeat_and_ends_cancelled(
     worker = make_worker(queue, stale_after=1.5)  # heartbeat every 0.5 s
     worker.start()
 
-    wait_until(lambda: live_repo.find_by_id(job.id).status == "running", "the job to start")
-    asked = time.monotonic()
-    assert live_repo.cancel(job.id) is not None
+    asked = cancel_when_running(live_repo, job.id)
     events.wait_for("cancelled")
 
     # Within one heartbeat: the first tick that reads the requests after the request was made finds it (the
