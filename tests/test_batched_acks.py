@@ -688,3 +688,97 @@ class JSONQueue(FakeQueue):
 def test_a_batch_answered_in_json_lists_is_read_as_pairs():
     done = Acks(JSONQueue(), "w", patience=1, on_error=None).complete_many([(FakeEntry(1), None, 0.0)])
     assert (1, 1) in done
+
+
+# --- a claim after a short job hands its jobs without waking their slots (worker.dispatch) ---
+
+
+def dispatching_session(make_worker, live_repo):
+    from queue_core.worker.session import Session
+
+    worker = make_worker(live_repo, concurrency=3)
+    session = Session(worker._slot_queues, False, 1.0, worker._lock)
+    slot_threads_of(session)
+    session.batch = AckBatch(worker._acks, worker._outcomes.completions, delay=1.0, size=64)
+    session.idle[None] = [1, 2]  # slots 1 and 2 idle: slot 0's claim is for all three
+    return worker, session
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_a_claim_after_a_short_job_hands_its_jobs_to_the_dispatcher_and_otherwise_wakes_the_first(
+    live_repo, make_worker, quick
+):
+    from queue_core.worker.dispatch import DELAY
+
+    worker, session = dispatching_session(make_worker, live_repo)
+    live_repo.create_many([{"type": "t"} for _ in range(3)])
+    worker.registry.register("t", lambda payload: None)
+
+    entry, *_ = worker._slots.claim(session, 0, quick=quick)
+
+    assert entry is not None and sorted(session.mail) == [1, 2]
+    woken = [wake.is_set() for wake in session.slot_wakes]
+    dispatcher = session.dispatcher
+    if not quick:
+        assert woken == [False, True, False] and dispatcher.handed == {}  # at once, as before: it wakes the next
+        return
+    assert woken == [False, False, False] and sorted(dispatcher.handed) == [1, 2] and not dispatcher.asleep
+    handed_at = dispatcher.handed[1]
+    with session.lock:
+        assert dispatcher.tick(handed_at + DELAY / 2) is True
+        assert [wake.is_set() for wake in session.slot_wakes] == woken  # not yet: slot 0 may run them itself
+        assert dispatcher.tick(handed_at + DELAY * 1.5) is True
+    assert [wake.is_set() for wake in session.slot_wakes] == [False, True, False]  # the first; it wakes the next
+
+
+def test_the_dispatcher_forgets_jobs_taken_over_and_sleeps_once_none_were_handed_for_a_while(live_repo, make_worker):
+    from queue_core.worker.dispatch import DELAY, LINGER
+
+    _, session = dispatching_session(make_worker, live_repo)
+    dispatcher = session.dispatcher
+    handed(session, 1), handed(session, 2)
+    dispatcher.hand([1, 2], 100.0)
+    assert dispatcher.kick.is_set()  # it slept: the first hand wakes it once, later hands do not
+
+    session.steal_mail(0), session.steal_mail(0)  # slot 0 ran both before their slots woke
+    with session.lock:
+        assert dispatcher.tick(100.0 + DELAY * 1.5) is True
+        assert not any(wake.is_set() for wake in session.slot_wakes) and dispatcher.handed == {}
+        assert dispatcher.tick(100.0 + LINGER / 2) is True  # still polling: more short rounds likely follow
+        assert dispatcher.tick(100.0 + LINGER + DELAY) is False
+    assert dispatcher.asleep
+
+
+def test_a_worker_with_no_slots_sharing_queues_has_no_dispatcher(make_worker, live_repo):
+    from queue_core.worker.session import Session
+
+    worker = make_worker(live_repo, queues={"mail": 1, "default": 1})
+    assert Session(worker._slot_queues, False, 1.0, worker._lock).dispatcher is None
+
+
+def test_a_job_handed_after_short_jobs_starts_while_the_claiming_slot_runs_a_long_one(
+    live_repo, handlers, make_worker, monkeypatch
+):
+    # The two "pair" jobs each wait until the other runs too: they pass only if the job handed to the idle
+    # slot starts while the claiming slot runs its own, which after short jobs only the dispatcher's wake does.
+    from queue_core.worker import dispatch, slots
+
+    monkeypatch.setattr(slots, "DISPATCH_DELAY", 60.0)  # every job counts as short, however loaded the machine
+    hands = []
+    original = dispatch.Dispatcher.hand
+
+    def hand(self, slots_handed, now):
+        hands.append(list(slots_handed))
+        original(self, slots_handed, now)
+
+    monkeypatch.setattr(dispatch.Dispatcher, "hand", hand)
+    both = threading.Barrier(2, timeout=WAIT)
+    handlers.register("short", lambda payload: None)
+    handlers.register("pair", lambda payload: both.wait())
+    live_repo.create_many([{"type": "short", "priority": 10} for _ in range(4)] + [{"type": "pair"}] * 2)
+
+    # Idle slots poll rarely: only a wake can start the handed job within the barrier's wait.
+    make_worker(concurrency=2, poll_interval=WAIT * 2, max_poll_interval=WAIT * 2).run(burst=True)
+
+    assert live_repo.counts()["completed"] == 6  # neither pair job broke the barrier (its wait timed out)
+    assert hands, "no claim handed its jobs to the dispatcher"

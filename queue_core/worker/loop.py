@@ -272,8 +272,12 @@ class Worker:
         session.ledger = self._acks.begin()
         session.batch = AckBatch(self._acks, self._outcomes.completions, delay=self.ack_delay, size=ACK_BATCH)
         session.flusher_thread = threading.Thread(target=session.batch.run, name="ack-flusher")
+        threads = [*session.threads, session.heartbeat_thread, session.flusher_thread]
+        if session.dispatcher is not None:
+            session.dispatch_thread = threading.Thread(target=session.dispatcher.run, name="dispatch")
+            threads.append(session.dispatch_thread)
         # Daemons: a handler stuck past a released stop must not keep the process alive.
-        for thread in [*session.threads, session.heartbeat_thread, session.flusher_thread]:
+        for thread in threads:
             thread.daemon = True
             thread.start()
         return session

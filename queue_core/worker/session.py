@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from .dispatch import Dispatcher
 from .protocol import ClaimedJob
 
 
@@ -87,6 +88,10 @@ class Session:
         # for before the next claim (worker.orphans), which waits while ``recovering``.
         self.orphans = False
         self.recovering = False
+        # Wakes the slots fed by a claim after a short job whose jobs wait too long (worker.dispatch); None
+        # when no two slots share queues (no claim feeds another slot).
+        self.dispatcher = Dispatcher(self) if len(set(slot_queues)) < len(slot_queues) else None
+        self.dispatch_thread: threading.Thread | None = None
 
     def take_mail(self, slot: int) -> Running | None:
         """The job a claim handed to ``slot``, if it is still there; the next slot it fed is woken."""
@@ -176,6 +181,8 @@ class Session:
         self.wake_main.set()
         for wake in self.slot_wakes:
             wake.set()
+        if self.dispatcher is not None:
+            self.dispatcher.kick.set()
 
     def join_slots(self, deadline: Callable[[], float]) -> None:
         """Wait until every claim thread (but this one and the abandoned) ended, or ``deadline()`` passed."""
@@ -189,8 +196,8 @@ class Session:
             alive[0].join(min(remaining, 0.05))
 
     def join_helpers(self, timeout: float) -> None:
-        """Wait up to ``timeout`` each for the heartbeat and scheduler threads (told to stop already)."""
-        for thread in (self.heartbeat_thread, self.scheduler_thread):
+        """Wait up to ``timeout`` each for the heartbeat, scheduler and dispatch threads (told to stop already)."""
+        for thread in (self.heartbeat_thread, self.scheduler_thread, self.dispatch_thread):
             if thread is not None:
                 thread.join(timeout)
 

@@ -12,10 +12,11 @@ whose job was short waits a moment for the others' short jobs to end (``gather``
 claim serves them all rather than the first to finish alone.
 
 A claim wakes the first slot it fed, and each wakes the next as it takes its job. A slot that finished its
-own job before a slot of its queues took the job handed to it runs that job itself (``Session.steal_mail``):
-with jobs shorter than a thread's wake-up, the slot that claimed runs the round, and the others are not
-woken, idle for the next claim to feed. A job claimed for a free slot still starts at once, on whichever
-thread is free first.
+own job before a slot of its queues took the job handed to it runs that job itself (``Session.steal_mail``).
+A claim made right after a short job wakes nobody (``worker.dispatch``): with jobs shorter than a thread's
+wake-up, the slot that claimed runs the round, and the others stay idle for the next claim to feed; a
+dispatcher thread wakes the first slot fed if its job still waits a millisecond later. A job claimed for a
+free slot starts at once, or within ~2 ms when it was handed so, on whichever thread is free first.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import logging
 import threading
 import time
 
+from .dispatch import DELAY as DISPATCH_DELAY
 from .orphans import Orphans
 from .protocol import ClaimedJob, close_thread_connection
 from .session import Running, Session
@@ -52,13 +54,14 @@ class Slots:
         delay = worker.poll_interval
         try:
             ran = None  # how long this slot's last job ran (None: it has not run one since it last waited)
+            last = None  # how long the last job it ran took, kept through a gather (None: none since its claim)
             alone = session.slot_queues.count(session.slot_queues[slot]) == 1  # no other slot to wait for
             while True:
                 entry = session.take_mail(slot)
                 if entry is None and ran is not None and not alone:
                     entry = session.steal_mail(slot)  # free again before the slot it was handed to woke
                 if entry is not None:
-                    ran = self.execute(session, entry)
+                    ran = last = self.execute(session, entry)
                     delay = worker.poll_interval
                     continue
                 if session.stopping.is_set():
@@ -68,10 +71,11 @@ class Slots:
                 if ran is not None and not alone and self.gather(session, slot, ran):
                     ran = None
                     continue  # fed by a claim another slot made for the group, or claims for it now
-                entry, nobody_busy, claim_ok, others_claiming = self.claim(session, slot)
-                ran = None
+                quick = last is not None and last < DISPATCH_DELAY
+                entry, nobody_busy, claim_ok, others_claiming = self.claim(session, slot, quick=quick)
+                ran = last = None
                 if entry is not None:
-                    ran = self.execute(session, entry)
+                    ran = last = self.execute(session, entry)
                     continue
                 if session.burst and nobody_busy and claim_ok:
                     session.request_stop(None)
@@ -106,9 +110,11 @@ class Slots:
         session.slot_wakes[slot].wait(window)
         return True
 
-    def claim(self, session: Session, slot: int) -> tuple[Running | None, bool, bool, bool]:
+    def claim(self, session: Session, slot: int, *, quick: bool = False) -> tuple[Running | None, bool, bool, bool]:
         """Claim for ``slot`` and the other idle slots of its queues; returns (this slot's entry or None,
-        nothing is left for a burst, the claim worked, another slot is claiming for us)."""
+        nothing is left for a burst, the claim worked, another slot is claiming for us). ``quick``: this
+        slot's last job was short, so the jobs it hands to others go to the dispatcher rather than waking
+        the first of them (``worker.dispatch``)."""
         worker = self.worker
         group = session.slot_queues[slot]
         self.orphans.recover(session)  # after a claim whose reply was lost, once no claim is under way
@@ -140,6 +146,9 @@ class Slots:
         with worker._lock:
             # Fed before the claim is over: a slot that stops waiting now finds its job, not a claim of its own.
             session.mail.update(fed)
+            handed = quick and session.dispatcher is not None and bool(fed)
+            if handed:
+                session.dispatcher.hand([other for other, _ in fed], time.monotonic())
             session.orphans |= not ok  # before the claim is over: no recovery runs before it is tracked
             session.claiming.discard(group)
             session.in_flight -= n - len(jobs)
@@ -150,10 +159,11 @@ class Slots:
             # A burst's empty claim that a job finished during proves nothing (that job may have gone back
             # to pending unseen): this slot claims again at once rather than after a poll interval.
             again = session.burst and not jobs and session.finished != finished_before
-        # The first slot fed is woken (it wakes the next: Session.wake_next). A claim that got all it asked
-        # for may have left more: the latecomers claim at once.
+        # The first slot fed is woken (it wakes the next: Session.wake_next), unless the dispatcher wakes it if
+        # this slot's job runs long. A claim that got all it asked for may have left more: the latecomers
+        # claim at once.
         for other in [
-            *(other for other, _ in fed[:1]),
+            *(other for other, _ in fed[:1] if not handed),
             *(latecomers if len(jobs) == n else ()),
             *([slot] if again else ()),
         ]:
