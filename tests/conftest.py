@@ -89,7 +89,7 @@ def with_search_path(url: str, schema: str) -> str:
 def db_url(request, tmp_path):
     if getattr(request, "param", "sqlite") == "sqlite":
         url = f"sqlite:///{tmp_path / 'queue.db'}"
-        # Made, as PostgreSQL's schema is: commands other than enqueue refuse a SQLite file that is not there.
+        # Made, tables and all: commands other than enqueue refuse a file that is not there, or has no tables.
         open_database(url).close()
         yield url
         return
@@ -99,7 +99,10 @@ def db_url(request, tmp_path):
     schema = f"queue_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(base, autocommit=True) as admin:
         admin.execute(f"CREATE SCHEMA {schema}")
-    yield with_search_path(base, schema)
+    url = with_search_path(base, schema)
+    # Its tables made, as SQLite's file is: commands other than enqueue refuse a database without them.
+    open_database(url).close()
+    yield url
     with psycopg.connect(base, autocommit=True) as admin:
         # Connections a test left behind (a killed worker's, a subprocess still exiting) would hold the drop.
         admin.execute(

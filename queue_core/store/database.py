@@ -143,8 +143,10 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
     """Open ``url`` (a ``playhouse.db_url`` URL; default ``$QUEUE_DB_URL`` or ``sqlite:///queue.db``).
 
     The schema is created or migrated on open, so any command can be the first to touch a new file; with
-    ``create=False`` a SQLite file that does not exist is a DatabaseURLError instead (a command that only
-    reads or changes jobs would show a mistyped path as an empty queue, and leave a new file there).
+    ``create=False`` a SQLite file that does not exist, or a database (either backend) that holds no queue
+    tables, is a DatabaseURLError instead: a command that only reads or changes jobs would show a mistyped
+    path or database name as an empty queue, and leave a new file, or the queue's tables in another
+    application's database, behind.
     SQLite: WAL, a busy timeout, ``synchronous=NORMAL`` (durable against a process crash; a power loss
     may drop the last commits) unless ``synchronous="FULL"`` or ``?synchronous=full`` in the URL asks
     for durability against power loss too, at the cost of an fsync per commit.
@@ -174,7 +176,13 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
         _check_page_size(db, url)
         # A current schema is only read: no write lock (SQLite) or migration lock (PostgreSQL), so a
         # read-only command never waits behind, or fails for, a writer holding the database.
-        if schema_version(db) != SCHEMA_VERSION:
+        version = schema_version(db)
+        if version == 0 and not create:
+            raise DatabaseURLError(
+                f"no queue tables in {without_password(url)}: check --db or $QUEUE_DB_URL (enqueue or a worker"
+                " makes them)"
+            )
+        if version != SCHEMA_VERSION:
             migrate(db)
     except DatabaseURLError:
         db.close()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
+
 import pytest
 from textual.app import App
 
@@ -114,3 +117,14 @@ def test_read_only_on_a_missing_sqlite_file_is_an_error_and_makes_no_file(tmp_pa
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "no database at" in err
     assert list(tmp_path.iterdir()) == []  # no file, no -wal or -shm beside it
+
+
+def test_read_only_on_a_database_without_queue_tables_is_an_error_and_makes_none(tmp_path, console_not_run, capsys):
+    other = tmp_path / "app.db"
+    with contextlib.closing(sqlite3.connect(other)) as conn:
+        conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+    assert run_main(["--db", f"sqlite:///{other}", "--read-only"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "no queue tables in" in err
+    with contextlib.closing(sqlite3.connect(other)) as conn:
+        assert [name for (name,) in conn.execute("SELECT name FROM sqlite_master")] == ["users"]
