@@ -311,6 +311,9 @@ def test_a_command_other_than_enqueue_refuses_a_database_without_queue_tables(db
     assert code == 2 and out == ""
     assert_one_error_line(err, "no queue tables in", "--db", "enqueue or a worker makes them")
     assert table_names(url) == ["users"]
+    if url.startswith("sqlite"):  # not even its journal mode changed (WAL would persist in the file)
+        with contextlib.closing(sqlite3.connect(tmp_path / "app.db")) as conn:
+            assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete"
     assert run_cli("--db", url, "enqueue", "echo")[0] == 0  # enqueue makes them, beside the other tables
     assert "jobs" in table_names(url) and run_cli("--db", url, "stats")[0] == 0
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import sqlite3
-from urllib.parse import parse_qsl, urlparse
+from urllib.parse import parse_qsl, quote, urlparse
 
 import peewee as pw
 
 from ..errors import DatabaseURLError, QueueError
+from .models import SchemaMeta
 from .schema import SCHEMA_VERSION, migrate, schema_version
 
 DEFAULT_URL = "sqlite:///queue.db"
@@ -165,6 +167,8 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
                 f"no database at {db.database} ({url}): check --db or $QUEUE_DB_URL (enqueue or a worker makes"
                 " a new one)"
             )
+        if not create and not _sqlite_has_queue_tables(db.database):
+            raise _no_queue_tables(url)
     elif scheme in ("postgres", "postgresql"):
         db = _open_postgres(url, parsed)
     else:
@@ -178,10 +182,7 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
         # read-only command never waits behind, or fails for, a writer holding the database.
         version = schema_version(db)
         if version == 0 and not create:
-            raise DatabaseURLError(
-                f"no queue tables in {without_password(url)}: check --db or $QUEUE_DB_URL (enqueue or a worker"
-                " makes them)"
-            )
+            raise _no_queue_tables(url)
         if version != SCHEMA_VERSION:
             migrate(db)
     except DatabaseURLError:
@@ -195,6 +196,25 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
             reason += f"; {_missing_schema_hint(parsed.query)}"
         raise DatabaseURLError(f"cannot open {without_password(url)}: {reason}") from exc
     return db
+
+
+def _no_queue_tables(url: str) -> DatabaseURLError:
+    return DatabaseURLError(
+        f"no queue tables in {without_password(url)}: check --db or $QUEUE_DB_URL (enqueue or a worker makes them)"
+    )
+
+
+def _sqlite_has_queue_tables(path: str) -> bool:
+    """Does the SQLite file hold the queue's tables? Looked at read-only, before the connection's pragmas:
+    WAL mode persists in the file, and another application's file must be left as it was. A file this cannot
+    read says so on the open that follows (True: not this check's to report)."""
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{quote(path)}?mode=ro", uri=True)) as conn:
+            meta = SchemaMeta._meta.table_name
+            found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (meta,))
+            return found.fetchone() is not None
+    except sqlite3.Error:
+        return True
 
 
 def _missing_schema_hint(query: str) -> str:
