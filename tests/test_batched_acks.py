@@ -775,10 +775,11 @@ def test_a_job_handed_after_short_jobs_starts_while_the_claiming_slot_runs_a_lon
     both = threading.Barrier(2, timeout=WAIT)
     handlers.register("short", lambda payload: None)
     handlers.register("pair", lambda payload: both.wait())
-    live_repo.create_many([{"type": "short", "priority": 10} for _ in range(4)] + [{"type": "pair"}] * 2)
+    # Rounds of short jobs first: each claim after one is quick, and feeds the other slot whenever it is idle.
+    live_repo.create_many([{"type": "short", "priority": 10} for _ in range(20)] + [{"type": "pair"}] * 2)
 
     # Idle slots poll rarely: only a wake can start the handed job within the barrier's wait.
     make_worker(concurrency=2, poll_interval=WAIT * 2, max_poll_interval=WAIT * 2).run(burst=True)
 
-    assert live_repo.counts()["completed"] == 6  # neither pair job broke the barrier (its wait timed out)
+    assert live_repo.counts()["completed"] == 22  # neither pair job broke the barrier (its wait timed out)
     assert hands, "no claim handed its jobs to the dispatcher"
