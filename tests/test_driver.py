@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from support import run_fresh
 
 
@@ -31,16 +32,18 @@ def test_the_installed_peewee_is_one_whose_psycopg_can_be_deferred():
     assert seen == {"deferred": True, "wrapped": True}
 
 
-def test_postgresql_gets_psycopg_when_first_used_by_us_or_by_the_application(postgres_url):
+@pytest.mark.backends("postgresql")
+def test_postgresql_gets_psycopg_when_first_used_by_us_or_by_the_application(db_url):
+    # The test's own schema: the server's shared database (its public schema) gets no queue tables.
     seen = run_fresh(f"""
         import json, sys
         import queue_core, peewee
         before = "psycopg" in sys.modules
-        db = queue_core.open_database({postgres_url!r})
+        db = queue_core.open_database({db_url!r})
         ours = db.execute_sql("SELECT 1").fetchone()[0]
         with db.atomic():  # peewee's transaction bookkeeping reads the adapter's status constants
             db.execute_sql("SELECT 2")
-        theirs = peewee.PostgresqlDatabase({postgres_url!r}, prefer_psycopg3=True)
+        theirs = peewee.PostgresqlDatabase({db_url!r}, prefer_psycopg3=True)
         value = theirs.execute_sql("SELECT %s::int", (3,)).fetchone()[0]
         print(json.dumps({{"before": before, "ours": ours, "theirs": value, "in_transaction": db.in_transaction(),
                            "adapter": type(theirs._adapter).__name__, "json": peewee.Json_pg3 is not None}}))
