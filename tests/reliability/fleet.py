@@ -67,8 +67,11 @@ class Fleet:
             self.procs[worker_id].send_signal(signal.SIGTERM)
         return {w: p.wait(timeout=60) for w, p in self.procs.items() if w not in self.killed}
 
-    def logs(self, tail: int = 2000) -> str:
-        return "\n".join(p.read_text()[-tail:] for p in sorted(self.log_dir.glob("*.log")))
+    def logs(self, tail: int | None = 2000) -> str:
+        """The end of every worker's log (``tail`` characters of each), or the whole of each with ``tail=None``:
+        a log to search for what happened must be read whole, a drain's log runs to hundreds of kilobytes."""
+        texts = (p.read_text() for p in sorted(self.log_dir.glob("*.log")))
+        return "\n".join(text if tail is None else text[-tail:] for text in texts)
 
     def runs(self, *, started: bool = False) -> dict[int, list[tuple]]:
         """Every execution the handlers recorded: job id -> [(attempt, worker id)] in order, with ``started``
