@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -76,3 +78,30 @@ def every_row(repo: JobRepository) -> list:
     """Every row of every table, to compare before and after a refused write."""
     tables = [repo.Job, repo.JobError, repo.QueueRecord, repo.WorkerRecord]
     return [sorted(map(tuple, table.select().tuples())) for table in tables]
+
+
+def another_apps_database(db_url, tmp_path) -> str:
+    """A database of the test's backend holding another application's table and none of the queue's."""
+    if db_url.startswith("sqlite"):
+        url = f"sqlite:///{tmp_path / 'app.db'}"
+        with contextlib.closing(sqlite3.connect(tmp_path / "app.db")) as conn:
+            conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
+        return url
+    import psycopg
+
+    with psycopg.connect(db_url, autocommit=True) as conn:  # the test's own schema, its queue tables dropped
+        for (table,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"):
+            conn.execute(f"DROP TABLE {table} CASCADE")
+        conn.execute("CREATE TABLE users (id integer PRIMARY KEY)")
+    return db_url
+
+
+def table_names(url: str) -> list[str]:
+    if url.startswith("sqlite"):
+        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn:
+            return sorted(name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()
+    return sorted(name for (name,) in rows)

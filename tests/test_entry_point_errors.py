@@ -16,6 +16,7 @@ import sys
 
 import pytest
 from live_server import ROOT, child_env
+from support import another_apps_database, table_names
 
 from queue_core.cli import admin as cli
 from queue_core.store.database import open_database
@@ -274,33 +275,6 @@ def test_a_command_other_than_enqueue_refuses_a_sqlite_file_that_is_not_there(tm
     assert not missing.exists()
 
 
-def another_apps_database(db_url, tmp_path) -> str:
-    """A database of the test's backend holding another application's table and none of the queue's."""
-    if db_url.startswith("sqlite"):
-        url = f"sqlite:///{tmp_path / 'app.db'}"
-        with contextlib.closing(sqlite3.connect(tmp_path / "app.db")) as conn:
-            conn.execute("CREATE TABLE users (id INTEGER PRIMARY KEY)")
-        return url
-    import psycopg
-
-    with psycopg.connect(db_url, autocommit=True) as conn:  # the test's own schema, its queue tables dropped
-        for (table,) in conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"):
-            conn.execute(f"DROP TABLE {table} CASCADE")
-        conn.execute("CREATE TABLE users (id integer PRIMARY KEY)")
-    return db_url
-
-
-def table_names(url: str) -> list[str]:
-    if url.startswith("sqlite"):
-        with contextlib.closing(sqlite3.connect(url.removeprefix("sqlite:///"))) as conn:
-            return sorted(name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"))
-    import psycopg
-
-    with psycopg.connect(url) as conn:
-        rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()
-    return sorted(name for (name,) in rows)
-
-
 @pytest.mark.parametrize("command", [["list"], ["stats"], ["retry", "1"]])
 def test_a_command_other_than_enqueue_refuses_a_database_without_queue_tables(db_url, tmp_path, command):
     # Pointed at another application's database (a wrong --db), a read made the queue's tables in it.
@@ -309,7 +283,7 @@ def test_a_command_other_than_enqueue_refuses_a_database_without_queue_tables(db
     code, out, err = run_cli("--db", url, *command)
 
     assert code == 2 and out == ""
-    assert_one_error_line(err, "no queue tables in", "--db", "enqueue or a worker makes them")
+    assert_one_error_line(err, "no queue tables in", "--db", "migrate, enqueue or a worker makes them")
     assert table_names(url) == ["users"]
     if url.startswith("sqlite"):  # not even its journal mode changed (WAL would persist in the file)
         with contextlib.closing(sqlite3.connect(tmp_path / "app.db")) as conn:

@@ -10,9 +10,10 @@ from datetime import timedelta
 
 from ..errors import QueueError
 from ..rules import DEFAULT_MAX_RETRIES, RUNNING
-from ..store.database import DATABASE_ERRORS, default_url, without_password
+from ..store.database import DATABASE_ERRORS, default_url, schema_change, without_password
 from ..store.models import JobStatus
 from ..store.repository import JobRepository
+from ..store.schema import SCHEMA_VERSION
 from ..tasks import registered_task
 from ..validation import MAX_LIST_LIMIT, parse_payload
 from ..worker.cli import adopt_queue_url, import_handler_modules
@@ -142,6 +143,15 @@ def build_parser() -> argparse.ArgumentParser:
     schedules.add_parser(commands, [db_option])
     controls.add_commands(commands, db_option, job_id)
     bulk.add_delete_command(commands, db_option, job_id)
+    commands.add_parser(
+        "migrate",
+        parents=[db_option],
+        help="make the queue's tables, or upgrade older ones, and say which",
+        description="Make the queue's tables in a database that has none (a new SQLite file too), or upgrade "
+        "tables of an older queue_core, to this queue_core's schema version; say which, or that there was "
+        "nothing to do. Enqueue, a worker, the server and the console do the same on their first open; this "
+        "is the step for a deploy that wants it done, and seen, before them.",
+    )
     return parser
 
 
@@ -239,6 +249,13 @@ def run_prune(args, repo: JobRepository) -> int:
     return 0
 
 
+def run_migrate(args, repo: JobRepository) -> int:
+    url = without_password(args.db or default_url())
+    current = f"the queue's tables in {url} are at schema version {SCHEMA_VERSION}, this queue_core's: nothing to do"
+    print(schema_change(repo.db, args.db) or current)
+    return 0
+
+
 # One function per sub-command of build_parser, in the order --help lists them.
 RUNNERS = {
     "enqueue": run_enqueue,
@@ -251,6 +268,7 @@ RUNNERS = {
     "schedules": schedules.run_schedules,
     **controls.RUNNERS,
     "delete": bulk.run_delete,
+    "migrate": run_migrate,
 }
 COMMANDS = tuple(RUNNERS)
 
@@ -279,8 +297,9 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             return fail(problem)
     try:
-        # Only enqueue makes a new SQLite file: to every other command a missing one is a mistyped path.
-        db = open_for_command(args.db, create=args.command == "enqueue")
+        # Only enqueue and migrate make a new SQLite file (or the tables): to every other command a database
+        # without them is a mistyped path or name.
+        db = open_for_command(args.db, create=args.command in ("enqueue", "migrate"))
     except QueueError as exc:
         if locked := locked_database(exc, args.db):  # a migration waits for the write lock
             return failed(locked)

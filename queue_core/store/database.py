@@ -148,7 +148,8 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
     ``create=False`` a SQLite file that does not exist, or a database (either backend) that holds no queue
     tables, is a DatabaseURLError instead: a command that only reads or changes jobs would show a mistyped
     path or database name as an empty queue, and leave a new file, or the queue's tables in another
-    application's database, behind.
+    application's database, behind. The database's ``schema_found`` is the schema version it held before
+    this open (0: no queue tables, made now; below ``SCHEMA_VERSION``: upgraded now).
     SQLite: WAL, a busy timeout, ``synchronous=NORMAL`` (durable against a process crash; a power loss
     may drop the last commits) unless ``synchronous="FULL"`` or ``?synchronous=full`` in the URL asks
     for durability against power loss too, at the cost of an fsync per commit.
@@ -164,8 +165,8 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
         db = _open_sqlite(url, parsed, synchronous)
         if not create and not os.path.exists(db.database):
             raise DatabaseURLError(
-                f"no database at {db.database} ({url}): check --db or $QUEUE_DB_URL (enqueue or a worker makes"
-                " a new one)"
+                f"no database at {db.database} ({url}): check --db or $QUEUE_DB_URL (python -m queue_core"
+                " migrate, enqueue or a worker makes a new one)"
             )
         if not create and not _sqlite_has_queue_tables(db.database):
             raise _no_queue_tables(url)
@@ -184,7 +185,8 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
         if version == 0 and not create:
             raise _no_queue_tables(url)
         if version != SCHEMA_VERSION:
-            migrate(db)
+            version = migrate(db)
+        db.schema_found = version
     except DatabaseURLError:
         db.close()
         raise
@@ -198,9 +200,21 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
     return db
 
 
+def schema_change(db: pw.Database, url: str | None = None) -> str | None:
+    """What ``open_database`` did to the schema of ``db`` (opened from ``url``), as a line for an operator:
+    the queue's tables made or upgraded; None when they were current already."""
+    found, where = db.schema_found, without_password(url or default_url())
+    if found == 0:
+        return f"made the queue's tables in {where} (schema version {SCHEMA_VERSION})"
+    if found < SCHEMA_VERSION:
+        return f"upgraded the queue's tables in {where} from schema version {found} to {SCHEMA_VERSION}"
+    return None
+
+
 def _no_queue_tables(url: str) -> DatabaseURLError:
     return DatabaseURLError(
-        f"no queue tables in {without_password(url)}: check --db or $QUEUE_DB_URL (enqueue or a worker makes them)"
+        f"no queue tables in {without_password(url)}: check --db or $QUEUE_DB_URL (python -m queue_core migrate,"
+        " enqueue or a worker makes them)"
     )
 
 

@@ -377,7 +377,9 @@ def schema_version(db: pw.Database) -> int:
 
 
 def migrate(db: pw.Database) -> int:
-    """Bring the schema to ``SCHEMA_VERSION``; idempotent and safe when several processes open at once."""
+    """Bring the schema to ``SCHEMA_VERSION``; idempotent and safe when several processes open at once.
+    Returns the version the database held when this took the migration lock (0: no queue tables), so that
+    of two opens at once only the one that made or upgraded the tables says so."""
     meta = bind_models(db).SchemaMeta
     with db.atomic():
         if is_postgres(db):
@@ -396,4 +398,4 @@ def migrate(db: pw.Database) -> int:
                 meta.insert(key=SCHEMA_VERSION_KEY, value=str(version)).on_conflict(
                     conflict_target=[meta.key], preserve=[meta.value]
                 ).execute()
-    return SCHEMA_VERSION
+    return current

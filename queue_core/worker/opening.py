@@ -13,7 +13,7 @@ import peewee as pw
 
 from ..cli.args import open_for_command
 from ..errors import QueueError
-from ..store.database import DATABASE_ERRORS, ReconnectingPostgresqlDatabase
+from ..store.database import DATABASE_ERRORS, ReconnectingPostgresqlDatabase, schema_change
 from ..store.repository import JobRepository
 from ..validation import validate_token
 from .logs import logger
@@ -102,6 +102,8 @@ def open_queue(args) -> tuple[JobQueue, pw.Database | None, Callable[[], None]]:
             raise
         return queue, None, queue.close
     db = open_for_command(args.db)
+    if done := schema_change(db, args.db):
+        logger.info("%s", done)  # the first open of a new database, or the first after an upgrade of queue_core
     if isinstance(db, ReconnectingPostgresqlDatabase):
         db.use_generic_plans()  # this program's own database: every statement on it is the worker's
     return JobRepository(db), db, db.close

@@ -1,0 +1,106 @@
+"""``python -m queue_core migrate``: the queue's tables made, upgraded or found current, and which one said in a
+line (both backends); the step a deploy runs before its workers, as every other read command refuses a
+database without the tables."""
+
+from __future__ import annotations
+
+import threading
+
+from support import another_apps_database, as_schema_version_5, table_names
+from test_entry_point_errors import assert_one_error_line, run_cli, run_module
+
+from queue_core.store.database import open_database, without_password
+from queue_core.store.repository import JobRepository
+from queue_core.store.schema import SCHEMA_VERSION, schema_version
+
+
+def made(url: str) -> str:
+    return f"made the queue's tables in {without_password(url)} (schema version {SCHEMA_VERSION})\n"
+
+
+def current(url: str) -> str:
+    return (
+        f"the queue's tables in {without_password(url)} are at schema version {SCHEMA_VERSION}, this queue_core's:"
+        " nothing to do\n"
+    )
+
+
+def test_migrate_makes_the_tables_beside_another_apps_then_finds_them_current(db_url, tmp_path):
+    url = another_apps_database(db_url, tmp_path)
+    assert run_cli("--db", url, "stats")[0] == 2  # a read refuses the database: no queue tables yet
+
+    assert run_cli("--db", url, "migrate") == (0, made(url), "")
+    assert {"jobs", "job_errors", "queue_meta", "queues", "workers", "users"} <= set(table_names(url))
+    assert run_cli("--db", url, "stats")[0] == 0
+    assert run_cli("migrate", "--db", url) == (0, current(url), "")  # --db after the command too
+
+
+def test_migrate_makes_a_new_sqlite_file(tmp_path):
+    new = tmp_path / "new.db"
+    url = f"sqlite:///{new}"
+    assert run_cli("--db", url, "migrate") == (0, made(url), "")
+    code, out, _ = run_cli("--db", url, "list")
+    assert new.exists() and code == 0 and len(out.splitlines()) == 1  # the table's header: no jobs
+
+
+def test_migrate_upgrades_an_older_schema_keeping_every_job(db_url):
+    db = open_database(db_url)
+    repo = JobRepository(db)
+    kept = [repo.create("echo", {"n": n})[0].id for n in range(3)]
+    as_schema_version_5(db)
+    db.close()
+
+    code, out, err = run_cli("--db", db_url, "migrate")
+
+    assert (code, err) == (0, "")
+    assert out == (
+        f"upgraded the queue's tables in {without_password(db_url)} from schema version 5 to {SCHEMA_VERSION}\n"
+    )
+    db = open_database(db_url)
+    assert schema_version(db) == SCHEMA_VERSION
+    assert sorted(job.id for job in JobRepository(db).list()) == kept
+    db.close()
+
+
+def test_migrate_refuses_a_schema_newer_than_this_queue_core(db_url):
+    db = open_database(db_url)
+    db.execute_sql(f"UPDATE queue_meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version'")
+    db.close()
+
+    code, out, err = run_cli("--db", db_url, "migrate")
+
+    assert code == 2 and out == ""
+    assert_one_error_line(err, f"schema version {SCHEMA_VERSION + 1} is newer", "upgrade queue_core")
+
+
+def test_of_several_opens_at_once_only_one_says_it_made_the_tables(db_url, tmp_path):
+    url = another_apps_database(db_url, tmp_path)
+    found, start = [], threading.Barrier(4)
+
+    def open_it() -> None:
+        start.wait()
+        db = open_database(url)
+        found.append(db.schema_found)
+        db.close()
+
+    threads = [threading.Thread(target=open_it) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+
+    assert sorted(found) == [0, SCHEMA_VERSION, SCHEMA_VERSION, SCHEMA_VERSION]
+
+
+def test_a_worker_says_once_that_it_made_the_tables_of_a_new_database(tmp_path):
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    args = ["--db", url, "--burst", "--processes", "2"]
+
+    first = run_module("queue_core.worker", *args)
+    again = run_module("queue_core.worker", *args)
+
+    assert first.returncode == 0 and again.returncode == 0, first.stderr + again.stderr
+    # Said by the pool's parent, which opened the database before it forked; its processes found it current.
+    assert first.stderr.count("INFO made the queue's tables in") == 1, first.stderr
+    assert made(url).strip() in first.stderr
+    assert "the queue's tables" not in again.stderr, again.stderr
