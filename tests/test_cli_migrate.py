@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 
+from live_server import LiveServer
 from support import another_apps_database, as_schema_version_5, table_names
 from test_entry_point_errors import assert_one_error_line, run_cli, run_module
 
@@ -104,3 +105,16 @@ def test_a_worker_says_once_that_it_made_the_tables_of_a_new_database(tmp_path):
     assert first.stderr.count("INFO made the queue's tables in") == 1, first.stderr
     assert made(url).strip() in first.stderr
     assert "the queue's tables" not in again.stderr, again.stderr
+
+
+def test_the_server_says_it_made_the_tables_of_a_new_database(tmp_path):
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+
+    def server_log() -> str:
+        server = LiveServer(url, "--log-level", "info").__enter__()  # up once /healthz answers
+        return server.stop()  # its whole output
+
+    first, again = server_log(), server_log()
+
+    assert made(url).strip() in first, first
+    assert "Serving on" in again and "the queue's tables" not in again, again

@@ -21,7 +21,7 @@ from ..cli.args import (
     whole_number,
 )
 from ..errors import QueueError
-from ..store.database import default_url
+from ..store.database import default_url, schema_change
 from ..validation import validate_token
 from .app import DEFAULT_MAX_BODY_BYTES, create_app
 
@@ -108,7 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level)
         # uvicorn says where it listens only for sockets it bound itself.
         shown = f"[{args.host}]" if ":" in args.host else args.host
-        logging.getLogger("uvicorn.error").info("Serving on http://%s:%d (Press CTRL+C to quit)", shown, args.port)
+        log = logging.getLogger("uvicorn.error")
+        if done := schema_change(db, args.db):
+            log.info("%s", done)  # the first open of a new database, or the first after an upgrade of queue_core
+        log.info("Serving on http://%s:%d (Press CTRL+C to quit)", shown, args.port)
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
