@@ -478,8 +478,9 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if problem:
         sys.exit(fail(problem))
     try:
-        # Read-only looks and never writes: a mistyped SQLite path is an error, not a new empty queue there.
-        repo = JobRepository(open_database(url, create=not args.read_only))
+        # Read-only looks and never writes: a mistyped SQLite path is an error, not a new empty queue there,
+        # and tables of an older queue_core are an error, not upgraded.
+        repo = JobRepository(open_database(url, create=not args.read_only, upgrade=not args.read_only))
         if args.demo:
             refusal = None if args.force_demo else demo_refusal(repo)
             if refusal:

@@ -141,15 +141,20 @@ def default_url() -> str:
     return os.environ.get("QUEUE_DB_URL") or DEFAULT_URL
 
 
-def open_database(url: str | None = None, *, synchronous: str | None = None, create: bool = True) -> pw.Database:
+def open_database(
+    url: str | None = None, *, synchronous: str | None = None, create: bool = True, upgrade: bool = True
+) -> pw.Database:
     """Open ``url`` (a ``playhouse.db_url`` URL; default ``$QUEUE_DB_URL`` or ``sqlite:///queue.db``).
 
     The schema is created or migrated on open, so any command can be the first to touch a new file; with
     ``create=False`` a SQLite file that does not exist, or a database (either backend) that holds no queue
     tables, is a DatabaseURLError instead: a command that only reads or changes jobs would show a mistyped
     path or database name as an empty queue, and leave a new file, or the queue's tables in another
-    application's database, behind. The database's ``schema_found`` is the schema version it held before
-    this open (0: no queue tables, made now; below ``SCHEMA_VERSION``: upgraded now).
+    application's database, behind. With ``upgrade=False`` tables of an older schema version are a
+    DatabaseURLError too, not upgraded: a read-only look must not write, and an upgrade would also stop the
+    workers of the older queue_core from opening the database again. The database's ``schema_found`` is the
+    schema version it held before this open (0: no queue tables, made now; below ``SCHEMA_VERSION``:
+    upgraded now).
     SQLite: WAL, a busy timeout, ``synchronous=NORMAL`` (durable against a process crash; a power loss
     may drop the last commits) unless ``synchronous="FULL"`` or ``?synchronous=full`` in the URL asks
     for durability against power loss too, at the cost of an fsync per commit.
@@ -184,6 +189,12 @@ def open_database(url: str | None = None, *, synchronous: str | None = None, cre
         version = schema_version(db)
         if version == 0 and not create:
             raise _no_queue_tables(url)
+        if 0 < version < SCHEMA_VERSION and not upgrade:
+            raise DatabaseURLError(
+                f"the queue's tables in {without_password(url)} are at schema version {version}, older than this"
+                f" queue_core's {SCHEMA_VERSION}, and a read-only look does not upgrade them: look with the"
+                " queue_core the workers run, or upgrade them for every process with python -m queue_core migrate"
+            )
         if version != SCHEMA_VERSION:
             version = migrate(db)
         db.schema_found = version

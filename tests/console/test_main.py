@@ -6,13 +6,16 @@ import contextlib
 import sqlite3
 
 import pytest
+from support import as_schema_version_5
 from textual.app import App
 
 import console.app
 from console.app import QueueConsole, main
 from console.options import build_parser
+from queue_core.errors import DatabaseURLError
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
+from queue_core.store.schema import SCHEMA_VERSION, schema_version
 
 # --- a crash exits non-zero ---------------------------------------------------------------------
 
@@ -43,7 +46,7 @@ def test_the_header_never_shows_the_database_password(tmp_path, monkeypatch):
     """The header showed --db as given: postgresql://queue:secret@host/... on screen, in a screen share, in the
     browser with --serve. It names the database with the password as ***, as the error messages do."""
     sqlite_url = f"sqlite:///{tmp_path / 'q.db'}"
-    monkeypatch.setattr(console.app, "open_database", lambda url, create: open_database(sqlite_url, create=create))
+    monkeypatch.setattr(console.app, "open_database", lambda url, **options: open_database(sqlite_url, **options))
     labels = []
     monkeypatch.setattr(QueueConsole, "run", lambda self: labels.append(self.db_label))
     assert run_main(["--db", "postgresql://queue:hunter2@db.example:5432/jobs"]) == 0
@@ -128,3 +131,23 @@ def test_read_only_on_a_database_without_queue_tables_is_an_error_and_makes_none
     assert err.startswith("error: ") and "no queue tables in" in err
     with contextlib.closing(sqlite3.connect(other)) as conn:
         assert [name for (name,) in conn.execute("SELECT name FROM sqlite_master")] == ["users"]
+
+
+@pytest.mark.backends("sqlite", "postgresql")
+def test_read_only_on_tables_of_an_older_schema_is_an_error_and_upgrades_nothing(db_url, console_not_run, capsys):
+    # A newer console looking read-only at a database upgraded it: a write, and the workers of the older
+    # queue_core could not open the database again ("schema version ... is newer than this queue_core's").
+    db = open_database(db_url)
+    as_schema_version_5(db)
+    db.close()
+
+    assert run_main(["--db", db_url, "--read-only"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and len(err.strip().splitlines()) == 1, err
+    assert "at schema version 5, older than" in err and "python -m queue_core migrate" in err
+    with pytest.raises(DatabaseURLError, match="at schema version 5"):  # still version 5: nothing was upgraded
+        open_database(db_url, create=False, upgrade=False)
+
+    assert run_main(["--db", db_url]) == 0  # not read-only: opened and upgraded, as before
+    with contextlib.closing(open_database(db_url, create=False, upgrade=False)) as db:
+        assert schema_version(db) == SCHEMA_VERSION
