@@ -4,12 +4,15 @@ database without the tables."""
 
 from __future__ import annotations
 
+import contextlib
+import re
 import threading
 
 from live_server import LiveServer
 from support import another_apps_database, as_schema_version_5, table_names
 from test_entry_point_errors import assert_one_error_line, run_cli, run_module
 
+from queue_core.errors import DatabaseURLError
 from queue_core.store.database import open_database, without_password
 from queue_core.store.repository import JobRepository
 from queue_core.store.schema import SCHEMA_VERSION, schema_version
@@ -61,6 +64,48 @@ def test_migrate_upgrades_an_older_schema_keeping_every_job(db_url):
     assert schema_version(db) == SCHEMA_VERSION
     assert sorted(job.id for job in JobRepository(db).list()) == kept
     db.close()
+
+
+# The admin commands that change nothing, and a bulk action's --dry-run.
+READS = (
+    ["list"],
+    ["show", "1"],
+    ["stats"],
+    ["queues"],
+    ["workers"],
+    ["schedules"],
+    ["retry", "--cause", "x", "--dry-run"],
+)
+
+
+def test_a_read_refuses_an_older_schema_and_upgrades_nothing_while_an_action_upgrades_it(db_url):
+    # A newer admin CLI's stats against an older deployment upgraded its tables: a write from a read, after
+    # which the workers of the older queue_core could not open the database again.
+    db = open_database(db_url)
+    job = JobRepository(db).create("echo", {})[0]
+    as_schema_version_5(db)
+    db.close()
+
+    for read in READS:
+        code, out, err = run_cli("--db", db_url, *read)
+        assert code == 2 and out == "", (read, out)
+        assert_one_error_line(err, "at schema version 5, older than", "python -m queue_core migrate")
+        assert found_version(db_url) == 5, read  # nothing upgraded
+
+    code, out, err = run_cli("--db", db_url, "pause", "default")  # an action writes: it upgrades, as before
+    assert (code, err) == (0, ""), err
+    assert found_version(db_url) == SCHEMA_VERSION
+    code, out, _ = run_cli("--db", db_url, "show", str(job.id))
+    assert code == 0 and "echo" in out
+
+
+def found_version(url: str) -> int:
+    """The schema version of the tables at ``url``, upgrading nothing."""
+    try:
+        with contextlib.closing(open_database(url, create=False, upgrade=False)) as db:
+            return schema_version(db)
+    except DatabaseURLError as exc:
+        return int(re.search(r"at schema version (\d+), older", str(exc)).group(1))
 
 
 def test_migrate_refuses_a_schema_newer_than_this_queue_core(db_url):

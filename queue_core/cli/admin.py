@@ -273,6 +273,14 @@ RUNNERS = {
 COMMANDS = tuple(RUNNERS)
 
 
+# The commands that change nothing, whatever their options; the bulk actions change nothing with --dry-run.
+READ_COMMANDS = frozenset({"list", "show", "stats", "queues", "workers", "schedules"})
+
+
+def only_reads(args) -> bool:
+    return args.command in READ_COMMANDS or getattr(args, "dry_run", False)
+
+
 def run(args, repo: JobRepository) -> int:
     return RUNNERS[args.command](args, repo)
 
@@ -298,8 +306,9 @@ def main(argv: list[str] | None = None) -> int:
             return fail(problem)
     try:
         # Only enqueue and migrate make a new SQLite file (or the tables): to every other command a database
-        # without them is a mistyped path or name.
-        db = open_for_command(args.db, create=args.command in ("enqueue", "migrate"))
+        # without them is a mistyped path or name. A command that only reads upgrades no older schema: it
+        # would write, and stop the workers of the older queue_core from opening the database again.
+        db = open_for_command(args.db, create=args.command in ("enqueue", "migrate"), upgrade=not only_reads(args))
     except QueueError as exc:
         if locked := locked_database(exc, args.db):  # a migration waits for the write lock
             return failed(locked)

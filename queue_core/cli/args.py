@@ -140,12 +140,12 @@ def api_token(text: str) -> str:
         raise argparse.ArgumentTypeError(exc.message) from None
 
 
-def open_for_command(url: str | None, *, create: bool = True) -> pw.Database:
+def open_for_command(url: str | None, *, create: bool = True, upgrade: bool = True) -> pw.Database:
     """``open_database``, with every way the open can fail as a ``QueueError`` for the one-line error:
     a file that is not SQLite (sqlite3's DatabaseError), a schema whose version it cannot read; ``create``
-    as ``open_database``'s."""
+    and ``upgrade`` as ``open_database``'s."""
     try:
-        return open_database(url, create=create)
+        return open_database(url, create=create, upgrade=upgrade)
     except QueueError:
         raise
     except (*DATABASE_ERRORS, ValueError) as exc:
