@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import sqlite3
+import time
 from urllib.parse import parse_qsl, quote, urlparse
 
 import peewee as pw
@@ -17,6 +18,7 @@ from .schema import SCHEMA_VERSION, migrate, schema_version
 
 DEFAULT_URL = "sqlite:///queue.db"
 BUSY_TIMEOUT_MS = 10_000
+JOURNAL_MODE_RETRY = 0.005  # seconds between tries of a journal_mode that met another connection's switch to WAL
 CONNECT_TIMEOUT = 10  # seconds a PostgreSQL connection attempt may take (libpq connect_timeout), unless the URL says
 SYNCHRONOUS_MODES = ("NORMAL", "FULL")
 # The page size of a new SQLite file (``?page_size=`` in the URL chooses another). A WAL commit writes every
@@ -135,6 +137,26 @@ class QueueSqliteDatabase(pw.SqliteDatabase):
         except sqlite3.Error:
             with _PEEWEE_ERRORS:
                 raise
+
+    def _set_pragmas(self, conn):
+        """Peewee's, except that ``journal_mode`` is tried again within the busy timeout when it meets another
+        connection turning the same new file to WAL: SQLite answers that race "database is locked" at once,
+        without waiting in its busy handler, and of several workers started together on a new file, one
+        failed to open it (one open in seven, four threads opening a new file at once)."""
+        cursor = conn.cursor()
+        try:
+            for pragma, value in self._pragmas:
+                give_up = time.monotonic() + (self.timeout if pragma == "journal_mode" else 0)
+                while True:
+                    try:
+                        cursor.execute(f"PRAGMA {pragma} = {value};")
+                        break
+                    except sqlite3.OperationalError as exc:
+                        if "database is locked" not in str(exc) or time.monotonic() >= give_up:
+                            raise
+                        time.sleep(JOURNAL_MODE_RETRY)
+        finally:
+            cursor.close()
 
 
 def default_url() -> str:
