@@ -14,6 +14,7 @@ from .errors import (
     NoCurrentJobError,
     QueueError,
     ValidationError,
+    WorkerGaveUp,
 )
 from .store.database import open_database
 from .store.models import Job, JobStatus, Priority, parse_priority, priority_label
@@ -36,6 +37,7 @@ __all__ = [
     "QueueError",
     "ValidationError",
     "Worker",
+    "WorkerGaveUp",
     "current_job",
     "handler",
     "open_database",

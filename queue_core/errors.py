@@ -46,3 +46,10 @@ class DatabaseURLError(QueueError):
 
 class NoCurrentJobError(QueueError, LookupError):
     """``current_job()`` was called outside a handler that a worker is running."""
+
+
+class WorkerGaveUp(QueueError):
+    """A burst run (``Worker.run(burst=True)``, ``--burst``) stopped before its queues were drained: every
+    claim failed for ``stale_after`` seconds (the database or the queue API away). Its running jobs were
+    finished or released as at a stop; jobs still pending wait for the next run, and an outcome it could not
+    write leaves its job to the reaper, which runs it again."""

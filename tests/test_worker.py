@@ -14,7 +14,7 @@ import peewee as pw
 import pytest
 from worker_support import WAIT
 
-from queue_core.errors import QueueError, ValidationError
+from queue_core.errors import QueueError, ValidationError, WorkerGaveUp
 from queue_core.worker import Worker, WorkerStats, next_idle_delay
 from queue_core.worker.handlers import current_job
 
@@ -200,8 +200,10 @@ class ClaimSpy:
         self.failures = failures
         self.empty_claims = 0
         self.empty = threading.Event()
+        self.claims = 0
 
     def complete_and_claim_many(self, completions, n, types=None, *, worker_id, queues=None):
+        self.claims += 1
         if self.failures:
             self.failures -= 1
             raise pw.OperationalError("database is locked")
@@ -426,6 +428,51 @@ def test_defaults(live_repo):
     assert worker.heartbeat_interval == 10 and worker.reap_interval == 150
     assert worker.worker_id.endswith(f"-{os.getpid()}")
     assert "echo" in worker.registry
+
+
+class AlternatingClaims(ClaimSpy):
+    """A claim that fails every other time, as on a database that keeps dropping connections."""
+
+    def complete_and_claim_many(self, completions, n, types=None, *, worker_id, queues=None):
+        self.claims += 1
+        self.failures = 1 - self.failures
+        if not self.failures:
+            raise pw.OperationalError("server closed the connection unexpectedly")
+        return self.repo.complete_and_claim_many(completions, n, types, worker_id=worker_id, queues=queues)
+
+
+def test_a_burst_whose_claims_all_fail_for_stale_after_gives_up(live_repo, handlers, events, make_worker):
+    # Regression: a burst (cron, CI) on a database that had gone away retried its claim for ever.
+    handlers.register("t", lambda payload: None)
+    job, _ = live_repo.create("t")
+    spy = ClaimSpy(live_repo, failures=10**9)
+    worker = make_worker(spy, stale_after=0.3, poll_interval=0.01, max_poll_interval=0.05, concurrency=3)
+
+    with pytest.raises(WorkerGaveUp, match=r"every claim failed for 0\.3s") as raised:
+        worker.run(burst=True)
+
+    assert "the last with OperationalError: database is locked" in str(raised.value)
+    errors = events.of("error")
+    assert len(errors) >= 3 and all("during=claim" in e.message for e in errors)  # tried again until then
+    # ... after a poll wait each time, as an idle worker polls. Regression: the look for the jobs of a failed
+    # claim woke the slots, which claimed again at once: thousands of claims (and error lines) a second.
+    assert spy.claims <= 3 * (1 + 0.3 / 0.01)
+    assert events.kinds()[-1] == "stopped" and not worker.is_running  # a whole stop, as at a signal
+    assert live_repo.find_by_id(job.id).status == "pending"  # never claimed: the next run's
+
+
+def test_a_burst_rides_out_claims_that_fail_now_and_then(live_repo, handlers, events, make_worker):
+    # Only claims failing without a break for stale_after end a burst: each claim that works starts the count
+    # again. Here every other claim fails, over more than stale_after (the jobs alone sleep 0.8 s), and no
+    # failure waits more than the poll interval's ceiling (0.05 s) for the claim that works after it.
+    handlers.register("t", lambda payload: time.sleep(0.02))
+    live_repo.create_many([{"type": "t"} for _ in range(40)])
+    spy = AlternatingClaims(live_repo)
+
+    make_worker(spy, stale_after=0.5, ack_delay=0.0).run(burst=True)
+
+    assert live_repo.counts()["completed"] == 40
+    assert len(events.of("error")) >= 40 and spy.claims >= 80
 
 
 class CountingQueue:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import time
+
 import pytest
-from live_server import LiveServer, free_port, run_module
+from live_server import LiveServer, child_env, free_port, run_module
 
 from queue_core.client import HttpQueue
 from queue_core.store.database import open_database
@@ -34,6 +38,33 @@ def test_a_burst_worker_over_the_api_drains_the_queue(db_url, tmp_path):
     assert [e.error for e in repo.errors_for(doomed.id)] == ["card declined", "card declined"]
     assert " ERROR " not in result.stderr, result.stderr
     assert not list(workdir.iterdir()), "an --api worker must not open a database of its own"
+
+
+def test_a_burst_whose_server_goes_away_gives_up_after_stale_after_with_exit_1(db_url, tmp_path):
+    # Regression: a burst worker (cron, CI) whose queue went away mid-run retried its claims for ever.
+    repo = JobRepository(open_database(db_url))
+    with LiveServer(db_url) as server:
+        job, _ = repo.create("sleep", {"seconds": 1})
+        command = [sys.executable, "-m", "queue_core.worker", "--api", server.url, "--burst", "--stale-after", "1"]
+        worker = subprocess.Popen(
+            [*command, *FAST], cwd=tmp_path, env=child_env(), stderr=subprocess.PIPE, text=True
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 30
+            while repo.find_by_id(job.id).status != "running" and time.monotonic() < deadline:
+                time.sleep(0.02)
+            assert repo.find_by_id(job.id).status == "running"
+        except BaseException:
+            worker.kill()
+            raise
+    # The server is gone while the job runs: its completion and every claim after it fail.
+    _, stderr = worker.communicate(timeout=60)
+    assert worker.returncode == 1, stderr
+    print(stderr)
+    *logged, last = stderr.splitlines()
+    assert last.startswith("error: gave up on the burst: every claim failed for 1s (the stale-after time), the last")
+    assert "Traceback" not in stderr and any(" stopped worker=" in line for line in logged), stderr
+    assert repo.find_by_id(job.id).status == "running"  # its outcome unwritten: the reaper's, to run again
 
 
 def test_token_flag_is_passed_to_the_server(db_url, tmp_path):

@@ -76,9 +76,9 @@ def exit_with(main: Callable[[], int]) -> NoReturn:
     sys.exit(code)
 
 
-def fail(message: str) -> int:
+def fail(message: str, code: int = EXIT_USAGE) -> int:
     print(f"error: {one_line(message)}", file=sys.stderr)
-    return EXIT_USAGE
+    return code
 
 
 WHOLE_NUMBER = "a whole number (ASCII digits 0-9)"

@@ -122,6 +122,7 @@ class Acks:
         self.patience = patience  # stale_after: how long the claim can still be ours
         self.on_error = on_error
         self.ledger = Ledger()
+        self.claim_error: Exception | None = None  # what the last claim that failed raised
 
     def begin(self) -> Ledger:
         """A new run's ledger: the writes of the run before keep theirs (and its cutoff)."""
@@ -175,6 +176,7 @@ class Acks:
                     acks, n, types, worker_id=self.worker_id, queues=queues
                 )
             except Exception as exc:
+                self.claim_error = exc
                 # Not again: had that try committed unseen, another would claim more jobs and orphan these.
                 # The completions alone are safe to repeat (and unsure: that try may have written them).
                 self.on_error("complete_and_claim" if items else "claim", exc, retrying=bool(items))

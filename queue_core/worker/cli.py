@@ -16,6 +16,7 @@ import signal
 from typing import NoReturn
 
 from ..cli.args import (
+    EXIT_FAILURE,
     WHOLE_NUMBER,
     CLIArgumentParser,
     api_token,
@@ -26,7 +27,7 @@ from ..cli.args import (
     positive_seconds,
     whole_number,
 )
-from ..errors import QueueError
+from ..errors import QueueError, WorkerGaveUp
 from ..store.database import DATABASE_ERRORS, without_password
 from ..tasks import declared_database_url, registered_schedules
 from ..validation import MAX_TYPES, validate_api_url, validate_worker_id
@@ -40,7 +41,7 @@ from .defaults import (
     valid_queue_slots,
 )
 from .handlers import BUILTINS, registry
-from .logs import configure_logging, log_event, logged_kinds, logger
+from .logs import configure_logging, log_event, logged_kinds, logger, write_waiting_lines
 from .loop import Worker
 from .modules import import_handler_modules
 from .opening import member_worker_id, open_queue, start_metrics, take_back, take_back_unreplaced, worker_id_of
@@ -300,6 +301,9 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
         finally:
             if metrics is not None:
                 metrics.close()
+    except WorkerGaveUp as exc:  # the database or the API away for stale_after: running it again may work
+        write_waiting_lines()  # the stop's lines first: the error is the last
+        return fail(str(exc), EXIT_FAILURE)
     except QueueError as exc:
         return fail(str(exc))
     except Exception:

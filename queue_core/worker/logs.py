@@ -222,6 +222,12 @@ class EventLines:
 _lines: EventLines | None = None
 
 
+def write_waiting_lines() -> None:
+    """Write the job lines waiting for the writer thread now (before a last line printed past the logger)."""
+    if _lines is not None:
+        _lines.write_waiting()
+
+
 def _forget_waiting_in_child() -> None:
     if _lines is not None:
         _lines.forget_waiting()

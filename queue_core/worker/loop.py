@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from ..errors import QueueError
+from ..errors import QueueError, WorkerGaveUp
 from ..validation import validate_worker_id
 from . import stopping
 from .acks import GAVE_UP, SHOWN, UNCONFIRMED, AckBatch, Acks
@@ -181,8 +181,9 @@ class Worker:
         self._start(burst=False)
 
     def run(self, *, burst: bool = False) -> None:
-        """Start, then block until ``stop()``/``request_stop()`` or, with ``burst``, until nothing is claimable
-        and nothing runs; the worker is stopped (jobs finished or released) when this returns.
+        """Start, then block until ``stop()``/``request_stop()`` or, with ``burst``, until nothing is claimable and
+        nothing runs; stopped (jobs finished or released) when this returns or raises (a burst whose claims all
+        failed for ``stale_after``: ``WorkerGaveUp``).
 
         On the main thread, while Ctrl-C raises KeyboardInterrupt (Python's default), Ctrl-C is taken as the
         worker program takes SIGINT: the first stops claiming and lets running jobs finish within
@@ -203,12 +204,13 @@ class Worker:
                 interrupts.restore()
         if interrupts is not None and interrupts.received:
             raise KeyboardInterrupt
+        if session.gave_up is not None:
+            raise WorkerGaveUp(session.gave_up)
 
     def request_stop(self, timeout: float | None = None) -> None:
         """Begin a stop without waiting for it (safe in a signal handler); ``run()`` returns once it is done.
 
-        Called again with a shorter timeout (e.g. ``0`` on a second signal), it moves the deadline closer.
-        """
+        Called again with a shorter timeout (e.g. ``0`` on a second signal), it moves the deadline closer."""
         session = self._session
         if session is not None:
             session.request_stop(timeout)

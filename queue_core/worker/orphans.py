@@ -64,8 +64,14 @@ class Orphans:
         finally:
             with self._lock:
                 session.recovering = False
-            for wake in session.slot_wakes:  # the slots held back by this claim again
-                wake.set()
+                held_back, session.held_back = session.held_back, set()
+            # The slots this recovery held back claim now if it was done, else after their poll wait. Woken
+            # after a failure (and the slot that ran it with them), each went straight back to a claim that
+            # failed and a recovery that woke them again: with the database away, thousands of claims and
+            # error lines a second until it came back.
+            if not session.orphans:
+                for slot in held_back:
+                    session.slot_wakes[slot].set()
 
     def _release(self, job_id: int, attempt: int):
         return self.queue.release(job_id, worker_id=self.worker_id, attempt=attempt)

@@ -77,6 +77,9 @@ class Session:
         # For a burst's end: jobs finished so far, and the count when each set of queues last claimed nothing.
         self.finished = 0
         self.found_nothing: dict[tuple[str, ...] | None, int] = {}
+        # Since when every claim has failed (None: the last one worked), and why a burst gave up (None: it did not).
+        self.failing_since: float | None = None
+        self.gave_up: str | None = None
         # Claiming for free slots (worker.slots): the queue sets a claim is under way for, the slots waiting
         # on it, and the jobs a claim handed to a slot that has not picked them up yet.
         self.claiming: set[tuple[str, ...] | None] = set()
@@ -88,6 +91,7 @@ class Session:
         # for before the next claim (worker.orphans), which waits while ``recovering``.
         self.orphans = False
         self.recovering = False
+        self.held_back: set[int] = set()  # slots that came to claim during that recovery, woken when it is done
         # Wakes the slots fed by a claim after a short job whose jobs wait too long (worker.dispatch); None
         # when no two slots share queues (no claim feeds another slot).
         self.dispatcher = Dispatcher(self) if len(set(slot_queues)) < len(slot_queues) else None
@@ -161,6 +165,40 @@ class Session:
         key = self.slot_queues[slot]
         self.found_nothing[key] = finished_before
         return self.in_flight == 0 and all(self.found_nothing.get(q) == self.finished for q in set(self.slot_queues))
+
+    def wait_on(self, slot: int, idle: list[int]) -> None:
+        """``slot`` waits for the claim or the recovery of orphans under way for its queues (caller holds the
+        lock): fed, or woken to claim, when it is over."""
+        if slot not in idle:
+            idle.append(slot)
+        if self.recovering:
+            self.held_back.add(slot)
+
+    def claimed(self, ok: bool) -> None:
+        """A claim answered (``ok``) or raised (caller holds the lock)."""
+        if ok:
+            self.failing_since = None
+        elif self.failing_since is None:
+            self.failing_since = time.monotonic()
+
+    def give_up(self, patience: float, error: BaseException | None) -> bool:
+        """A burst whose claims have all failed for ``patience`` seconds (the worker's ``stale_after``) stops,
+        as at a signal, and its ``run()`` raises ``WorkerGaveUp``: True if it did.
+
+        Without this a burst run by cron or CI waited for ever on a database that had gone away. A burst
+        waits out a shorter outage (a restart, a fail-over): a claim that works resets the clock. After
+        ``stale_after`` the claims it holds are the reaper's to take back anyway.
+        """
+        since = self.failing_since
+        if not self.burst or since is None or time.monotonic() - since < patience:
+            return False
+        why = "" if error is None else f", the last with {type(error).__name__}: {error}"
+        self.gave_up = (
+            f"gave up on the burst: every claim failed for {patience:g}s (the stale-after time){why}; jobs still "
+            "pending wait for the next run, and a job whose outcome could not be written is reaped and runs again"
+        )
+        self.request_stop(None)
+        return True
 
     def live_entries(self) -> list[Running]:
         """The jobs still ours to beat for: not released, not lost, not being acknowledged (caller holds the lock)."""

@@ -80,6 +80,8 @@ class Slots:
                 if session.burst and nobody_busy and claim_ok:
                     session.request_stop(None)
                     break
+                if not claim_ok and session.give_up(worker.stale_after, worker._acks.claim_error):
+                    break
                 wake.wait(delay)
                 if not others_claiming:
                     delay = worker.poll_interval if wake.is_set() else next_idle_delay(delay, worker.max_poll_interval)
@@ -125,8 +127,8 @@ class Slots:
                 return mailed, False, True, False
             idle = session.idle.setdefault(group, [])
             waiting = group in session.claiming or session.recovering
-            if waiting and slot not in idle:
-                idle.append(slot)  # fed, or woken to claim, when that claim returns
+            if waiting:
+                session.wait_on(slot, idle)
             if not waiting:
                 session.claiming.add(group)
                 others = [other for other in idle if other != slot]  # every idle slot of these queues
@@ -150,6 +152,7 @@ class Slots:
             if handed:
                 session.dispatcher.hand([other for other, _ in fed], time.monotonic())
             session.orphans |= not ok  # before the claim is over: no recovery runs before it is tracked
+            session.claimed(ok)
             session.claiming.discard(group)
             session.in_flight -= n - len(jobs)
             latecomers = [other for other in idle if other not in others]  # fell idle while this claim ran
