@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 import threading
 import time
@@ -13,6 +14,7 @@ import psycopg.sql
 import pytest
 
 from queue_core.errors import DatabaseURLError
+from queue_core.store import notify
 from queue_core.store import repository as repository_module
 from queue_core.store.compiled import numbered
 from queue_core.store.database import open_database
@@ -574,6 +576,56 @@ def test_listener_reconnects_after_losing_its_connection(db, repo, wakeups):
     assert listening_pids() - old, "the listener did not LISTEN again"
     repo.create("t")
     assert wakeups.wait()
+
+
+@postgres_only
+def test_a_listener_says_once_in_one_line_that_it_lost_its_connection_and_once_that_it_is_back(
+    db, repo, monkeypatch, caplog
+):
+    # Regression: with the database away, it logged a three-line warning at every try, every second.
+    monkeypatch.setattr(notify, "RECONNECT_DELAY", 0.01)
+    connect, serve, calls = psycopg.connect, notify.JobListener._serve, itertools.count()
+    refused = 'connection to server at "127.0.0.1", port 5432 failed: Connection refused\n\tIs the server running?'
+
+    def connecting(*args, **kwargs):  # the first connection works; the three tries after its loss are refused
+        if 1 <= next(calls) <= 3:
+            raise psycopg.OperationalError(refused)
+        return connect(*args, **kwargs)
+
+    def serving(self, conn, schema):  # the first connection is lost at once, the next one serves
+        if not getattr(self, "dropped", False):
+            self.dropped = True
+            raise psycopg.OperationalError("server closed the connection unexpectedly\n\tThis probably means ...")
+        return serve(self, conn, schema)
+
+    monkeypatch.setattr(psycopg, "connect", connecting)
+    monkeypatch.setattr(notify.JobListener, "_serve", serving)
+    caplog.set_level(logging.DEBUG, logger=notify.__name__)
+    counter = Wakeups()
+    listener = listen_for_jobs(db, counter)
+    try:
+        deadline = time.monotonic() + 15
+        while "job listener is listening again" not in caplog.messages and time.monotonic() < deadline:
+            time.sleep(0.02)
+        records = [r for r in caplog.records if r.name == notify.__name__]
+        said = [(r.levelname, r.getMessage()) for r in records]
+        assert [level for level, _ in said] == ["WARNING", "DEBUG", "DEBUG", "DEBUG", "INFO"], said
+        assert said[0][1] == (
+            "job listener lost its connection (server closed the connection unexpectedly); polling covers until "
+            "it is back"
+        )
+        assert all("\n" not in message for _, message in said) and "Connection refused" in said[1][1]
+        repo.create("t")
+        assert counter.wait()  # listening again, on its fifth connection
+    finally:
+        listener.stop(timeout=5)
+
+
+def test_a_listener_waits_longer_between_tries_while_the_database_stays_away():
+    delays = [notify.RECONNECT_DELAY]
+    for _ in range(6):
+        delays.append(notify.next_reconnect_delay(delays[-1]))
+    assert delays == [1.0, 2.0, 4.0, 5.0, 5.0, 5.0, 5.0]
 
 
 @postgres_only

@@ -225,12 +225,17 @@ def open_database(
         raise
     except DATABASE_ERRORS as exc:
         db.close()
-        # The driver's first line says what is wrong; the rest (the failing SQL, a caret) is noise to an operator.
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        reason = driver_reason(exc)
         if getattr(getattr(exc, "orig", None), "sqlstate", None) == INVALID_SCHEMA_NAME:
             reason += f"; {_missing_schema_hint(parsed.query)}"
         raise DatabaseURLError(f"cannot open {without_password(url)}: {reason}") from exc
     return db
+
+
+def driver_reason(exc: BaseException) -> str:
+    """The first line of a driver's error, which says what is wrong; the rest (the failing SQL, a caret,
+    libpq's "Is the server running on that host...") is noise to an operator and breaks a log's lines."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
 
 
 def schema_change(db: pw.Database, url: str | None = None) -> str | None:

@@ -13,12 +13,14 @@ from collections.abc import Callable
 
 import peewee as pw
 
+from .database import driver_reason
 from .wakeup import WakeupThread
 from .watch import ChangeWatcher, watch_for_changes
 
 # One channel per database; each notification's payload is the schema of the queue that has new work.
 JOBS_CHANNEL = "queue_core_jobs"
-RECONNECT_DELAY = 1.0  # seconds between attempts to re-open a lost listening connection
+RECONNECT_DELAY = 1.0  # seconds before the first attempt to re-open a lost listening connection
+RECONNECT_MAX_DELAY = 5.0  # the wait doubles up to this while the database stays away (polling covers)
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +43,7 @@ class JobListener(WakeupThread):
     def _run(self) -> None:
         import psycopg
 
+        delay, lost = RECONNECT_DELAY, False
         try:
             while not self._stopping.is_set():
                 try:
@@ -48,11 +51,18 @@ class JobListener(WakeupThread):
                         schema = conn.execute("SELECT current_schema()").fetchone()[0]
                         conn.execute(f"LISTEN {JOBS_CHANNEL}")
                         self._listening.set()
+                        if lost:
+                            log.info("job listener is listening again")
+                        delay, lost = RECONNECT_DELAY, False
                         self._serve(conn, schema)
                 except psycopg.Error as exc:
                     self._listening.clear()
-                    log.warning("job listener lost its connection (%s); polling covers until it is back", exc)
-                    self._stopping.wait(RECONNECT_DELAY)
+                    # Said once an outage, in one line: it said so at each try, every second, in three lines.
+                    say = log.debug if lost else log.warning
+                    say("job listener lost its connection (%s); polling covers until it is back", driver_reason(exc))
+                    lost = True
+                    self._stopping.wait(delay)
+                    delay = next_reconnect_delay(delay)
         finally:
             self._bell.close()
 
@@ -78,6 +88,11 @@ class JobListener(WakeupThread):
         except OSError:  # stopped before: nothing waits on the bell any more
             pass
         super().stop(timeout)
+
+
+def next_reconnect_delay(delay: float) -> float:
+    """The wait before the next try to reconnect, after one more that failed: doubles, up to the bound."""
+    return min(RECONNECT_MAX_DELAY, delay * 2)
 
 
 def listen_for_jobs(db: pw.Database, on_job: Callable[[], None]) -> JobListener | ChangeWatcher | None:
