@@ -129,7 +129,7 @@ class Slots:
             waiting = group in session.claiming or session.recovering
             if waiting:
                 session.wait_on(slot, idle)
-            if not waiting:
+            else:
                 session.claiming.add(group)
                 others = [other for other in idle if other != slot]  # every idle slot of these queues
                 idle.clear()
