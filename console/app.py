@@ -27,7 +27,7 @@ from queue_core.store.database import DATABASE_ERRORS, default_url, open_databas
 from queue_core.store.repository import JobRepository
 from queue_core.tasks import Queue
 from queue_core.validation import validate_type
-from queue_core.worker.cli import import_handler_modules
+from queue_core.worker.cli import adopt_queue_url, import_handler_modules
 from queue_core.worker.handlers import registry as handler_registry
 from queue_core.worker.scheduler import Schedule, describe_schedules
 
@@ -473,10 +473,12 @@ def main(argv: list[str] | None = None) -> NoReturn:
     if args.serve:
         serve(argv, args.host, args.port, read_only=args.read_only)
         sys.exit(0)
-    url = args.db or default_url()
-    problem = import_handler_modules(args.handlers)
+    # The --handlers modules first: with no --db (nor $QUEUE_DB_URL) the console opens the database their
+    # Queue names, as a worker of them and ``python -m queue_core schedules --handlers`` do.
+    problem = import_handler_modules(args.handlers) or adopt_queue_url(args)
     if problem:
         sys.exit(fail(problem))
+    url = args.db or default_url()
     try:
         # Read-only looks and never writes: a mistyped SQLite path is an error, not a new empty queue there,
         # and tables of an older queue_core are an error, not upgraded.

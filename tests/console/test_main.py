@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 from support import as_schema_version_5
@@ -11,7 +14,7 @@ from textual.app import App
 
 import console.app
 from console.app import QueueConsole, main
-from console.options import build_parser
+from console.options import build_parser, parse_args
 from queue_core.errors import DatabaseURLError
 from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
@@ -151,3 +154,66 @@ def test_read_only_on_tables_of_an_older_schema_is_an_error_and_upgrades_nothing
     assert run_main(["--db", db_url]) == 0  # not read-only: opened and upgraded, as before
     with contextlib.closing(open_database(db_url, create=False, upgrade=False)) as db:
         assert schema_version(db) == SCHEMA_VERSION
+
+
+# --- --handlers: the database their Queue names, as the worker's --handlers -------------------------------
+
+TASKS = """
+from queue_core import Queue
+
+queue = Queue({url!r})
+
+
+@queue.task({kind!r})
+def shout(word: str) -> str:
+    return word.upper()
+"""
+
+PRINT_THE_HEADER = (
+    "import console.app as app; app.QueueConsole.run = lambda self: print('opened', self.db_label); app.main({argv!r})"
+)
+
+
+def console_in(folder, argv: list[str], **env: str) -> subprocess.CompletedProcess:
+    """The console program in ``folder`` (its modules importable, as from a shell there), printing the
+    database its header names instead of starting the app."""
+    environ = {key: value for key, value in os.environ.items() if key != "QUEUE_DB_URL"} | env
+    code = PRINT_THE_HEADER.format(argv=argv)
+    return subprocess.run([sys.executable, "-c", code], cwd=folder, env=environ, capture_output=True, text=True)
+
+
+def test_handlers_modules_whose_queue_names_a_database_open_that_one(tmp_path):
+    """``--handlers`` opened sqlite:///queue.db, a new empty file beside the module, where the module's Queue
+    named another database: an empty console, and ``w`` started a worker on the wrong database."""
+    url = f"sqlite:///{tmp_path / 'tasks.db'}"
+    (tmp_path / "tasks_a.py").write_text(TASKS.format(url=url, kind="shout"))
+    (tmp_path / "tasks_b.py").write_text(TASKS.format(url=f"sqlite:///{tmp_path / 'other.db'}", kind="whisper"))
+
+    done = console_in(tmp_path, ["--handlers", "tasks_a"])
+    assert (done.returncode, done.stdout.strip()) == (0, f"opened {url}"), done.stderr
+    assert sorted(path.name for path in tmp_path.glob("*.db")) == ["tasks.db"]  # no queue.db made
+
+    chosen = f"sqlite:///{tmp_path / 'chosen.db'}"
+    done = console_in(tmp_path, ["--handlers", "tasks_a", "--db", chosen])  # --db still chooses
+    assert done.stdout.strip() == f"opened {chosen}", done.stderr
+    done = console_in(tmp_path, ["--handlers", "tasks_a"], QUEUE_DB_URL=chosen)  # and so does $QUEUE_DB_URL
+    assert done.stdout.strip() == f"opened {chosen}", done.stderr
+
+    done = console_in(tmp_path, ["--handlers", "tasks_a", "--handlers", "tasks_b"])
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("error: the --handlers modules' Queues name different databases"), done.stderr
+
+
+def test_concurrency_and_queues_for_the_embedded_worker_are_one_or_the_other(tmp_path, console_not_run, capsys):
+    """``--worker --concurrency 3 --queues mail=1`` ran one slot and dropped the 3 without a word; the headless
+    worker refuses the pair. Either alone is fine, and the default stays 2 threads."""
+    assert (
+        run_main(["--db", f"sqlite:///{tmp_path / 'q.db'}", "--worker", "--concurrency", "3", "--queues", "mail=1"])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert err.startswith("error: give --queues or --concurrency, not both"), err
+    parser_defaults = parse_args([], environ={})
+    assert parser_defaults.concurrency == 2 and parser_defaults.queues is None
+    assert parse_args(["--concurrency", "3"], environ={}).concurrency == 3
+    assert parse_args(["--queues", "mail=1"], environ={}).queues == {"mail": 1}

@@ -63,8 +63,10 @@ async def test_selection_and_views_still_work_when_read_only(make_app):
 
 
 def test_read_only_from_the_environment_and_what_it_refuses(capsys):
-    assert parse_args([], environ={"QUEUE_CONSOLE_READ_ONLY": "1"}).read_only
-    assert not parse_args([], environ={"QUEUE_CONSOLE_READ_ONLY": "0"}).read_only
+    for word in ("1", "true", "Yes", "on", " ON "):
+        assert parse_args([], environ={"QUEUE_CONSOLE_READ_ONLY": word}).read_only, word
+    for word in ("0", "false", "no", "Off", ""):
+        assert not parse_args([], environ={"QUEUE_CONSOLE_READ_ONLY": word}).read_only, word
     assert parse_args(["--read-only"], environ={}).read_only
     for argv in (["--read-only", "--worker"], ["--read-only", "--demo"]):
         with pytest.raises(SystemExit) as info:
@@ -88,3 +90,15 @@ async def test_a_write_from_the_command_palette_says_why_and_writes_nothing(make
             assert len(app.screen_stack) == 1 and app.queue_worker is None
             assert any("is disabled" in n.message for n in app._notifications), title
     assert database_state(scene) == before
+
+
+def test_a_read_only_switch_it_does_not_know_is_an_error_not_writes(capsys):
+    """``QUEUE_CONSOLE_READ_ONLY=y`` (or ``maybe``, ``ture``) opened the console with writes, silently: an
+    operator who meant read-only could retry or delete jobs. A value that is neither a yes nor a no is refused."""
+    for word in ("maybe", "y", "ture", "2"):
+        with pytest.raises(SystemExit) as info:
+            parse_args([], environ={"QUEUE_CONSOLE_READ_ONLY": word})
+        assert info.value.code == 2
+        err = capsys.readouterr().err
+        assert err.startswith(f"error: QUEUE_CONSOLE_READ_ONLY='{word}' is not a yes or a no"), err
+        assert "1, true, yes or on" in err and len(err.strip().splitlines()) == 1
