@@ -89,8 +89,22 @@ def validate_new_queue_name(value, field: str = "queue") -> str:
 def _validate_name(field: str, value, example: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(field, f"must be a non-empty string, e.g. {example!r}")
-    if len(value) > MAX_TEXT_CHARS or not value.isprintable():
-        raise ValidationError(field, f"must be at most {MAX_TEXT_CHARS} printable characters")
+    return validate_printable(field, value)
+
+
+def validate_printable(field: str, value: str) -> str:
+    """A name shown in tables, logs and the console: at most MAX_TEXT_CHARS characters, none that would act on
+    a terminal (a control character, an escape, a line break). Each of the two said as itself: a five-character
+    type with a control character in it was told "must be at most 255 printable characters"."""
+    if len(value) > MAX_TEXT_CHARS:
+        raise ValidationError(field, f"must be at most {MAX_TEXT_CHARS} characters, got {len(value):,}")
+    if not value.isprintable():
+        position, char = next((i, c) for i, c in enumerate(value) if not c.isprintable())
+        raise ValidationError(
+            field,
+            f"holds the non-printable character {char!r} at position {position + 1}: use printable characters only "
+            "(no control characters, tabs or line breaks)",
+        )
     return value
 
 
@@ -300,11 +314,11 @@ def validate_aware(field: str, value) -> datetime:
 def validate_worker_id(value) -> str:
     # Printable: an id is shown in the CLI's tables, the console and logs, where a control character (an
     # escape sequence, a line break) would act on the operator's terminal instead of being read.
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_TEXT_CHARS or not value.isprintable():
+    if not isinstance(value, str) or not value.strip():
         raise ValidationError(
             "worker_id", f"must be a non-empty string of at most {MAX_TEXT_CHARS} printable characters"
         )
-    return value
+    return validate_printable("worker_id", value)
 
 
 def validate_token(field: str, value) -> str:

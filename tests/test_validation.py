@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -220,3 +221,26 @@ def test_names_kept_after_checking_are_bounded():
     for i in range(validation._CHECKED_NAMES_KEPT * 3):
         validation.validate_types((f"bounded-{i}",))
     assert len(validation._CHECKED_NAMES) <= validation._CHECKED_NAMES_KEPT
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("echo\x01", "holds the non-printable character '\\x01' at position 5: use printable characters only"),
+        ("bad\ntype", "holds the non-printable character '\\n' at position 4"),
+        ("\x1b[31mred", "holds the non-printable character '\\x1b' at position 1"),
+        ("x" * 256, "must be at most 255 characters, got 256"),
+    ],
+)
+def test_a_bad_name_says_which_rule_it_breaks(repo, name, says):
+    """A five-character type holding a control character was told "must be at most 255 printable characters":
+    each rule is said on its own, and for a type, a queue and a worker id alike."""
+    with pytest.raises(ValidationError, match=r"^type: " + re.escape(says)):
+        repo.create(name)
+    with pytest.raises(ValidationError, match=r"^queue: " + re.escape(says)):
+        repo.create("t", queue=name)
+    with pytest.raises(ValidationError, match=r"^worker_id: " + re.escape(says)):
+        repo.register_worker(name, host="h", pid=1, queues=None, concurrency=1, stale_after=5)
+    with pytest.raises(ValidationError, match=r"^host: " + re.escape(says)):
+        repo.register_worker("w", host=name, pid=1, queues=None, concurrency=1, stale_after=5)
+    assert sum(repo.counts().values()) == 0

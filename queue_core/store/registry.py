@@ -17,6 +17,7 @@ from ..validation import (
     MAX_TEXT_CHARS,
     validate_count,
     validate_positive_int,
+    validate_printable,
     validate_queue_name,
     validate_seconds,
     validate_types,
@@ -126,6 +127,6 @@ class WorkerRegistry:
 
 def _text(field: str, value) -> str:
     # Printable, as worker ids: shown in the CLI's tables and the console, never acted on by a terminal.
-    if not isinstance(value, str) or len(value) > MAX_TEXT_CHARS or not value.isprintable():
+    if not isinstance(value, str):
         raise ValidationError(field, f"must be a string of at most {MAX_TEXT_CHARS} printable characters")
-    return value
+    return validate_printable(field, value)
