@@ -254,3 +254,22 @@ def test_enqueue_with_handlers_applies_the_tasks_defaults_and_checks_its_argumen
     assert "apply only when its module is given with --handlers" in " ".join(cli("enqueue", "--help").stdout.split())
     listed = [json.loads(line)["id"] for line in cli("list", "--json").stdout.splitlines()]
     assert len(listed) == 3  # the refused ones wrote nothing
+
+
+def test_list_escapes_control_characters_in_a_jobs_error_text(cli, db_url):
+    """An error text sent by a handler or an API client reached the terminal raw in ``list``: an escape
+    sequence coloured (or hid) the rows after it, a bidi override reordered them. Cells are escaped as error
+    lines are; ``--json`` keeps the text as it is (JSON escapes what it must)."""
+    from queue_core.store.database import open_database
+    from queue_core.store.repository import JobRepository
+
+    repo = JobRepository(open_database(db_url))
+    job, _ = repo.create("t", max_retries=0)
+    repo.claim("w")
+    hostile = "\u202e\x1b[31mred\x07 text"
+    repo.fail(job.id, hostile)
+
+    table = cli("list").stdout
+    assert "\x1b" not in table and "\u202e" not in table and "\x07" not in table
+    assert "\\u202e\\x1b[31mred\\x07 text" in table.splitlines()[1]
+    assert json.loads(cli("list", "--json").stdout.splitlines()[0])["error"] == hostile

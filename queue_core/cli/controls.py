@@ -8,7 +8,7 @@ import sys
 
 from ..rules import RUNNING
 from ..store.repository import JobRepository
-from .args import fail
+from .args import fail, one_line
 from .bulk import add_bulk_options, by_query
 
 
@@ -27,7 +27,10 @@ def add_commands(commands, db_option, job_id) -> None:
 
 
 def print_rows(rows: list[tuple]) -> None:
-    """A table: the first row is the header, columns padded to their widest cell."""
+    """A table: the first row is the header, columns padded to their widest cell. Each cell with its control
+    characters escaped: a job's error text comes from handlers and API clients, and an escape sequence or a
+    bidi override in it acted on the operator's terminal (coloured, reordered or hid the rows after it)."""
+    rows = [tuple(one_line(cell) for cell in row) for row in rows]
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
