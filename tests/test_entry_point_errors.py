@@ -13,6 +13,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from live_server import ROOT, child_env
@@ -198,6 +199,18 @@ def test_worker_usage_errors_are_one_line_before_anything_connects(tmp_path, arg
     assert result.returncode == 2, result.stderr
     assert_one_error_line(result.stderr, *fragments)
     assert not list(tmp_path.iterdir())  # no database opened, no file made
+
+
+def test_a_usage_error_names_the_program_as_it_was_run(tmp_path):
+    """``queue-worker --concurrency 0`` pointed at ``python -m queue_core.worker --help``, a command the user
+    did not type; the installed script names itself, ``python -m`` names the module."""
+    script = Path(sys.executable).with_name("queue-worker")
+    assert script.exists(), "pip install -e . installs the queue-worker script beside this Python"
+    as_script = subprocess.run([script, "--concurrency", "0"], cwd=tmp_path, capture_output=True, text=True)
+    assert as_script.returncode == 2
+    assert_one_error_line(as_script.stderr, "(see queue-worker --help)")
+    as_module = run_module("queue_core.worker", "--concurrency", "0", cwd=tmp_path)
+    assert_one_error_line(as_module.stderr, "(see python -m queue_core.worker --help)")
 
 
 def test_worker_help_shows_its_defaults():

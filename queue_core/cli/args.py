@@ -26,6 +26,12 @@ EXIT_USAGE = 2
 EXIT_FAILURE = 1
 
 
+def program_name(module: str, script: str) -> str:
+    """How the user ran the program, for its usage and its errors' ``--help`` pointer: ``script`` when started
+    as the installed script (``queue-worker``), else ``python -m module``."""
+    return script if os.path.basename(sys.argv[0]) == script else f"python -m {module}"
+
+
 class CLIArgumentParser(argparse.ArgumentParser):
     """argparse whose usage errors look like every other error of ours: one line, ``error: ...``, exit 2.
 

@@ -25,6 +25,7 @@ from ..cli.args import (
     fail,
     non_negative_seconds,
     positive_seconds,
+    program_name,
     whole_number,
 )
 from ..errors import QueueError, WorkerGaveUp
@@ -97,7 +98,7 @@ def api_url(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = CLIArgumentParser(
-        prog="python -m queue_core.worker",
+        prog=program_name("queue_core.worker", "queue-worker"),
         description="Run queued jobs with the registered handlers until stopped (SIGTERM/SIGINT/SIGHUP).",
     )
     add = parser.add_argument
