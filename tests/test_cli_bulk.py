@@ -56,6 +56,29 @@ def test_cancel_query_and_delete_query(cli, repo_on):  # noqa: F811
     assert [job.id for job in repo_on.list()] == [kept.id]
 
 
+def test_a_delete_query_says_the_running_jobs_it_leaves_alone(cli, repo_on):  # noqa: F811
+    """``delete --query "type:sleep" --dry-run`` with one of them running said "would delete 2 ... jobs", and
+    ``--query status:running`` "would delete 0 running jobs": nothing said why the running one stays."""
+    for _ in range(3):
+        repo_on.create("sleep")
+    repo_on.create("echo")
+    running = repo_on.claim("w", types=["sleep"])
+    out = cli("delete", "--query", "status:running", "--dry-run")
+    assert (
+        out.stdout == "would delete 0 running jobs matching status:running; 1 running job left alone (cancel first)\n"
+    )
+    out = cli("delete", "--query", "type:sleep", "--dry-run")
+    assert out.stdout.endswith("jobs matching type:sleep; 1 running job left alone (cancel first)\n"), out.stdout
+    out = cli("delete", "--query", "type:echo", "--dry-run")  # nothing running among them: nothing said
+    assert out.stdout == "would delete 1 pending/failed/completed/cancelled job matching type:echo\n"
+    out = cli("delete", "--query", "type:sleep")
+    assert out.stdout == (
+        "deleted 2 of 2 pending/failed/completed/cancelled jobs matching type:sleep (0 skipped: changed meanwhile); "
+        "1 running job left alone (cancel first)\n"
+    )
+    assert [job.id for job in repo_on.list(type="sleep")] == [running.id]
+
+
 def test_delete_by_id_refuses_running_and_unknown_jobs(cli, repo_on):  # noqa: F811
     failed = fail_jobs(repo_on, "t", 1)[0]
     running, _ = repo_on.create("t")

@@ -80,11 +80,15 @@ def run_bulk(args, repo: JobRepository, action: str) -> int:
     else:  # the failed jobs whose error has this signature, planned (and fenced) like any selection
         plan = repo.plan_bulk(action, query, status="failed", ids=repo.failure_group_ids(cause, query))
     described = plan.describe() + (f' of cause "{cause}"' if cause is not None else "")
+    # A delete never takes a running job (its worker would ack a job that is gone): said, with what to do.
+    running = repo.count_running_matching(query) if action == "delete" and cause is None else 0
+    left = f"; {running:,} running {'job' if running == 1 else 'jobs'} left alone (cancel first)" if running else ""
     if args.dry_run:
-        print(f"would {action} {described}")
+        print(f"would {action} {described}{left}")
         return 0
     outcome = repo.apply_bulk(plan)
-    print(f"{PAST[action]} {outcome.changed:,} of {described} ({outcome.skipped:,} skipped: changed meanwhile)")
+    skipped = f"{outcome.skipped:,} skipped: changed meanwhile"
+    print(f"{PAST[action]} {outcome.changed:,} of {described} ({skipped}){left}")
     return 0
 
 

@@ -189,6 +189,13 @@ class BulkActions:
             return BulkOutcome(action, plan.count, 0, 0, False)
         return self.apply_bulk(plan, batch_size=batch_size, on_batch=on_batch)
 
+    def count_running_matching(self, query: str | JobQuery = "") -> int:
+        """The running jobs ``query`` matches: what a bulk delete of it leaves alone (running jobs are
+        cancelled, never deleted), so that its dry run can say so rather than "would delete 0 jobs"."""
+        parsed = query if isinstance(query, JobQuery) else parse_query(query)
+        Job = self.Job
+        return Job.select().where((Job.status == RUNNING) & parsed.condition(self)).count()
+
     # --- planning -------------------------------------------------------------------------------
 
     def _bulk_condition(self, action: str, query: JobQuery, status: str | None):
