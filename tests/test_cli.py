@@ -181,6 +181,36 @@ def test_a_database_locked_while_it_opens_says_what_to_do_too(db_url, monkeypatc
     assert line.startswith(f"error: {db_url} is locked: another process") and "busy_timeout=60000" in line
 
 
+@pytest.mark.backends("sqlite")
+def test_a_read_only_sqlite_file_says_which_file_and_what_to_do(db_url, monkeypatch, capsys):
+    """SQLite's "attempt to write a readonly database" (a file, or its folder, the user cannot write) named
+    neither the file nor the fix. One line naming both, exit 1, at the open (a migration writes) and after it."""
+    import peewee as pw
+
+    from queue_core.cli import admin as cli
+    from queue_core.errors import DatabaseURLError
+
+    path = db_url.removeprefix("sqlite:///")
+    readonly = pw.OperationalError("attempt to write a readonly database")
+
+    def refuse(*args, **kwargs):
+        raise readonly
+
+    monkeypatch.setattr(cli.JobRepository, "create", refuse)
+    assert cli.main(["--db", db_url, "enqueue", "echo"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: cannot write {db_url}: the file {path}, or the folder it is in"), line
+    assert f"{path}-wal" in line and "nothing was changed" in line and "write access" in line
+
+    def refuse_open(url, **options):
+        raise DatabaseURLError(f"cannot open {url}: attempt to write a readonly database") from readonly
+
+    monkeypatch.setattr(cli, "open_for_command", refuse_open)
+    assert cli.main(["--db", db_url, "stats"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"error: cannot write {db_url}: the file {path}"), line
+
+
 @pytest.mark.backends("postgresql")
 def test_stats_never_prints_the_password(cli, db_url):
     assert "@" in db_url

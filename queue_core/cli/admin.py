@@ -30,6 +30,7 @@ from .args import (
     one_line,
     open_for_command,
     positive_seconds,
+    readonly_database,
     whole_number,
 )
 
@@ -310,15 +311,16 @@ def main(argv: list[str] | None = None) -> int:
         # would write, and stop the workers of the older queue_core from opening the database again.
         db = open_for_command(args.db, create=args.command in ("enqueue", "migrate"), upgrade=not only_reads(args))
     except QueueError as exc:
-        if locked := locked_database(exc, args.db):  # a migration waits for the write lock
-            return failed(locked)
+        if cannot := locked_database(exc, args.db) or readonly_database(exc, args.db):  # a migration writes
+            return failed(cannot)
         return fail(str(exc))
     try:
         return run(args, JobRepository(db))
     except QueueError as exc:
         return fail(str(exc))
     except DATABASE_ERRORS as exc:  # e.g. locked past busy_timeout, or the server went away: nothing was changed
-        return failed(locked_database(exc, args.db) or f"database error: {str(exc) or type(exc).__name__}")
+        cannot = locked_database(exc, args.db) or readonly_database(exc, args.db)
+        return failed(cannot or f"database error: {str(exc) or type(exc).__name__}")
     except RecursionError:  # a payload stored before depth was limited: the JSON decoder cannot read it back
         return failed("cannot read a job: its stored payload is nested too deeply to decode")
     finally:

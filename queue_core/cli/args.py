@@ -159,6 +159,23 @@ def open_for_command(url: str | None, *, create: bool = True, upgrade: bool = Tr
         raise DatabaseURLError(f"cannot open {without_password(url or default_url())}: {reason}") from exc
 
 
+def readonly_database(exc: BaseException, url: str | None) -> str | None:
+    """What to do when ``exc`` (or the error it was raised from) is SQLite's "attempt to write a readonly
+    database", which names neither the file nor why; None for any other error."""
+    seen = exc
+    while seen is not None and "readonly database" not in str(seen):
+        seen = seen.__cause__
+    if seen is None:
+        return None
+    url = url or default_url()
+    path = urlparse(url).path.removeprefix("/") or url
+    return (
+        f"cannot write {without_password(url)}: the file {path}, or the folder it is in (SQLite writes {path}-wal"
+        " and -shm beside it), is read-only to this user; nothing was changed. Give the user write access to"
+        " both, or run this as the user that owns them"
+    )
+
+
 # SQLite's words for a write lock another connection held past the busy timeout (SQLITE_BUSY, SQLITE_LOCKED).
 SQLITE_LOCKED = ("database is locked", "database table is locked")
 
