@@ -13,6 +13,7 @@ from functools import partial
 from textual import work
 
 from queue_core.worker import Worker
+from queue_core.worker.scheduler import Scheduler
 
 from .messages import QueueWorkerStopped, WorkerEventReceived
 from .widgets.worker.pane import WorkerPane
@@ -26,7 +27,8 @@ def forward_event(pane: WorkerPane, event) -> None:
 
 class EmbeddedWorkerControls:
     """Needs from the app: ``repo``, ``stale_after``, ``worker_concurrency``, ``worker_queues``,
-    ``worker_shutdown_timeout``, ``worker_id``, ``request_refresh``, ``refresh_soon`` and ``_on_main_screen``."""
+    ``worker_shutdown_timeout``, ``worker_id``, ``schedules``, ``request_refresh``, ``refresh_soon`` and
+    ``_on_main_screen``."""
 
     queue_worker: Worker | None = None
     _stopping_worker = False
@@ -56,6 +58,9 @@ class EmbeddedWorkerControls:
             **slots,
             stale_after=self.stale_after.total_seconds(),
             on_event=partial(forward_event, self.worker_pane),
+            # The periodic jobs of the --handlers modules, as every worker of them runs: without it the schedules
+            # view promised a next run that this worker never enqueued.
+            scheduler=Scheduler(self.repo, self.schedules) if self.schedules else None,
             **{name: value for name, value in options.items() if value is not None},
         )
         self.queue_worker = worker

@@ -165,6 +165,26 @@ async def test_the_embedded_worker_registers_and_keeps_to_its_queues(db):
     assert [w.state for w in repo.workers() if w.id == "console-1"] == ["stopped"]
 
 
+async def test_the_embedded_worker_runs_the_schedules_of_the_handler_modules(db):
+    """``queue-console --handlers tasks --worker`` never enqueued the periodic jobs of ``tasks``: the schedules
+    view showed a next run that came and went with "last run: never". The embedded worker runs the scheduler
+    as every worker of those modules does: the latest tick is enqueued at its start, once, and run."""
+    from queue_core.worker.scheduler import Schedule
+
+    repo = JobRepository(db)
+    every_minute = Schedule(name="every-minute", cron="* * * * *", type="echo", payload={"message": "tick"})
+    app = console_on(repo, schedules=[every_minute])
+    async with app.run_test(size=SIZE) as pilot:
+        await settle(pilot)
+        assert repo.list(type="echo") == []
+        await pilot.press("w")
+        await wait_for(pilot, lambda: repo.counts()["completed"] >= 1, "the tick's job enqueued and run")
+        job = repo.list(type="echo")[0]  # a minute may have turned: a second tick
+        assert job.idempotency_key.startswith("periodic:every-minute:") and job.payload == {"message": "tick"}
+        await pilot.press("w")
+        await wait_for(pilot, lambda: app.worker_pane.state == "stopped", "w stops the worker")
+
+
 async def test_a_read_answered_after_the_app_closed_is_dropped(db):
     """A refresh still reading when the operator quits is answered after the widgets are gone: showing it
     raised NoMatches (a traceback on the way out), once in CI, at the end of the first test here."""
