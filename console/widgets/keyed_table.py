@@ -18,10 +18,20 @@ from textual.widgets import DataTable
 Columns = tuple[tuple[str, int], ...]
 
 
-def fit_columns(columns: Columns, room: int, flex: str, flex_min: int, give_way: tuple[str, ...], pad: int) -> Columns:
+def fit_columns(
+    columns: Columns,
+    room: int,
+    flex: str,
+    flex_min: int,
+    give_way: tuple[str, ...],
+    pad: int,
+    grow: str | None = None,
+) -> Columns:
     """``columns`` (label, width) in ``room`` characters, each column ``pad`` wider than its text: ``flex``
     narrower, down to ``flex_min``, then without the columns of ``give_way``, first to last. If even that does
-    not fit, ``flex`` keeps ``flex_min`` and the table scrolls."""
+    not fit, ``flex`` keeps ``flex_min`` and the table scrolls. Room to spare goes to ``grow`` (``flex`` if
+    None or not shown): on a wide terminal a long error, queue or schedule name is shown whole rather than cut
+    at its 120-column width beside empty columns (review finding)."""
     shown = list(columns)
     full = dict(columns)[flex]
     for leaving in (None, *give_way):
@@ -29,13 +39,18 @@ def fit_columns(columns: Columns, room: int, flex: str, flex_min: int, give_way:
         left = room - sum(width + pad for label, width in shown if label != flex) - pad
         if left >= flex_min:
             break
-    width = min(full, max(left, flex_min))
-    return tuple((label, width if label == flex else size) for label, size in shown)
+    widths = dict(shown)
+    widths[flex] = min(full, max(left, flex_min))
+    spare = room - sum(width + pad for width in widths.values())
+    if spare > 0:
+        grow = grow if grow in widths else flex
+        widths[grow] += spare
+    return tuple((label, widths[label]) for label, _ in shown)
 
 
 class KeyedTable(DataTable):
     COLUMNS: Columns = ()
-    FLEX: str | None = None  # the column that narrows to fit the terminal; None: COLUMNS as they are
+    FLEX: str | None = None  # the column that narrows to fit the terminal, or widens; None: COLUMNS as they are
     FLEX_MIN = 0
     GIVE_WAY: tuple[str, ...] = ()  # the columns left out, first to last, when FLEX at FLEX_MIN does not fit
 

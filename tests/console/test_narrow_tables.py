@@ -172,7 +172,8 @@ async def test_at_80_columns_the_job_tables_fit_and_keep_what_each_state_needs(m
 @pytest.mark.parametrize(
     ("room", "expected"),
     [
-        (117, (("a", 20), ("flex", 40), ("b", 10), ("c", 10))),  # all of it, flex at its widest
+        (88, (("a", 20), ("flex", 40), ("b", 10), ("c", 10))),  # all of it, flex at its full width
+        (117, (("a", 20), ("flex", 69), ("b", 10), ("c", 10))),  # room to spare: flex takes it
         (80, (("a", 20), ("flex", 32), ("b", 10), ("c", 10))),  # flex narrower
         (70, (("a", 20), ("flex", 34), ("c", 10))),  # b gives way before flex goes below its minimum
         (56, (("a", 20), ("flex", 32))),  # then c
@@ -182,3 +183,37 @@ async def test_at_80_columns_the_job_tables_fit_and_keep_what_each_state_needs(m
 async def test_fit_columns_narrows_the_flex_column_then_leaves_columns_out(room, expected):
     columns = (("a", 20), ("flex", 40), ("b", 10), ("c", 10))
     assert fit_columns(columns, room, "flex", 30, ("b", "c"), pad=2) == expected
+
+
+@pytest.mark.parametrize(
+    ("room", "expected"),
+    [
+        (117, (("a", 20), ("flex", 40), ("b", 10), ("c", 39))),  # the spare room goes to the growing column
+        (70, (("a", 20), ("flex", 34), ("c", 10))),  # narrower: it is the flex column that narrows
+        (56, (("a", 20), ("flex", 32))),  # the growing column gave way: flex takes what there is
+    ],
+)
+async def test_fit_columns_gives_the_room_to_spare_to_the_growing_column(room, expected):
+    """Review finding: on a 200-column terminal the Failed table cut each error at 24 characters, with 110
+    empty columns beside it (and queue and schedule names likewise): a wide terminal shows more of them."""
+    columns = (("a", 20), ("flex", 40), ("b", 10), ("c", 10))
+    assert fit_columns(columns, room, "flex", 30, ("b", "c"), pad=2, grow="c") == expected
+
+
+async def test_on_a_wide_terminal_the_failed_table_shows_more_of_each_error(make_app, scene):
+    """At 200 columns each latest error was still cut at 24 characters, with 110 empty columns beside it:
+    the one thing the Failed table is for. The error column takes the room; at 120 it is as it was."""
+    failed = scene.list(status="failed")
+    errors = {job.id: job.error.splitlines()[0] for job in failed}
+    assert max(len(error) for error in errors.values()) > 40, errors  # the scene's errors are long enough
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await shown(pilot)
+        table = app.query_one("#failed", JobTable)
+        narrow = dict(table.shown_columns)["error"]
+        await shown(pilot, resize=(200, 40))
+        wide = dict(table.shown_columns)["error"]
+        assert fits(table) and wide >= narrow + 80, (narrow, wide)
+        lines = screen_lines(app)
+        for error in errors.values():
+            assert any(error[: wide - 1] in line for line in lines), error

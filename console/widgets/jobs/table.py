@@ -22,6 +22,7 @@ COLUMNS = (
     ("worker", "worker", 14),
     ("error", "latest error", 24),
 )
+ERROR_CHARS = 500  # of a job's latest error, on one line: more than the widest error column shows
 WIDTHS: Columns = tuple((key, width) for key, _, width in COLUMNS)
 PLACES = {key: place for place, (key, _, _) in enumerate(COLUMNS)}
 LABELS = {key: label for key, label, _ in COLUMNS}
@@ -80,7 +81,7 @@ class JobTable(DataTable):
             return  # another view's table, laid out when it is shown
         flex, flex_min, give_way = FITS[self.status]
         room = self.size.width - self.styles.scrollbar_size_vertical  # kept free: a long table's scrollbar
-        columns = fit_columns(WIDTHS, room, flex, flex_min, give_way, 2 * self.cell_padding)
+        columns = fit_columns(WIDTHS, room, flex, flex_min, give_way, 2 * self.cell_padding, grow="error")
         if columns != self.shown_columns:
             selected, index = self.selected_job_id, self.cursor_row  # clearing the columns moves the cursor
             order = [row.key.value for row in self.ordered_rows]
@@ -179,7 +180,8 @@ class JobTable(DataTable):
             (f"{job.retry_count}/{job.max_retries}", base),
             self.time_cell(job, snapshot, stale),
             (job.worker_id or "", base),
-            (one_line(job.error, COLUMNS[-1][2]), base or "dim"),
+            # Cut to the column's width when shown ("…"): as wide as a wide terminal makes it.
+            (one_line(job.error, ERROR_CHARS), base or "dim"),
         )
 
     def time_cell(self, job, snapshot: Snapshot, stale: bool) -> Cell:
