@@ -9,6 +9,8 @@ from __future__ import annotations
 import hmac
 import logging
 
+from starlette.requests import ClientDisconnect
+
 from .. import wire
 from .problems import problem_response
 
@@ -55,7 +57,10 @@ class RequestGuard:
                 return await refusal(scope, receive, send)
             if scope["method"] == "HEAD":
                 scope, tracking_send = {**scope, "method": "GET"}, headers_only(tracking_send)
-            body = await self.read_body(scope, receive)
+            try:
+                body = await self.read_body(scope, receive)
+            except ClientDisconnect:
+                return  # the client is gone before its body was whole: nothing to run, no one to answer
             if body is None:
                 response = problem_response(
                     413,
@@ -102,15 +107,18 @@ class RequestGuard:
         return REFUSED
 
     async def read_body(self, scope, receive) -> bytes | None:
-        """The whole body, or None when it is over the limit."""
+        """The whole body, or None when it is over the limit. ``ClientDisconnect`` (as Starlette's own
+        ``Request.body()`` raises) when the client leaves before the body's end: a body cut short (fewer bytes
+        than its Content-Length, a chunked body with no last chunk) was run as if whole, and a POST /jobs
+        whose client had gone wrote a job from the part that arrived."""
         for name, value in scope["headers"]:
             if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
                 return None
         chunks, size = [], 0
         while True:
             message = await receive()
-            if message["type"] != "http.request":
-                break
+            if message["type"] != "http.request":  # http.disconnect: the body never came whole
+                raise ClientDisconnect()
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
