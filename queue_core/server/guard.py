@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+from urllib.parse import unquote_to_bytes
 
 from starlette.requests import ClientDisconnect
 
@@ -57,6 +58,10 @@ class RequestGuard:
                 return await refusal(scope, receive, send)
             if scope["method"] == "HEAD":
                 scope, tracking_send = {**scope, "method": "GET"}, headers_only(tracking_send)
+            not_text = not_utf8(scope)
+            if not_text is not None:
+                response = problem_response(400, not_text, title="Request target not UTF-8")
+                return await response(scope, receive, tracking_send)
             try:
                 body = await self.read_body(scope, receive)
             except ClientDisconnect:
@@ -127,6 +132,35 @@ class RequestGuard:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+def not_utf8(scope) -> str | None:
+    """What to fix when the path, or the query string of a route that reads one, is not UTF-8 once
+    percent-decoded; None when both are. The server decodes them with U+FFFD for each bad byte, so
+    ``POST /queues/%FF/pause`` paused a queue named "\ufffd" that no one can name (the admin CLI refuses
+    such names), and ``/workers/%FF/register`` registered a worker by that id. Only a request with a
+    ``%`` in it is decoded here (HTTP sends the target as ASCII)."""
+    raw = scope.get("raw_path")
+    if raw is not None and b"%" in raw and not _utf8(unquote_to_bytes(raw)):
+        return (
+            f"the path {raw.decode('ascii', 'replace')} is not UTF-8 text once percent-decoded: percent-encode "
+            "a name's UTF-8 bytes, e.g. /queues/caf%C3%A9/pause for the queue café"
+        )
+    query = scope.get("query_string", b"")
+    if b"%" in query and scope["path"] not in PUBLIC_PATHS and not _utf8(unquote_to_bytes(query.replace(b"+", b" "))):
+        return (
+            f"the query string {query.decode('ascii', 'replace')} is not UTF-8 text once percent-decoded: "
+            "percent-encode each value's UTF-8 bytes, e.g. ?type=caf%C3%A9"
+        )
+    return None
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def headers_only(send):
