@@ -286,14 +286,17 @@ class CancelRequested(BaseModel):
 class RegisterWorker(Body):
     host: StrictStr = Field(json_schema_extra={"maxLength": MAX_TEXT_CHARS})
     pid: Annotated[int, Field(strict=True, ge=0, le=MAX_INT32)]
-    queues: list[QueueName] | Literal["*"] | None = Field(default=None, description='queue names; "*" or null: all')
+    queues: list[QueueName] | Literal["*"] | None = Field(
+        default=None, description=f'queue names (at most {MAX_TYPES}, as a claim); "*" or null: all'
+    )
     concurrency: Annotated[int, Field(strict=True, ge=1, le=MAX_INT32)]
     stale_after: StrictFloat = Field(
         description="seconds without a heartbeat after which it counts as lost",
         json_schema_extra={"minimum": 0, "maximum": MAX_SECONDS},
     )
     types: list[TypeName] | None = Field(
-        default=None, description="the job types it has handlers for; null: not said (taken as every type)"
+        default=None,
+        description=f"the job types it has handlers for (at most {MAX_TYPES}); null: not said (taken as every type)",
     )
 
 
