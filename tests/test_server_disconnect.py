@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from test_server_head import http_scope
 
 from queue_core.server.app import create_app
 
@@ -28,21 +29,7 @@ def run_cut_short(app, messages: list[dict], headers: list[tuple[bytes, bytes]])
     async def send(message):
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": "/jobs",
-        "raw_path": b"/jobs",
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"host", b"testserver"), (b"content-type", b"application/json"), *headers],
-        "client": ("127.0.0.1", 1234),
-        "server": ("testserver", 80),
-        "state": {},
-    }
+    scope = http_scope("POST", "/jobs", [(b"content-type", b"application/json"), *headers])
     asyncio.run(app(scope, receive, send))
     return sent
 
