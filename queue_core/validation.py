@@ -120,7 +120,7 @@ def validate_timeout(value) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_SECONDS:  # NaN too
         raise ValidationError(
             "timeout",
-            f"must be a number of seconds above 0 (at most {MAX_SECONDS}), or None for no limit; got {value!r}",
+            f"must be a number of seconds above 0 (at most {MAX_SECONDS}), or left out for no limit; got {value!r}",
         )
     return float(value)
 
@@ -279,10 +279,17 @@ def validate_max_retries(value) -> int:
 def validate_idempotency_key(value) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS or not is_text(value):
+    if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS:
         raise ValidationError("idempotency_key", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
-    if "\x00" in value:  # PostgreSQL's text cannot hold it (a 422 naming no field there; SQLite stored it)
-        raise ValidationError("idempotency_key", "must not contain a NUL character (\\x00)")
+    if not value.isprintable():
+        # NUL was refused (PostgreSQL's text cannot hold it) while \x01, a tab or a line break was stored: a key
+        # is sent back in headers and shown in the CLI and the console. A lone surrogate (not UTF-8) too.
+        at = next(index for index, char in enumerate(value) if not char.isprintable())
+        raise ValidationError(
+            "idempotency_key",
+            f"must be printable characters: character {at} is U+{ord(value[at]):04X}, a control or other "
+            "non-printable character (NUL, tab and line breaks included); send the key without it",
+        )
     return value
 
 

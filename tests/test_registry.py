@@ -122,6 +122,7 @@ def test_prune_removes_stopped_and_lost_worker_rows_last_seen_before_the_cutoff(
         ({"pid": -1}, "pid"),
         ({"queues": "mail"}, "queues"),
         ({"queues": [""]}, "queues"),
+        ({"queues": [f"q{i}" for i in range(1001)]}, "queues"),  # more than a claim takes
         ({"concurrency": 0}, "concurrency"),
         ({"stale_after": float("nan")}, "stale_after"),
         # Past PostgreSQL's INTEGER (and REAL) columns: refused there with no field named, stored by SQLite.

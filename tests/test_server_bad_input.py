@@ -179,6 +179,48 @@ def test_an_idempotency_key_holding_a_nul_is_a_422_naming_it_and_writes_nothing(
 
 
 @pytest.mark.parametrize(
+    ("key", "code"), [("k\x01", "U+0001"), ("k\tx", "U+0009"), ("k\n", "U+000A"), ("k\x85", "U+0085")]
+)
+def test_an_idempotency_key_with_a_control_character_is_refused_as_nul_is_in_body_and_header(http, repo, key, code):
+    # NUL was refused while \x01, a tab or a line break was stored, to come back in headers and the console.
+    body = assert_problem(
+        http.post("/jobs", json={"type": "echo", "idempotency_key": key}), 422, field="idempotency_key"
+    )
+    header = http.post("/jobs", json={"type": "echo"}, headers=[(b"Idempotency-Key", key.encode())])
+    for problem in (body, assert_problem(header, 422, field="idempotency_key")):
+        assert f"must be printable characters: character 1 is {code}" in problem["detail"], problem
+    assert sum(repo.counts().values()) == 0
+
+
+def test_two_idempotency_key_headers_are_a_422_as_a_query_parameter_given_twice_is(http, repo):
+    # The first was used in silence: a client whose proxy added a second key enqueued under one it never chose.
+    headers = [(b"Idempotency-Key", b"one"), (b"Idempotency-Key", b"two")]
+    problem = assert_problem(http.post("/jobs", json={"type": "echo"}, headers=headers), 422, field="idempotency_key")
+    assert "the Idempotency-Key header is given 2 times; give it once" in problem["detail"]
+    assert sum(repo.counts().values()) == 0
+    one = http.post("/jobs", json={"type": "echo"}, headers=[(b"Idempotency-Key", b"one")])
+    assert one.status_code == 201 and one.json()["idempotency_key"] == "one"
+
+
+@pytest.mark.parametrize(
+    ("priority", "sent"),
+    [(None, "null"), (True, "true"), (1.5, "1.5"), ([20], "[20]"), ({"level": "high"}, '{"level": "high"}')],
+)
+def test_a_priority_of_another_json_type_is_named_as_the_json_sent(http, repo, priority, sent):
+    # "unknown priority None" named what a JSON client sent in Python's words (null), {'level': ...} too.
+    response = http.post("/jobs", json={"type": "echo", "priority": priority})
+    problem = assert_problem(response, 422, field="priority")
+    assert problem["errors"][0]["message"] == f"must be one of low, medium, high, critical or an integer, not {sent}"
+    assert "None" not in problem["detail"] and sum(repo.counts().values()) == 0
+
+
+def test_a_bad_timeout_says_to_leave_it_out_for_no_limit_not_to_send_none(http, repo):
+    problem = assert_problem(http.post("/jobs", json={"type": "echo", "timeout": -1.0}), 422, field="timeout")
+    assert "or left out for no limit" in problem["detail"] and "None" not in problem["detail"], problem
+    assert http.post("/jobs", json={"type": "echo", "timeout": None}).json()["timeout"] is None
+
+
+@pytest.mark.parametrize(
     ("body", "says"),
     [
         (b'{"type": "t\xff"}', "not UTF-8 text (byte 11"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
 from test_server import app, assert_problem, claim, enqueue, http  # noqa: F401 (fixtures and helpers)
 
 
@@ -111,6 +112,18 @@ def test_the_registry_routes_of_a_remote_worker_and_the_workers_list(http, clock
     assert workers[1]["silent_for"] == 6.0
     assert_problem(http.post("/workers/w/register", json={**body, "concurrency": 0}), 422, field="concurrency")
     assert_problem(http.post("/workers/w/seen", json={"running": -1, "completed": 0, "failed": 0}), 422)
+
+
+@pytest.mark.parametrize("field", ["queues", "types"])
+def test_a_registration_names_at_most_1000_queues_or_types_as_a_claim_does(http, field):  # noqa: F811
+    # 100,000 queue names were a 204, and every GET /workers after it sent them all (1.8 MB).
+    body = {"host": "box", "pid": 7, "queues": None, "concurrency": 2, "stale_after": 5.0}
+    problem = assert_problem(
+        http.post("/workers/w/register", json={**body, field: [f"n{i}" for i in range(1001)]}), 422, field=field
+    )
+    assert problem["errors"] == [{"field": field, "message": f"names 1001 {field}; a claim takes at most 1000"}]
+    assert http.get("/workers").json() == {"workers": []}
+    assert http.post("/workers/w/register", json={**body, field: [f"n{i}" for i in range(1000)]}).status_code == 204
 
 
 def test_a_heartbeat_or_stop_of_an_unregistered_worker_is_404_saying_to_register_first(http):  # noqa: F811

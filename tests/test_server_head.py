@@ -34,6 +34,25 @@ def get_paths(http) -> list[str]:
     return [re.sub(r"\{[^}]*\}", "1", path) for path, item in spec["paths"].items() if "get" in item]
 
 
+def http_scope(method: str, path: str, headers: list[tuple[bytes, bytes]] = ()) -> dict:
+    """The ASGI scope of a request as uvicorn makes it (``headers`` after Host)."""
+    return {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "root_path": "",
+        "query_string": b"",
+        "headers": [(b"host", b"testserver"), *headers],
+        "client": ("127.0.0.1", 1234),
+        "server": ("testserver", 80),
+        "state": {},
+    }
+
+
 def asgi(app, method: str, path: str) -> tuple[dict, bytes]:
     """The response start message and the body bytes the app sends: what a server would put on the wire
     (the TestClient drops a HEAD response's body itself, so it cannot show one was sent)."""
@@ -45,22 +64,7 @@ def asgi(app, method: str, path: str) -> tuple[dict, bytes]:
     async def send(message):
         sent.append(message)
 
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": method,
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "root_path": "",
-        "query_string": b"",
-        "headers": [(b"host", b"testserver")],
-        "client": ("127.0.0.1", 1234),
-        "server": ("testserver", 80),
-        "state": {},
-    }
-    asyncio.run(app(scope, receive, send))
+    asyncio.run(app(http_scope(method, path), receive, send))
     start = next(message for message in sent if message["type"] == "http.response.start")
     body = b"".join(message.get("body", b"") for message in sent if message["type"] == "http.response.body")
     return start, body

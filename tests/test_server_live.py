@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import socket
+import uuid
 
 import httpx
 import pytest
+from conftest import with_search_path
 from live_server import LiveServer, free_port, run_module
 
 from queue_core.client import HttpQueue, RemoteQueueError
@@ -107,3 +110,35 @@ def test_bad_arguments_and_database_urls_are_one_line_exit_2(tmp_path):
         result = run_server(*args)
         assert result.returncode == 2, result
         assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+
+
+def test_a_server_that_cannot_listen_makes_no_database_file(tmp_path):
+    # The database was opened (file and tables made) before the socket was bound: a server that could not
+    # start left a new queue database behind.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        in_use = run_server("--db", f"sqlite:///{tmp_path / 'a.db'}", "--port", port)
+    unknown = run_server("--db", f"sqlite:///{tmp_path / 'b.db'}", "--host", "no-such-host.invalid", "--insecure")
+    for result in (in_use, unknown):
+        assert result.returncode == 2 and "error: cannot listen on" in result.stderr, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1
+    assert "Address already in use" in in_use.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_server_that_cannot_listen_makes_no_tables_in_a_postgresql_database(postgres_url):
+    import psycopg
+
+    schema = f"queue_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_url, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            url = with_search_path(postgres_url, schema)
+            result = run_server("--db", url, "--host", "no-such-host.invalid", "--insecure")
+            assert result.returncode == 2 and "error: cannot listen on" in result.stderr, result.stderr
+            tables = admin.execute("SELECT count(*) FROM pg_tables WHERE schemaname = %s", (schema,)).fetchone()
+            assert tables == (0,)
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")

@@ -3,11 +3,13 @@ does (``JobRepository.create_tick``), so a tick whose job was pruned is not enqu
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
 
+from queue_core.errors import ValidationError
 from queue_core.server.app import create_app
 from queue_core.store.repository import tick_record_key
 
@@ -104,3 +106,52 @@ def test_the_tick_record_is_the_repositorys(http, repo):
     post_tick(http)
     [(key, value)] = written(repo)[1]
     assert (key, value) == (tick_record_key("nightly"), "2026-01-02T03:00:00.000000Z")
+
+
+OLDER_TICK = "2026-01-01T03:00:00Z"
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"type": "\x00bad"}, "type"),
+        ({"priority": "urgent"}, "priority"),
+        ({"max_retries": -5}, "max_retries"),
+        ({"timeout": -1.0}, "timeout"),
+        ({"retry_backoff": -1.0}, "retry_backoff"),
+        ({"idempotency_key": "k" * 1000}, "idempotency_key"),
+        ({"queue": "a,b"}, "queue"),
+        ({"payload": {"big": float("inf")}}, "payload"),  # sent as 1e999 below
+    ],
+)
+def test_a_bad_body_for_a_tick_older_than_the_last_is_a_422_not_a_204(http, repo, body, field):
+    # The "enqueued before" shortcut answered 204 before anything of the body was checked: a broken
+    # definition went unnoticed as long as its ticks were old ones.
+    assert post_tick(http).status_code == 201
+    before = written(repo)
+    sent = {"type": "nightly", "tick": OLDER_TICK, "idempotency_key": "periodic:nightly:older", **body}
+    text = json.dumps(sent).replace("Infinity", "1e999")
+    response = http.post("/schedules/nightly/ticks", content=text, headers={"content-type": "application/json"})
+    assert response.status_code == 422 and response.headers["content-type"] == PROBLEM, response.text
+    assert [error["field"] for error in response.json()["errors"]] == [field], response.json()
+    assert written(repo) == before
+
+
+def test_a_wholly_bad_body_for_an_older_tick_is_a_422(http, repo):
+    assert post_tick(http).status_code == 201
+    fields = {"type": "\x00bad", "priority": "urgent", "max_retries": -5, "timeout": -1.0, "queue": "a,b"}
+    sent = {"tick": OLDER_TICK, **fields, "idempotency_key": "k" * 1000, "payload": {"x": "BIG"}}
+    bad = json.dumps(sent).replace('"BIG"', "1e999")
+    response = http.post("/schedules/nightly/ticks", content=bad, headers={"content-type": "application/json"})
+    assert response.status_code == 422, response.text
+    assert response.json()["errors"][0]["field"] == "type"
+
+
+def test_the_repository_checks_a_ticks_job_before_its_shortcut(repo):
+    tick = datetime(2026, 1, 2, 3, tzinfo=UTC)
+    assert repo.create_tick("nightly", tick, "nightly", idempotency_key=KEY) is not None
+    older = tick - timedelta(days=1)
+    with pytest.raises(ValidationError) as info:
+        repo.create_tick("nightly", older, "nightly", idempotency_key="periodic:older", priority="urgent")
+    assert info.value.field == "priority"
+    assert repo.create_tick("nightly", older, "nightly", idempotency_key="periodic:older") is None

@@ -33,6 +33,8 @@ BAD_CREATES = [
     ({"type": "t", "idempotency_key": ""}, "idempotency_key"),
     ({"type": "t", "idempotency_key": 5}, "idempotency_key"),
     ({"type": "t", "idempotency_key": "k\x00"}, "idempotency_key"),  # PostgreSQL's text cannot hold a NUL
+    ({"type": "t", "idempotency_key": "k\x01"}, "idempotency_key"),  # nor any other control character
+    ({"type": "t", "idempotency_key": "line\nbreak"}, "idempotency_key"),
     ({"type": "t", "run_at": datetime(2026, 1, 1)}, "run_at"),
     ({"type": "t", "run_at": "2026-01-01"}, "run_at"),
     # Out of range once converted to UTC, or a year SQLite's text order would misplace.

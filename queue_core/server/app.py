@@ -23,13 +23,16 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 
 # Documented on every route (the guard and the exception handlers can return them anywhere).
 COMMON_ERRORS = {
-    400: problem_doc("malformed JSON body"),
+    400: problem_doc("malformed JSON body, or a path or query string that is not UTF-8 once percent-decoded"),
     401: problem_doc("missing or wrong bearer token (when the server has one)"),
     403: problem_doc("a write sent with the read-only token"),
     413: problem_doc("body larger than the server's limit"),
     415: problem_doc("body sent without Content-Type: application/json"),
     422: problem_doc("a field is invalid; `errors` names each one"),
-    503: problem_doc("the database is unavailable or busy; retry later"),
+    503: problem_doc(
+        "the database is unavailable or busy; retry later. Or its SQLite file was moved or deleted while the server"
+        " ran: put it back, or restart the server"
+    ),
     507: problem_doc("the disk under the (SQLite) database is full; nothing was written; retry once space is freed"),
 }
 
@@ -56,6 +59,8 @@ def create_app(
     )
     # The routes reach the repository through this (routes.common.repository).
     app.state.repo = repo_or_db if isinstance(repo_or_db, JobRepository) else JobRepository(repo_or_db)
+    # SQLite's check that its file is still at its path (routes.common.repository); None: nothing to check.
+    app.state.file_gone = getattr(app.state.repo.db, "file_gone", None)
     for router in ROUTERS:
         app.include_router(router)
     app.add_middleware(RequestGuard, token=token, read_token=read_token, max_body_bytes=max_body_bytes)

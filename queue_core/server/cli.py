@@ -92,14 +92,16 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_USAGE
-    try:
-        db = open_for_command(args.db or default_url())
-    except QueueError as exc:
-        return fail(str(exc))
+    # The socket first: a server that cannot listen (the port in use, a host unknown here) must not have
+    # made the SQLite file and the tables, or the tables in whatever PostgreSQL database --db names.
     try:
         sock = listen(args.host, args.port)
     except QueueError as exc:
-        db.close()
+        return fail(str(exc))
+    try:
+        db = open_for_command(args.db or default_url())
+    except QueueError as exc:
+        sock.close()
         return fail(str(exc))
     import uvicorn  # here, not at the top: --help and a bad argument answer without loading the server stack
 

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import hmac
 import logging
+from urllib.parse import unquote_to_bytes
+
+from starlette.requests import ClientDisconnect
 
 from .. import wire
 from .problems import problem_response
@@ -55,7 +58,14 @@ class RequestGuard:
                 return await refusal(scope, receive, send)
             if scope["method"] == "HEAD":
                 scope, tracking_send = {**scope, "method": "GET"}, headers_only(tracking_send)
-            body = await self.read_body(scope, receive)
+            not_text = not_utf8(scope)
+            if not_text is not None:
+                response = problem_response(400, not_text, title="Request target not UTF-8")
+                return await response(scope, receive, tracking_send)
+            try:
+                body = await self.read_body(scope, receive)
+            except ClientDisconnect:
+                return  # the client is gone before its body was whole: nothing to run, no one to answer
             if body is None:
                 response = problem_response(
                     413,
@@ -102,15 +112,18 @@ class RequestGuard:
         return REFUSED
 
     async def read_body(self, scope, receive) -> bytes | None:
-        """The whole body, or None when it is over the limit."""
+        """The whole body, or None when it is over the limit. ``ClientDisconnect`` (as Starlette's own
+        ``Request.body()`` raises) when the client leaves before the body's end: a body cut short (fewer bytes
+        than its Content-Length, a chunked body with no last chunk) was run as if whole, and a POST /jobs
+        whose client had gone wrote a job from the part that arrived."""
         for name, value in scope["headers"]:
             if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
                 return None
         chunks, size = [], 0
         while True:
             message = await receive()
-            if message["type"] != "http.request":
-                break
+            if message["type"] != "http.request":  # http.disconnect: the body never came whole
+                raise ClientDisconnect()
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
@@ -119,6 +132,35 @@ class RequestGuard:
             if not message.get("more_body", False):
                 break
         return b"".join(chunks)
+
+
+def not_utf8(scope) -> str | None:
+    """What to fix when the path, or the query string of a route that reads one, is not UTF-8 once
+    percent-decoded; None when both are. The server decodes them with U+FFFD for each bad byte, so
+    ``POST /queues/%FF/pause`` paused a queue named "\ufffd" that no one can name (the admin CLI refuses
+    such names), and ``/workers/%FF/register`` registered a worker by that id. Only a request with a
+    ``%`` in it is decoded here (HTTP sends the target as ASCII)."""
+    raw = scope.get("raw_path")
+    if raw is not None and b"%" in raw and not _utf8(unquote_to_bytes(raw)):
+        return (
+            f"the path {raw.decode('ascii', 'replace')} is not UTF-8 text once percent-decoded: percent-encode "
+            "a name's UTF-8 bytes, e.g. /queues/caf%C3%A9/pause for the queue café"
+        )
+    query = scope.get("query_string", b"")
+    if b"%" in query and scope["path"] not in PUBLIC_PATHS and not _utf8(unquote_to_bytes(query.replace(b"+", b" "))):
+        return (
+            f"the query string {query.decode('ascii', 'replace')} is not UTF-8 text once percent-decoded: "
+            "percent-encode each value's UTF-8 bytes, e.g. ?type=caf%C3%A9"
+        )
+    return None
+
+
+def _utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def headers_only(send):

@@ -22,7 +22,7 @@ from starlette.responses import Response
 from starlette.routing import Match
 
 from ..errors import IdempotencyConflict, ValidationError
-from ..store.database import DiskFullError
+from ..store.database import DatabaseFileGone, DiskFullError
 from ..wire import BLANK, DISK_FULL, IDEMPOTENCY_CONFLICT, MALFORMED_JSON, PROBLEM_JSON, UNAVAILABLE, VALIDATION
 
 logger = logging.getLogger("queue_core.server")
@@ -237,6 +237,18 @@ def on_database_unavailable(request: Request, exc: pw.DatabaseError) -> Response
     )
 
 
+def on_database_file_gone(request: Request, exc: DatabaseFileGone) -> Response:
+    logger.error("%s %s refused: %s", request.method, request.url.path, exc)
+    return problem_response(
+        503,
+        f"{exc} while the server ran: nothing was read or written; restart the server to open the database at "
+        "that path (or put the file back where it was)",
+        type=UNAVAILABLE,
+        title="Database file moved or deleted",
+        headers={"Retry-After": "10"},
+    )
+
+
 def on_disk_full(request: Request, exc: DiskFullError) -> Response:
     logger.warning("disk full on %s %s: %s", request.method, request.url.path, exc)
     return problem_response(507, str(exc), type=DISK_FULL, headers={"Retry-After": "10"})
@@ -255,7 +267,9 @@ EXCEPTION_HANDLERS = {
     IdempotencyConflict: on_idempotency_conflict,
     HTTPException: on_http_error,
     pw.DataError: on_data_error,
-    DiskFullError: on_disk_full,  # before the 503 below: it is a pw.OperationalError too
+    # Before the 503 below: each is a pw.OperationalError too (the most specific handler wins).
+    DatabaseFileGone: on_database_file_gone,
+    DiskFullError: on_disk_full,
     # Any other database error (PostgreSQL's InternalError, say) is trouble on the database's side too;
     # the most specific handler wins, so DataError keeps its 422.
     pw.DatabaseError: on_database_unavailable,

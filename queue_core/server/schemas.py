@@ -8,6 +8,7 @@ schema, using the repository's own constants.
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
@@ -152,6 +153,17 @@ ClaimTypes = Annotated[
 ]
 
 
+def _priority_shape(value):
+    """A priority is a label or an integer; anything else is named as the JSON it came as: the repository's
+    "unknown priority None" spoke Python to a client that sent null."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    sent = json.dumps(value)
+    sent = sent if len(sent) <= 40 else f"{sent[:37]}..."
+    labels = ", ".join(p.name.lower() for p in Priority)
+    raise PydanticCustomError("priority", f"must be one of {labels} or an integer, not {sent}")
+
+
 class Body(BaseModel):
     # A misspelt field ("priorty") is an error, not a silently ignored default.
     model_config = ConfigDict(extra="forbid")
@@ -160,8 +172,8 @@ class Body(BaseModel):
 class CreateJob(Body):
     type: StrictStr = Field(description="job type, e.g. 'send-invoice'", json_schema_extra={"minLength": 1})
     payload: dict[str, Any] | None = Field(default=None, description="any JSON object; default {}")
-    # Any: parse_priority owns what a priority may be; the schema below documents it.
-    priority: Any = Field(
+    # Any: parse_priority owns what a priority may be (the shape is checked here); the schema below documents it.
+    priority: Annotated[Any, BeforeValidator(_priority_shape)] = Field(
         default=0,
         description="low, medium, high, critical, or a 32-bit integer (higher runs first)",
         json_schema_extra={
@@ -286,14 +298,17 @@ class CancelRequested(BaseModel):
 class RegisterWorker(Body):
     host: StrictStr = Field(json_schema_extra={"maxLength": MAX_TEXT_CHARS})
     pid: Annotated[int, Field(strict=True, ge=0, le=MAX_INT32)]
-    queues: list[QueueName] | Literal["*"] | None = Field(default=None, description='queue names; "*" or null: all')
+    queues: list[QueueName] | Literal["*"] | None = Field(
+        default=None, description=f'queue names (at most {MAX_TYPES}, as a claim); "*" or null: all'
+    )
     concurrency: Annotated[int, Field(strict=True, ge=1, le=MAX_INT32)]
     stale_after: StrictFloat = Field(
         description="seconds without a heartbeat after which it counts as lost",
         json_schema_extra={"minimum": 0, "maximum": MAX_SECONDS},
     )
     types: list[TypeName] | None = Field(
-        default=None, description="the job types it has handlers for; null: not said (taken as every type)"
+        default=None,
+        description=f"the job types it has handlers for (at most {MAX_TYPES}); null: not said (taken as every type)",
     )
 
 

@@ -42,6 +42,11 @@ DATABASE_ERRORS = (pw.DatabaseError, pw.InterfaceError)
 INVALID_SCHEMA_NAME = "3F000"  # PostgreSQL's SQLSTATE for a schema that does not exist
 
 
+class DatabaseFileGone(QueueError, pw.OperationalError):
+    """The SQLite file a process opened is no longer at its path (``QueueSqliteDatabase.file_gone``). Also a
+    ``pw.OperationalError``: database trouble to whoever answers or retries those."""
+
+
 class DiskFullError(QueueError, pw.OperationalError):
     """SQLite could not write because the disk (or quota) under the database is full; the statement wrote
     nothing. Also a ``pw.OperationalError``, so whoever retries database errors (a worker's ack, the
@@ -123,6 +128,35 @@ class QueueSqliteDatabase(pw.SqliteDatabase):
     it is). Peewee's own path cost ~4.5 us more a statement on this project's machine (its log check, a
     context manager, its own cursor call), and a create or a one-slot worker's job is one statement. With
     query hooks or peewee's debug log on, peewee's path runs, so both still see every statement."""
+
+    # The file its first connection opened: (st_dev, st_ino) and its absolute path. See file_gone.
+    opened_file: tuple[int, int] | None = None
+    opened_path: str | None = None
+
+    def _connect(self):
+        conn = super()._connect()
+        if self.opened_file is None:
+            try:
+                found = os.stat(self.database)
+            except OSError:
+                return conn  # not a file at a path (nothing to watch)
+            self.opened_file, self.opened_path = (found.st_dev, found.st_ino), os.path.abspath(self.database)
+        return conn
+
+    def file_gone(self) -> str | None:
+        """None while the database's path still holds the file its first connection opened; else what became
+        of it. A file deleted or renamed while a process has it open stays open: its writes go on into the
+        unlinked or renamed file, lost to anyone who opens the path, and a new connection at the path makes
+        a new, empty file. One ``os.stat`` (a few µs): for a server to call per request, not per statement."""
+        if self.opened_file is None:
+            return None
+        try:
+            found = os.stat(self.opened_path)
+        except OSError as exc:
+            return f"the database file {self.opened_path} was moved or deleted ({exc.strerror or exc})"
+        if (found.st_dev, found.st_ino) != self.opened_file:
+            return f"the database file {self.opened_path} was moved, deleted or replaced by another file"
+        return None
 
     def execute_sql(self, sql, params=None):
         if self.query_hooks or _PEEWEE_LOG.isEnabledFor(logging.DEBUG):

@@ -128,6 +128,11 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             queue,
             timeout,
         )
+        return self._create(fields)
+
+    def _create(self, fields: dict) -> tuple[Job, bool]:
+        """``create`` of fields ``validated_fields`` checked."""
+        idempotency_key = fields["idempotency_key"]
         if idempotency_key is not None:
             existing = self.find_by_idempotency_key(idempotency_key)
             if existing is not None:
@@ -158,12 +163,15 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         API's ``POST /schedules/{name}/ticks`` is this, for a ``--api`` worker's scheduler."""
         record = tick_record_key(validate_schedule(schedule))
         stamp = validate_aware("tick", tick).strftime(TICK_RECORD_FORMAT)  # in UTC, as the format's Z says
+        # The job's fields checked first, as create checks them: a bad definition is an error for every tick,
+        # not only for one newer than the schedule's last (the shortcut below answered it "nothing to do").
+        fields = validated_fields(self.time.sql(), type, payload, idempotency_key=idempotency_key, **options)
         meta = self.SchemaMeta
         with self.db.atomic():
             known = meta.get_or_none(meta.key == record)
             if known is not None and known.value >= stamp and self.find_by_idempotency_key(idempotency_key) is None:
                 return None  # while its job is there, create says whether this definition is the one enqueued
-            made = self.create(type, payload, idempotency_key=idempotency_key, **options)
+            made = self._create(fields)
             newer = pw.EXCLUDED.value > meta.value
             meta.insert(key=record, value=stamp).on_conflict(
                 conflict_target=[meta.key], update={meta.value: pw.EXCLUDED.value}, where=newer

@@ -36,9 +36,19 @@ CREATE_FIELD_SET = frozenset(CREATE_FIELDS)
 
 
 def validated_fields(
-    now, type, payload, priority, max_retries, idempotency_key, run_at, retry_backoff, queue=DEFAULT_QUEUE, timeout=None
+    now,
+    type,
+    payload=None,
+    priority=0,
+    max_retries=DEFAULT_MAX_RETRIES,
+    idempotency_key=None,
+    run_at=None,
+    retry_backoff=None,
+    queue=DEFAULT_QUEUE,
+    timeout=None,
 ) -> dict:
-    """Every column a new job sets (store.statements.INSERT_COLUMNS), checked; ``now`` may be the server's clock."""
+    """Every column a new job sets (store.statements.INSERT_COLUMNS), checked; ``now`` may be the server's clock.
+    The defaults are ``JobRepository.create``'s."""
     return {
         "type": validate_type(type),
         "payload": encode_payload(payload),

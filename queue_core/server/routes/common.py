@@ -13,6 +13,7 @@ from starlette.convertors import StringConvertor, register_url_convertor
 from starlette.responses import JSONResponse, Response
 
 from ... import wire
+from ...store.database import DatabaseFileGone
 from ...store.repository import JobRepository
 from ..guard import PUBLIC_PATHS
 from ..problems import problem_body, problem_doc, send_problem
@@ -21,6 +22,10 @@ from ..schemas import INT64_MAX
 
 async def repository(request: Request) -> JobRepository:
     # async: FastAPI calls it on the event loop, not through its thread pool (no extra hop per request).
+    # Before any statement: a SQLite file moved or deleted under the server took writes no one would see again.
+    file_gone = request.app.state.file_gone
+    if file_gone is not None and (gone := file_gone()) is not None:
+        raise DatabaseFileGone(gone)
     return request.app.state.repo
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query
+from fastapi import APIRouter, Depends, Header, Query, Request
 from starlette.responses import JSONResponse, Response
 
 from ... import wire
@@ -19,6 +19,20 @@ router = APIRouter()
 
 
 SF_ESCAPE = re.compile(r'\\(["\\])')
+
+
+async def idempotency_header(
+    request: Request,
+    idempotency_key: Annotated[
+        str | None, Header(alias="Idempotency-Key", description="the key, instead of the body's idempotency_key")
+    ] = None,
+) -> str | None:
+    """The Idempotency-Key header, given at most once: of two, the first was used in silence (a duplicated
+    query parameter is a 422 already)."""
+    given = len(request.headers.getlist("idempotency-key"))
+    if given > 1:
+        raise ValidationError("idempotency_key", f"the Idempotency-Key header is given {given} times; give it once")
+    return idempotency_key
 
 
 def idempotency_key_from(body: CreateJob, header: str | None) -> str | None:
@@ -51,7 +65,7 @@ def idempotency_key_from(body: CreateJob, header: str | None) -> str | None:
 def create_job(
     body: CreateJob,
     repo: Repo,
-    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
+    idempotency_key: Annotated[str | None, Depends(idempotency_header)],
 ) -> Response:
     job, created = repo.create(
         body.type,
