@@ -18,6 +18,7 @@ from ..cli.args import (
     fail,
     is_loopback,
     open_for_command,
+    program_name,
     whole_number,
 )
 from ..errors import QueueError
@@ -41,7 +42,9 @@ def port_number(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = CLIArgumentParser(prog="python -m queue_core.server", description="HTTP API of the job queue.")
+    parser = CLIArgumentParser(
+        prog=program_name("queue_core.server", "queue-server"), description="HTTP API of the job queue."
+    )
     parser.add_argument("--db", default=None, help="database URL (default: $QUEUE_DB_URL or sqlite:///queue.db)")
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=port_number, default=8000, help="port to listen on, 1-65535 (default 8000)")
