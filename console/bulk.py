@@ -164,7 +164,12 @@ class BulkActions:
         notes = []
         if selection and len(selection) > plan.count:
             left = len(selection) - plan.count
-            notes.append(f"{left:,} of the {len(selection):,} selected are left alone: not {' or '.join(takes)}.")
+            why = f"not {' or '.join(takes)}"
+            if (PENDING if selection.state == SCHEDULED else selection.state) in takes:
+                # All were selected in a table whose jobs the action takes: the others have left it since (a worker
+                # claimed them). Review finding: it said "not pending or running" of jobs claimed since, running.
+                why = f"no longer {selection.state} (changed since they were selected)"
+            notes.append(f"{left:,} of the {len(selection):,} selected are left alone: {why}.")
         if plan.action == "cancel" and STATUSES.index(RUNNING) in plan.statuses:
             notes.append("A running job is not stopped here: its worker is asked to cancel it.")
         if plan.count > self.bulk_batch_size:

@@ -40,7 +40,10 @@ class Selection:
         a failure group, or "scheduled", which no query term names)."""
         if self.scope is None or self.group is not None or self.state in (None, "scheduled"):
             return None
-        return f"status:{self.state} {self.scope}".strip()
+        status = f"status:{self.state}"
+        if status in self.scope.split():  # named by the query already: once, not "status:pending ... status:pending"
+            return self.scope
+        return f"{status} {self.scope}".strip()
 
 
 def scoped_query_text(type_filter: str | None, query: JobQuery | None) -> str:

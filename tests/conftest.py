@@ -18,7 +18,7 @@ import uuid
 from pathlib import Path
 
 import pytest
-from support import FakeClock
+from support import FakeClock, with_search_path
 from worker_support import Recorder
 
 from queue_core.store.database import open_database
@@ -77,12 +77,6 @@ def postgres_url() -> str:
             pytest.fail(f"{message}. CI is set, so the PostgreSQL tests must run, not skip.")
         pytest.skip(message)
     return url
-
-
-def with_search_path(url: str, schema: str) -> str:
-    """``url`` confined to ``schema``: self-contained, so a subprocess given it sees the same tables."""
-    separator = "&" if "?" in url else "?"
-    return f"{url}{separator}options=-csearch_path%3D{schema}&application_name={schema}"
 
 
 @pytest.fixture

@@ -18,6 +18,14 @@ from queue_core.store.repository import JobRepository
 from queue_core.store.schema import SCHEMA_VERSION, schema_version
 
 START = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
+
+
+def with_search_path(url: str, schema: str) -> str:
+    """``url`` confined to ``schema``: self-contained, so a subprocess given it sees the same tables."""
+    separator = "&" if "?" in url else "?"
+    return f"{url}{separator}options=-csearch_path%3D{schema}&application_name={schema}"
+
+
 ROOT = Path(__file__).resolve().parents[1]
 
 

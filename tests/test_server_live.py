@@ -8,8 +8,8 @@ import uuid
 
 import httpx
 import pytest
-from conftest import with_search_path
 from live_server import LiveServer, free_port, run_module
+from support import with_search_path
 
 from queue_core.client import HttpQueue, RemoteQueueError
 from queue_core.errors import ValidationError

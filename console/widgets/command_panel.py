@@ -10,6 +10,8 @@ from collections import deque
 from textual.content import Content
 from textual.widgets import Static
 
+from ..commands import is_command
+
 KEPT = 6
 
 
@@ -32,9 +34,21 @@ class CommandPanel(Static):
 
     def show_lines(self) -> None:
         self.display = bool(self.lines) or self.expanded
-        shown = list(self.lines) if self.expanded else list(self.lines)[-1:]
+        shown = list(self.lines) if self.expanded else self._last()
         self.set_class(self.expanded, "-expanded")
         if not shown:
             self.update(Content.styled("no action yet: each one's admin-CLI line shows here", "dim"))
             return
         self.update(Content("\n").join(Content.assemble(("$ ", "dim"), line) for line in shown))
+
+    def _last(self) -> list[str]:
+        """The collapsed panel's line: the last command, with the note after it if a note came last (a
+        selection of more jobs than are spelt out ends in "# … and 2 more"). Review finding: it showed the note
+        alone, no command at all, until ``e``."""
+        if not self.lines:
+            return []
+        last = self.lines[-1]
+        if is_command(last):
+            return [last]
+        commands = [line for line in self.lines if is_command(line)]
+        return [f"{commands[-1]}  {last}" if commands else last]

@@ -376,3 +376,24 @@ async def test_the_note_after_a_cancel_of_pending_and_running_jobs_says_which_we
     )
     plain = outcome_text(BulkOutcome("retry", 4, 3, 1, False), "4 failed jobs", 0)
     assert plain == "Retried 3 of 4 failed jobs (1 skipped: changed meanwhile)."
+
+
+async def test_jobs_claimed_since_they_were_selected_are_said_to_have_left_not_to_be_untaken(make_app, scene):
+    """``/ status:pending``, ``a``, then a worker claims some, then ``C``: the confirmation said "left alone:
+    not pending or running" of jobs that were running (which cancel takes); they are left out because they
+    are no longer pending. And the command line said ``status:pending`` twice."""
+    app = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("slash", *"status:pending", "enter")
+        await settle(pilot)
+        await focus_table(pilot, "pending")
+        await pilot.press("a")
+        await settle(pilot)
+        selected = len(app.selection)
+        assert app.selection.command_query == "status:pending"
+        claimed = [scene.claim("w", queues=["default"]) for _ in range(2)]
+        assert all(job is not None and job.id in app.selection.ids for job in claimed)
+        text = await asked(pilot, "C")
+        assert f"2 of the {selected} selected are left alone: no longer pending (changed since" in text, text
+        assert "not pending or running" not in text

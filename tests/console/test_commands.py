@@ -100,3 +100,16 @@ async def test_every_line_the_console_showed_is_a_real_command(pilot, scene):
     assert parsed[0].payload == {"a": "b c"} and parsed[0].type == "echo"
     assert parsed[2].query == "status:failed"
     assert app.query_one(CommandPanel).has_class("-expanded")
+
+
+def test_the_collapsed_panel_shows_a_command_even_when_a_note_came_last():
+    """After a hand-picked action on more jobs than are spelt out, the one-line panel showed only
+    "# … and 2 more, one delete per job id": no command until ``e``. It shows the last command, then the note."""
+    panel = CommandPanel()
+    panel.add(bulk_lines("delete", query=None, ids=[9, 3, 5, 7, 11, 13, 15]))
+    [line] = panel._last()
+    command, note = line.split("  # ", 1)
+    assert parse(command).command == "delete" and note.startswith("… and 2 more")
+    assert shlex.split(line, comments=True) == shlex.split(command)  # as a shell reads it: the note is a comment
+    panel.add(bulk_lines("retry", query="status:failed", ids=()))
+    assert panel._last() == [panel.lines[-1]] and is_command(panel.lines[-1])
