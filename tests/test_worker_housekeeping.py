@@ -75,3 +75,48 @@ def test_a_burst_worker_prunes_one_batch_at_start(spy, live_repo):
     Worker(spy, worker_id="w", registry=HandlerRegistry(with_builtins=False), prune_after=86400).run(burst=True)
     assert [(options, pruned) for options, pruned, _ in spy.calls] == [({"batch": 3, "max_batches": 1}, 3)]
     assert len(live_repo.list()) == 4
+
+
+@pytest.mark.backends("sqlite")
+@pytest.mark.parametrize("how", ["renamed", "deleted"])
+def test_a_worker_whose_sqlite_file_is_moved_or_deleted_stops_and_says_why(db_url, live_repo, make_worker, how):
+    """A worker keeps its connections on the file it opened: after ``mv`` or ``rm`` of the database it went on
+    claiming from the renamed or unlinked file while jobs enqueued at the path waited, and nothing said so.
+    It stops within a beat, as a burst that gave up does: ``run()`` raises WorkerGaveUp saying why."""
+    from pathlib import Path
+
+    from queue_core.errors import WorkerGaveUp
+
+    path = Path(db_url.removeprefix("sqlite:///"))
+    worker = make_worker(stale_after=0.3)  # a beat every 0.1 s
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            worker.run()
+        except BaseException as exc:
+            raised.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        deadline = time.monotonic() + WAIT
+        while not worker.is_running and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert worker.is_running
+        time.sleep(0.3)  # a few beats with the file in place: it goes on
+        assert thread.is_alive()
+        for suffix in ("", "-wal", "-shm"):
+            moved = Path(f"{path}{suffix}")
+            if moved.exists():
+                moved.rename(f"{path}.old{suffix}") if how == "renamed" else moved.unlink()
+        thread.join(WAIT)
+        assert not thread.is_alive()
+    finally:
+        worker.stop(timeout=0)
+        thread.join(WAIT)
+    [error] = raised
+    assert isinstance(error, WorkerGaveUp), error
+    assert str(error).startswith(f"stopped: the database file {path} was moved"), str(error)
+    assert "Put the file back" in str(error)
+    assert not path.exists()  # and no new, empty file made at the path meanwhile

@@ -134,6 +134,11 @@ class QueueSqliteDatabase(pw.SqliteDatabase):
     opened_path: str | None = None
 
     def _connect(self):
+        if self.opened_file is not None and (gone := self.file_gone()) is not None:
+            # A thread's first connection after the file went: SQLite would make a new, empty file at the path
+            # (a server's new request thread, a stopping worker's release), where an operator may be putting
+            # the file back. Refused: the file this database opened is the only one it writes.
+            raise DatabaseFileGone(gone)
         conn = super()._connect()
         if self.opened_file is None:
             try:

@@ -463,6 +463,12 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             traceback=traceback,
         )
 
+    def file_gone(self) -> str | None:
+        """SQLite: what became of the database file if its path no longer holds the file this repository's
+        database opened (moved, deleted, replaced); else None, as always on PostgreSQL. One ``os.stat``."""
+        check = getattr(self.db, "file_gone", None)
+        return None if check is None else check()
+
     def refresh_statistics(self) -> bool:
         """PostgreSQL: ANALYZE the jobs table if its planner statistics are stale (never analyzed, or changed
         by more than autovacuum's analyze rule since), so claims read the pending jobs in index order; True

@@ -70,6 +70,8 @@ class Housekeeping:
         next_statistics = time.monotonic() + STATISTICS_INTERVAL  # checked at start (Worker._start)
         try:
             while True:
+                if self.file_gone(session):
+                    return  # stopping: nothing this thread writes would reach the file at --db
                 # Beat first: on a loaded machine a late beat must not make our own live jobs look stale.
                 self.beat(session)
                 self.presence.seen()
@@ -87,6 +89,25 @@ class Housekeeping:
                     return
         finally:
             close_thread_connection(self.queue)
+
+    def file_gone(self, session: Session) -> bool:
+        """A SQLite file moved, deleted or replaced under the worker (``JobRepository.file_gone``): the worker
+        stops as a burst that gave up does (``run()`` raises ``WorkerGaveUp``; the command exits 1) and says
+        why. Its connections stay on the file it opened, so it went on claiming from the unlinked or renamed
+        file while jobs enqueued at the path waited, and nothing said so. One ``os.stat`` a beat; True if
+        it stopped the worker. Over the API, or on PostgreSQL, there is no file to lose."""
+        check = getattr(self.queue, "file_gone", None)
+        gone = None if check is None else check()
+        if gone is None:
+            return False
+        session.gave_up = (
+            f"stopped: {gone}; jobs enqueued at that path since went into a new file this worker does not see. Put "
+            "the file back (with its -wal and -shm files) and start the worker again"
+        )
+        # Said now: the stop lets running jobs finish first (--shutdown-timeout), and its last line comes after.
+        logger.error("%s: stopping worker=%s; running jobs get the shutdown timeout", gone, self.worker_id)
+        session.request_stop(None)
+        return True
 
     def beat(self, session: Session) -> None:
         with session.lock:
