@@ -18,8 +18,9 @@ DEFAULT_STALE_AFTER: float = DEFAULTS.stale_after
 DEFAULT_REFRESH = 1.0
 DEFAULT_CONCURRENCY = 2
 READ_ONLY_ENV = "QUEUE_CONSOLE_READ_ONLY"
-READ_ONLY_WORDS = {"1": True, "true": True, "yes": True, "on": True, "0": False, "false": False, "no": False}
-READ_ONLY_WORDS |= {"off": False, "": False}
+READ_ONLY_WORDS = {word: True for word in ("1", "true", "yes", "on")} | {
+    word: False for word in ("0", "false", "no", "off", "")
+}
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
 SERVE_FLAGS = ("--serve", "--host", "--port", "--insecure")  # the browser server's; the app it runs gets the rest
@@ -108,13 +109,14 @@ def parse_args(argv: list[str] | None = None, environ=None):
     args = parser.parse_args(argv)
     environ = os.environ if environ is None else environ
     said = environ.get(READ_ONLY_ENV, "")
-    if said.strip().lower() not in READ_ONLY_WORDS:
+    word = said.strip().lower()
+    if word not in READ_ONLY_WORDS:
         # A safety switch: a value it does not know is refused, not taken as "write" (say "on" and get writes).
         parser.error(
             f"{READ_ONLY_ENV}={said!r} is not a yes or a no: set it to 1, true, yes or on for read-only, "
             "or to 0, false, no, off or nothing to allow writes"
         )
-    args.read_only = args.read_only or READ_ONLY_WORDS[said.strip().lower()]
+    args.read_only = args.read_only or READ_ONLY_WORDS[word]
     if args.queues is not None and args.concurrency is not None:
         parser.error("give --queues or --concurrency, not both: with --queues each queue has its own slots")
     args.concurrency = DEFAULT_CONCURRENCY if args.concurrency is None else args.concurrency

@@ -279,18 +279,11 @@ def validate_max_retries(value) -> int:
 def validate_idempotency_key(value) -> str | None:
     if value is None:
         return None
-    if not isinstance(value, str) or not value or len(value) > MAX_TEXT_CHARS:
+    if not isinstance(value, str) or not value:
         raise ValidationError("idempotency_key", f"must be a non-empty string of at most {MAX_TEXT_CHARS} characters")
-    if not value.isprintable():
-        # NUL was refused (PostgreSQL's text cannot hold it) while \x01, a tab or a line break was stored: a key
-        # is sent back in headers and shown in the CLI and the console. A lone surrogate (not UTF-8) too.
-        at = next(index for index, char in enumerate(value) if not char.isprintable())
-        raise ValidationError(
-            "idempotency_key",
-            f"must be printable characters: character {at} is U+{ord(value[at]):04X}, a control or other "
-            "non-printable character (NUL, tab and line breaks included); send the key without it",
-        )
-    return value
+    # Printable, as a name: NUL was refused (PostgreSQL's text cannot hold it) while \x01, a tab or a line break
+    # was stored, and a key is sent back in headers and shown in the CLI and the console. A lone surrogate too.
+    return validate_printable("idempotency_key", value)
 
 
 def validate_retry_backoff(value) -> float | None:

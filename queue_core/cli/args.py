@@ -159,13 +159,18 @@ def open_for_command(url: str | None, *, create: bool = True, upgrade: bool = Tr
         raise DatabaseURLError(f"cannot open {without_password(url or default_url())}: {reason}") from exc
 
 
+def _raised_saying(exc: BaseException, phrases: tuple[str, ...]) -> bool:
+    """Whether ``exc``, or an error it was raised from, says one of ``phrases`` (the driver's words)."""
+    seen: BaseException | None = exc
+    while seen is not None and not any(phrase in str(seen) for phrase in phrases):
+        seen = seen.__cause__
+    return seen is not None
+
+
 def readonly_database(exc: BaseException, url: str | None) -> str | None:
     """What to do when ``exc`` (or the error it was raised from) is SQLite's "attempt to write a readonly
     database", which names neither the file nor why; None for any other error."""
-    seen = exc
-    while seen is not None and "readonly database" not in str(seen):
-        seen = seen.__cause__
-    if seen is None:
+    if not _raised_saying(exc, ("readonly database",)):
         return None
     url = url or default_url()
     path = urlparse(url).path.removeprefix("/") or url
@@ -183,10 +188,7 @@ SQLITE_LOCKED = ("database is locked", "database table is locked")
 def locked_database(exc: BaseException, url: str | None) -> str | None:
     """What to do when ``exc`` (or the error it was raised from) is SQLite's "database is locked", which says
     neither why nor what to do; None for any other error."""
-    seen = exc
-    while seen is not None and not any(words in str(seen) for words in SQLITE_LOCKED):
-        seen = seen.__cause__
-    if seen is None:
+    if not _raised_saying(exc, SQLITE_LOCKED):
         return None
     url = url or default_url()
     parsed = urlparse(url)

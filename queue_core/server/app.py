@@ -59,8 +59,6 @@ def create_app(
     )
     # The routes reach the repository through this (routes.common.repository).
     app.state.repo = repo_or_db if isinstance(repo_or_db, JobRepository) else JobRepository(repo_or_db)
-    # SQLite's check that its file is still at its path (routes.common.repository); None: nothing to check.
-    app.state.file_gone = getattr(app.state.repo.db, "file_gone", None)
     for router in ROUTERS:
         app.include_router(router)
     app.add_middleware(RequestGuard, token=token, read_token=read_token, max_body_bytes=max_body_bytes)

@@ -23,10 +23,10 @@ from ..schemas import INT64_MAX
 async def repository(request: Request) -> JobRepository:
     # async: FastAPI calls it on the event loop, not through its thread pool (no extra hop per request).
     # Before any statement: a SQLite file moved or deleted under the server took writes no one would see again.
-    file_gone = request.app.state.file_gone
-    if file_gone is not None and (gone := file_gone()) is not None:
+    repo = request.app.state.repo
+    if (gone := repo.file_gone()) is not None:
         raise DatabaseFileGone(gone)
-    return request.app.state.repo
+    return repo
 
 
 Repo = Annotated[JobRepository, Depends(repository)]
