@@ -303,3 +303,21 @@ def test_list_escapes_control_characters_in_a_jobs_error_text(cli, db_url):
     assert "\x1b" not in table and "\u202e" not in table and "\x07" not in table
     assert "\\u202e\\x1b[31mred\\x07 text" in table.splitlines()[1]
     assert json.loads(cli("list", "--json").stdout.splitlines()[0])["error"] == hostile
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_json_output_stays_json_on_a_stdout_that_cannot_write_every_character(db_url, tmp_path, encoding):
+    # The stream's backslashreplace wrote "ë" as \xeb on such a stdout: not JSON, and a reader refused it.
+    payload = {"name": "Zoë ✓ 😀"}
+    env = {**os.environ, "QUEUE_DB_URL": db_url, "PYTHONPATH": str(ROOT), "PYTHONIOENCODING": encoding}
+
+    def run(*args) -> bytes:
+        done = subprocess.run([sys.executable, "-m", "queue_core", *args], cwd=tmp_path, env=env, capture_output=True)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    created = run("enqueue", "echo", "--payload", json.dumps(payload))
+    job_id = json.loads(created)["id"]
+    listed = run("list", "--json").decode("ascii").splitlines()
+    for text in (created.decode("ascii"), run("show", str(job_id)).decode("ascii"), *listed):
+        assert json.loads(text)["payload"] == payload

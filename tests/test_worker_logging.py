@@ -447,3 +447,19 @@ def test_a_failed_line_with_a_traceback_is_the_line_the_logging_module_writes(wo
         assert direct == f"2025-12-05T12:00:36.123Z WARNING {ev.message}\n{tb}\n"
     else:
         assert direct.count("\n") == 1 and json.loads(direct)["exception"] == tb  # one record, one line
+
+
+def test_json_log_lines_stay_json_on_a_stderr_that_cannot_write_every_character(repo, worker_env, tmp_path):
+    # On such a stderr, the stream's backslashreplace wrote "ë" as \xeb: not JSON, and a log shipper dropped it.
+    job = repo.create("echo", {"name": "Zoë ✓ 😀"})[0]
+    done = subprocess.run(
+        [sys.executable, "-m", "queue_core.worker", "--burst", "--log-format", "json"],
+        cwd=tmp_path,
+        env={**worker_env, "PYTHONIOENCODING": "ascii"},
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stderr.decode("ascii").splitlines()]
+    assert f'echo job {job.id}: {{"name": "Zoë ✓ 😀"}}' in [line["message"] for line in lines]
+    assert repo.find_by_id(job.id).status == "completed"

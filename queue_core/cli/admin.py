@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import json
 import sys
 from datetime import timedelta
 
@@ -30,6 +29,7 @@ from .args import (
     one_line,
     open_for_command,
     positive_seconds,
+    print_json,
     readonly_database,
     whole_number,
 )
@@ -156,11 +156,11 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def job_json(repo: JobRepository, job, *, with_errors: bool = False) -> str:
+def print_job(repo: JobRepository, job, *, with_errors: bool = False) -> None:
     data = job.to_dict()
     if with_errors:
         data["errors"] = [e.to_dict() for e in repo.errors_for(job.id)]
-    return json.dumps(data, indent=2, ensure_ascii=False)
+    print_json(data, indent=2)
 
 
 def print_table(jobs) -> None:
@@ -189,7 +189,7 @@ def run_enqueue(args, repo: JobRepository) -> int:
             )
     run_at = repo.now() + timedelta(seconds=args.delay) if args.delay else None
     job, created = repo.create(args.type, payload, idempotency_key=args.idempotency_key, run_at=run_at, **options)
-    print(job_json(repo, job))
+    print_job(repo, job)
     if not created:
         print(f"job {job.id} already exists with this idempotency key; nothing new enqueued", file=sys.stderr)
     return 0
@@ -199,7 +199,7 @@ def run_list(args, repo: JobRepository) -> int:
     jobs = repo.list(args.status, args.type, limit=args.limit, after=args.after)
     if args.json:
         for job in jobs:
-            print(json.dumps(job.to_dict(), ensure_ascii=False))
+            print_json(job.to_dict())
     else:
         print_table(jobs)
     return 0
@@ -209,7 +209,7 @@ def run_show(args, repo: JobRepository) -> int:
     job = repo.find_by_id(args.id)
     if job is None:
         return fail(f"no job with id {args.id}")
-    print(job_json(repo, job, with_errors=True))
+    print_job(repo, job, with_errors=True)
     return 0
 
 
@@ -219,7 +219,7 @@ def run_stats(args, repo: JobRepository) -> int:
         "per_minute_last_5m": repo.throughput(),
         "db": without_password(args.db or default_url()),
     }
-    print(json.dumps(stats, indent=2))
+    print_json(stats, indent=2)
     return 0
 
 
@@ -232,7 +232,7 @@ def run_retry(args, repo: JobRepository) -> int:
         if found is None:
             return fail(f"no job with id {args.id}")  # as show, cancel and delete say it
         return fail(f"cannot retry job {args.id}: it is {found.status}; only failed or cancelled jobs can be retried")
-    print(job_json(repo, job))
+    print_job(repo, job)
     return 0
 
 
@@ -241,12 +241,12 @@ def run_reap(args, repo: JobRepository) -> int:
         return fail("reap needs --older-than SECONDS, --lost, or both (see python -m queue_core reap --help)")
     reaped = 0 if args.older_than is None else repo.reap_stale(timedelta(seconds=args.older_than))
     lost = repo.reap_lost_workers() if args.lost else {}
-    print(json.dumps({"reaped": reaped + sum(lost.values()), **({"lost_workers": lost} if args.lost else {})}))
+    print_json({"reaped": reaped + sum(lost.values()), **({"lost_workers": lost} if args.lost else {})})
     return 0
 
 
 def run_prune(args, repo: JobRepository) -> int:
-    print(json.dumps({"pruned": repo.prune(timedelta(seconds=args.older_than))}))
+    print_json({"pruned": repo.prune(timedelta(seconds=args.older_than))})
     return 0
 
 

@@ -20,6 +20,7 @@ import peewee as pw
 
 from ..errors import DatabaseURLError, QueueError
 from ..store.database import BUSY_TIMEOUT_MS, DATABASE_ERRORS, default_url, open_database, without_password
+from ..text import json_text
 from ..validation import ASCII_INTEGER, MAX_SECONDS, validate_token
 
 EXIT_USAGE = 2
@@ -63,6 +64,11 @@ class CLIArgumentParser(argparse.ArgumentParser):
 def one_line(message: str) -> str:
     """The message with control characters escaped, so an error is always exactly one line."""
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in message)
+
+
+def print_json(data, *, indent: int | None = None) -> None:
+    """``data`` as JSON on stdout, escaped as stdout's encoding needs (``queue_core.text``)."""
+    print(json_text(data, sys.stdout, indent=indent))
 
 
 def exit_with(main: Callable[[], int]) -> NoReturn:

@@ -3,12 +3,11 @@ list the worker registry. ``admin.build_parser`` adds these sub-commands; ``admi
 
 from __future__ import annotations
 
-import json
 import sys
 
 from ..rules import RUNNING
 from ..store.repository import JobRepository
-from .args import fail, one_line
+from .args import fail, one_line, print_json
 from .bulk import add_bulk_options, by_query
 
 
@@ -41,12 +40,12 @@ def seconds_text(value: float | None) -> str:
 
 
 def run_pause(args, repo: JobRepository) -> int:
-    print(json.dumps(repo.pause_queue(args.name).to_dict(), ensure_ascii=False))
+    print_json(repo.pause_queue(args.name).to_dict())
     return 0
 
 
 def run_resume(args, repo: JobRepository) -> int:
-    print(json.dumps(repo.resume_queue(args.name).to_dict(), ensure_ascii=False))
+    print_json(repo.resume_queue(args.name).to_dict())
     return 0
 
 
@@ -54,7 +53,7 @@ def run_queues(args, repo: JobRepository) -> int:
     states = repo.queues()
     if args.json:
         for state in states:
-            print(json.dumps(state.to_dict(), ensure_ascii=False))
+            print_json(state.to_dict())
         return 0
     statuses = list(states[0].counts) if states else ["pending", "running", "completed", "failed", "cancelled"]
     rows = [("QUEUE", "PAUSED", *(status.upper() for status in statuses), "LATENCY")]
@@ -74,7 +73,7 @@ def run_cancel(args, repo: JobRepository) -> int:
         if found is None:
             return fail(f"no job with id {args.id}")
         return fail(f"cannot cancel job {args.id}: it is already {found.status}")
-    print(json.dumps(job.to_dict(), indent=2, ensure_ascii=False))
+    print_json(job.to_dict(), indent=2)
     if job.status == RUNNING:
         print(f"job {job.id} is running: its worker {job.worker_id} stops it at its next heartbeat", file=sys.stderr)
     return 0
@@ -84,7 +83,7 @@ def run_workers(args, repo: JobRepository) -> int:
     workers = repo.workers()
     if args.json:
         for worker in workers:
-            print(json.dumps(worker.to_dict(), ensure_ascii=False))
+            print_json(worker.to_dict())
         return 0
     rows = [("WORKER", "STATE", "HOST", "PID", "QUEUES", "SLOTS", "RUNNING", "DONE", "FAILED", "SILENT")]
     for w in workers:

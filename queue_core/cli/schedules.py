@@ -6,13 +6,12 @@ modules a worker would (``--handlers``) and reads the last run of each from the 
 
 from __future__ import annotations
 
-import json
-
 from ..clock import utc_now
 from ..store.repository import JobRepository
 from ..tasks import registered_schedules
 from ..worker.handlers import registry
 from ..worker.scheduler import ScheduleStatus, describe_schedules
+from .args import print_json
 
 
 def add_parser(commands, parents) -> None:
@@ -44,7 +43,7 @@ def run_schedules(args, repo: JobRepository) -> int:
     lines = describe_schedules(repo, registered_schedules(registry), utc_now())
     if args.json:
         for line in lines:
-            print(json.dumps(_as_dict(line), ensure_ascii=False))
+            print_json(_as_dict(line))
         return 0
     if not lines:
         print(

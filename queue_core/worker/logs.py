@@ -15,6 +15,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
+from ..text import writes_unicode
 from .events import EVENT_KINDS, WorkerEvent, clipped
 
 logger = logging.getLogger("queue_core.worker")
@@ -55,7 +56,15 @@ def text_line(created: float, levelname: str, message: str) -> str:
     return f"{_timestamp(created)} {levelname} {message}"
 
 
-def json_line(created: float, levelname: str, name: str, event: WorkerEvent | None, message: str, exc: str = "") -> str:
+def json_line(
+    created: float,
+    levelname: str,
+    name: str,
+    event: WorkerEvent | None,
+    message: str,
+    exc: str = "",
+    ascii_only: bool = False,
+) -> str:
     data = {"time": _timestamp(created), "level": levelname.lower(), "logger": name}
     if event is not None:
         for field in EVENT_FIELDS:
@@ -65,7 +74,7 @@ def json_line(created: float, levelname: str, name: str, event: WorkerEvent | No
     data["message"] = message
     if exc:
         data["exception"] = exc
-    return json.dumps(data, ensure_ascii=False)
+    return json.dumps(data, ensure_ascii=ascii_only)
 
 
 def event_traceback(event: WorkerEvent | None) -> str:
@@ -85,12 +94,18 @@ class TextFormatter(logging.Formatter):
 
 
 class JSONFormatter(logging.Formatter):
-    """One JSON object per line; a worker event's fields are top-level keys (``event`` is its kind)."""
+    """One JSON object per line; a worker event's fields are top-level keys (``event`` is its kind).
+    ``ascii_only`` for a stream that cannot write every character (``queue_core.text``)."""
+
+    def __init__(self, ascii_only: bool = False):
+        super().__init__()
+        self.ascii_only = ascii_only
 
     def format(self, record: logging.LogRecord) -> str:
         event = getattr(record, "worker_event", None)
         exc = self.formatException(record.exc_info) if record.exc_info else event_traceback(event)
-        return json_line(record.created, record.levelname, record.name, event, record.getMessage(), exc)
+        message, ascii_only = record.getMessage(), self.ascii_only
+        return json_line(record.created, record.levelname, record.name, event, message, exc, ascii_only)
 
 
 class LineHandler(logging.StreamHandler):
@@ -139,7 +154,8 @@ class EventLines:
             return False
         created, levelname = time.time(), logging.getLevelName(level)
         if self.json_format:
-            line = json_line(created, levelname, logger.name, event, event.message, event_traceback(event))
+            tb, ascii_only = event_traceback(event), self.formatter.ascii_only
+            line = json_line(created, levelname, logger.name, event, event.message, tb, ascii_only)
         else:
             line = text_line(created, levelname, event.message)
             if tb := event_traceback(event):
@@ -239,7 +255,7 @@ os.register_at_fork(after_in_child=_forget_waiting_in_child)
 def configure_logging(level: str, fmt: str) -> None:
     global _lines
     stream = LineHandler(sys.stderr)
-    stream.setFormatter(JSONFormatter() if fmt == "json" else TextFormatter())
+    stream.setFormatter(JSONFormatter(not writes_unicode(sys.stderr)) if fmt == "json" else TextFormatter())
     root = logging.getLogger()
     root.handlers[:] = [stream]
     root.setLevel(level.upper())
