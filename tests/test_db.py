@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import peewee as pw
 import pytest
@@ -372,6 +376,8 @@ def test_claim_query_uses_the_claim_index(repo, db):
         "sqlite:///x.db?page_size=2k",
         "sqlite:///x.db?wal_autocheckpoint=0",
         "sqlite:///x.db?wal_autocheckpoint=lots",
+        "sqlite:///x.db?busy_timeout=5&busy_timeout=9000",  # which one won was the parser's detail
+        "sqlite:///x.db?synchronous=full&SYNCHRONOUS=normal",
     ],
 )
 def test_bad_urls_say_what_to_fix(url, tmp_path, monkeypatch):
@@ -508,6 +514,34 @@ def test_an_in_memory_sqlite_database_is_refused(url, tmp_path, monkeypatch):
         open_database(url)
     assert "file" in str(info.value) and "sqlite:///queue.db" in str(info.value)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("create", [True, False])
+def test_a_directory_is_refused_saying_so(tmp_path, create):
+    # It read "no database at ..." or "no queue tables in ...", as if the path were missing or empty.
+    (tmp_path / "jobs").mkdir()
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(f"sqlite:///{tmp_path / 'jobs'}", create=create)
+    assert f"{tmp_path / 'jobs'}" in str(info.value) and "is a directory" in str(info.value)
+    assert [p.name for p in tmp_path.iterdir()] == ["jobs"]  # no -wal or -shm beside it
+
+
+@pytest.mark.parametrize("command", [["-m", "queue_core", "list"], ["-m", "queue_core.worker", "--burst"]])
+def test_a_fifo_is_refused_not_waited_on_for_ever(tmp_path, command):
+    # SQLite's open of a FIFO waits for a writer, retrying through signals: the command hung for good. In a
+    # process of its own, so that the hang (the bug back) fails the test at the timeout instead of hanging it.
+    os.mkfifo(tmp_path / "fifo")
+    done = subprocess.run(
+        [sys.executable, *command, "--db", "sqlite:///fifo"],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2 and done.stderr == (
+        "error: fifo (sqlite:///fifo) is not a regular file: name a SQLite database file, e.g. sqlite:///queue.db\n"
+    )
 
 
 def test_a_file_that_is_not_sqlite_is_one_clear_error(tmp_path):

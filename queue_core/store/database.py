@@ -7,6 +7,7 @@ import logging
 import os
 import re
 import sqlite3
+import stat
 import time
 from urllib.parse import parse_qsl, quote, urlparse
 
@@ -353,7 +354,12 @@ def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
             f"bad SQLite URL {url!r}: use three slashes for a relative path (sqlite:///queue.db) "
             "or four for an absolute one (sqlite:////var/lib/queue.db)"
         )
-    options = {k.lower(): v for k, v in parse_qsl(parsed.query)}
+    _check_is_a_file(path, url)
+    pairs = [(k.lower(), v) for k, v in parse_qsl(parsed.query)]
+    options = dict(pairs)
+    if twice := sorted({k for k, _ in pairs if [name for name, _ in pairs].count(k) > 1}):
+        # Which one would win is the parser's detail: say so rather than use one the operator did not mean.
+        raise DatabaseURLError(f"SQLite URL option(s) {', '.join(twice)} given more than once in {url!r}: keep one")
     unknown = set(options) - {"synchronous", "busy_timeout", "page_size", "wal_autocheckpoint"}
     if unknown:
         raise DatabaseURLError(
@@ -399,6 +405,18 @@ def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
     )
     db.page_size_asked = None if page_size is None else int(page_size)
     return db
+
+
+def _check_is_a_file(path: str, url: str) -> None:
+    """A path that exists must be a file: SQLite's open of a FIFO waits for a writer for ever (the command
+    hung), and a directory or a device gave "no database at" or "no queue tables", as if it were missing."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return  # missing (a new file, or create=False says so) or unreadable (the open says why)
+    if not stat.S_ISREG(mode):
+        kind = "a directory" if stat.S_ISDIR(mode) else "not a regular file"
+        raise DatabaseURLError(f"{path} ({url}) is {kind}: name a SQLite database file, e.g. sqlite:///queue.db")
 
 
 def _check_page_size(db: pw.Database, url: str) -> None:
