@@ -400,6 +400,55 @@ def test_a_module_run_as_a_script_and_imported_by_name_defines_its_tasks_once(tm
         Queue(registry=handlers).task("send")(load_as("app_edited", tmp_path / "app.py").send)
 
 
+class Resizer:
+    def __init__(self, width):
+        self.width = width
+
+    def __call__(self, path):
+        return f"{path}@{self.width}"
+
+    def resize(self, path):
+        return self(path)
+
+
+def scale(factor, value):
+    return factor * value
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (lambda path: f"{path}@100", lambda path: f"{path}@200"),
+        (Resizer(100), Resizer(200)),
+        (Resizer(100).resize, Resizer(200).resize),
+        (functools.partial(scale, 2), functools.partial(scale, 3)),
+    ],
+    ids=["lambdas", "callable objects", "bound methods", "partials"],
+)
+def test_two_callables_of_one_name_under_one_task_type_are_refused(handlers, first, second):
+    # Every lambda of a module is <lambda>, and a task's callable object, bound method or partial is named after
+    # its class or function: two of them were taken for one function defined twice, and the second silently
+    # replaced the first, where two defs are refused.
+    queue = Queue(registry=handlers)
+    queue.task("resize")(first)
+    queue.task("resize")(first)  # the same callable again is harmless
+    with pytest.raises(ValidationError, match="already has handler"):
+        queue.task("resize")(second)
+    assert handlers.get("resize").__wrapped__ is first
+    plain = HandlerRegistry(with_builtins=False)  # and through @handler, the same
+    plain.register("resize", first)
+    with pytest.raises(ValidationError, match="already has handler"):
+        plain.register("resize", second)
+
+
+def test_a_bound_method_of_a_module_run_as_a_script_and_imported_by_name_is_one_task(tmp_path, handlers):
+    (tmp_path / "app.py").write_text("class Mailer:\n    def send(self, to):\n        return to\n\nmailer = Mailer()\n")
+    as_main, by_name = load_as("__main__", tmp_path / "app.py"), load_as("app", tmp_path / "app.py")
+    Queue(registry=handlers).task("send")(as_main.mailer.send)
+    Queue(registry=handlers).task("send")(by_name.mailer.send)
+    assert handlers.get("send")({"to": "ann"}) == "ann"
+
+
 # --- the decorated function ----------------------------------------------------------------------------
 
 
