@@ -100,6 +100,22 @@ def declared_database_url(registry: HandlerRegistry | None = None) -> str | None
     return urls[0] if urls else None
 
 
+def serve_database(url: str, registry: HandlerRegistry | None = None) -> None:
+    """Point the Queues registering into ``registry`` (default: the worker CLI's) at ``url``, the database a worker
+    of their ``--handlers`` modules serves (its ``--db``, ``$QUEUE_DB_URL`` or their Queue's own URL).
+
+    A handler's ``task.enqueue`` (a job spawning jobs) and ``queue.result`` go through its module's Queue: with
+    ``--db`` naming another database than that Queue (``Queue()`` reads ``$QUEUE_DB_URL``, else
+    ``sqlite:///queue.db``), its jobs went to a database no worker of these tasks served, and waited there for
+    ever. A Queue given a repository keeps it; one opened already is closed, to open ``url`` on its next use.
+    """
+    registry = default_registry() if registry is None else registry
+    for queue in list(_queues):
+        if queue.registry is registry and queue._owns_database and queue.url != url:
+            queue.close()
+            queue.url = url
+
+
 def _definition(schedule: Schedule) -> tuple:
     payload = json.dumps(schedule.payload, sort_keys=True)
     return (schedule.cron, schedule.type, payload, sorted(schedule.options.items()))
