@@ -25,6 +25,7 @@ import json
 import math
 import threading
 import time
+import types
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
@@ -481,6 +482,7 @@ def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise ValidationError("handler", f"cannot read the signature of {fn!r}: {exc}") from None
+    _refuse_method(fn, signature, name)
     for parameter in signature.parameters.values():
         if parameter.kind is parameter.POSITIONAL_ONLY and parameter.default is parameter.empty:
             raise ValidationError(
@@ -495,6 +497,24 @@ def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
                 f"enqueue() ({', '.join(ENQUEUE_OPTIONS)}); rename the parameter for task {name!r}",
             )
     return signature
+
+
+def _refuse_method(fn: Callable, signature: inspect.Signature, name: str) -> None:
+    """A ValidationError for a method decorated in its class body (``def send(self, to)``): a worker calls a task
+    with the payload alone, so ``enqueue`` asked for ``self`` (``missing argument``), which no call can give."""
+    qualname = getattr(fn, "__qualname__", "")
+    first = next(iter(signature.parameters), None)
+    if not isinstance(fn, types.FunctionType) or first not in ("self", "cls"):
+        return
+    owner, _, method = qualname.rpartition(".")
+    if not owner or owner.endswith("<locals>"):
+        return  # a module's function or a nested one: its first parameter is an argument like any other
+    raise ValidationError(
+        "handler",
+        f"{qualname}() is a method of {owner.rpartition('.')[2]} (its first parameter is {first!r}): a worker calls a "
+        f"task with its arguments alone, never with an instance; make it a function or a @staticmethod, or give "
+        f"the task a bound method: queue.task({name!r})(instance.{method})",
+    )
 
 
 def _refuse_taken_type(registry: HandlerRegistry, name: str, handler: Callable) -> None:

@@ -441,6 +441,37 @@ def test_two_callables_of_one_name_under_one_task_type_are_refused(handlers, fir
         plain.register("resize", second)
 
 
+def test_a_method_decorated_in_its_class_body_is_refused_saying_what_to_do_instead(handlers, repo):
+    # A worker calls a task with the payload alone: enqueue asked for `self` ("missing argument"), which no
+    # enqueue can give, and the decorator said nothing.
+    queue = Queue(repository=repo, registry=handlers)
+    with pytest.raises(ValidationError) as raised:
+
+        class Mailer:
+            @queue.task("send")
+            def send(self, to): ...
+
+    assert raised.value.field == "handler" and "send" not in handlers
+    assert "is a method of Mailer (its first parameter is 'self')" in str(raised.value)
+    assert "queue.task('send')(instance.send)" in str(raised.value)
+
+    class Tools:  # a static method, or a function whose first argument is named self elsewhere, is a task
+        @queue.task("shout")
+        @staticmethod
+        def shout(word):
+            return word.upper()
+
+    def outer():
+        @queue.task("nested")
+        def nested(self):
+            return self
+
+        return nested
+
+    assert outer().enqueue(self="me").payload == {"self": "me"}
+    assert Tools.shout.enqueue(word="hi").payload == {"word": "hi"}
+
+
 def test_a_bound_method_of_a_module_run_as_a_script_and_imported_by_name_is_one_task(tmp_path, handlers):
     (tmp_path / "app.py").write_text("class Mailer:\n    def send(self, to):\n        return to\n\nmailer = Mailer()\n")
     as_main, by_name = load_as("__main__", tmp_path / "app.py"), load_as("app", tmp_path / "app.py")
