@@ -276,6 +276,8 @@ class Queue:
         if task is not None and isinstance(payload, Mapping | None):
             payload = task.payload_for(dict(payload or {}))
             options = {**task.options, **options}
+        elif isinstance(payload, Mapping) and not isinstance(payload, dict):
+            payload = dict(payload)  # any Mapping, as typed: the store encodes dicts (a UserDict was "not JSON")
         return self._create(type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at)
 
     async def enqueue_async(self, type: str, payload: Mapping | None = None, **options) -> Job:

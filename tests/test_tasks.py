@@ -12,8 +12,10 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections import UserDict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 from support import START
@@ -303,6 +305,13 @@ def test_queue_enqueue_for_types_defined_elsewhere(queue, repo):
         queue.enqueue("echo", {"when": datetime(2026, 1, 1)})
     assert raised.value.field == "payload"
     assert count_jobs(repo) == 1
+
+
+def test_queue_enqueue_takes_any_mapping_as_its_payload_as_typed(queue, repo):
+    # Typed `payload: Mapping`, it refused every Mapping that is no dict: "must be a JSON object, got UserDict".
+    assert queue.enqueue("echo", MappingProxyType({"text": "hi"})).payload == {"text": "hi"}
+    assert queue.enqueue("echo", UserDict({"text": "ho"})).payload == {"text": "ho"}
+    assert count_jobs(repo) == 2
 
 
 def test_queue_enqueue_of_a_task_type_is_the_tasks_enqueue(queue, repo):
