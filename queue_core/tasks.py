@@ -219,15 +219,27 @@ class Queue:
             )
         cron = parse_cron(cron)
         options = validate_job_options(options)
-        return lambda fn: self._define(
-            _schedule_name(fn) if name is None else name, fn, options, cron=cron, payload=payload
-        )
+        return lambda fn: self._define_periodic(fn, cron, name, payload, options)
 
-    def _define(self, name: str, fn: Callable, options: dict, *, cron: str | None, payload: Mapping | None) -> Task:
+    def _define_periodic(self, fn: Callable, cron: str, name: str | None, payload, options: dict) -> Task:
+        if isinstance(fn, Task) and fn._queue is self and name in (None, fn.type):
+            # Stacked on a task of this queue (procrastinate's way to schedule one): that task on a schedule, as
+            # its cron= would be. It made a second job type named after the function, without the task's
+            # defaults, or (named like the task) replaced the task by one without them.
+            scheduled = {**fn.options, **options}  # the periodic's options are its jobs', not the task's
+            return self._define(fn.type, fn, dict(fn.options), cron=cron, payload=payload, scheduled=scheduled)
+        return self._define(_schedule_name(fn) if name is None else name, fn, options, cron=cron, payload=payload)
+
+    def _define(
+        self, name: str, fn: Callable, options: dict, *, cron: str | None, payload: Mapping | None, scheduled=None
+    ) -> Task:
+        """Register ``fn`` as task ``name`` with ``options``; on ``cron`` too, its jobs with ``scheduled`` options
+        (default: the task's)."""
         task = Task(self, name, fn, options)
         schedule = None
         if cron is not None:
             arguments = _schedule_arguments(task, payload)
+            options = options if scheduled is None else scheduled
             schedule = Schedule(name=task.type, cron=cron, type=task.type, payload=arguments, options=options)
             if any(existing.name == schedule.name for existing in self.schedules):
                 raise ValidationError("name", f"a schedule named {schedule.name!r} exists on this queue already")
