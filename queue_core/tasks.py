@@ -25,6 +25,7 @@ import json
 import math
 import threading
 import time
+import types
 import weakref
 from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime, timedelta
@@ -98,6 +99,22 @@ def declared_database_url(registry: HandlerRegistry | None = None) -> str | None
         named = ", ".join(without_password(url) for url in urls)
         raise QueueError(f"the --handlers modules' Queues name different databases ({named}); choose one with --db")
     return urls[0] if urls else None
+
+
+def serve_database(url: str, registry: HandlerRegistry | None = None) -> None:
+    """Point the Queues registering into ``registry`` (default: the worker CLI's) at ``url``, the database a worker
+    of their ``--handlers`` modules serves (its ``--db``, ``$QUEUE_DB_URL`` or their Queue's own URL).
+
+    A handler's ``task.enqueue`` (a job spawning jobs) and ``queue.result`` go through its module's Queue: with
+    ``--db`` naming another database than that Queue (``Queue()`` reads ``$QUEUE_DB_URL``, else
+    ``sqlite:///queue.db``), its jobs went to a database no worker of these tasks served, and waited there for
+    ever. A Queue given a repository keeps it; one opened already is closed, to open ``url`` on its next use.
+    """
+    registry = default_registry() if registry is None else registry
+    for queue in list(_queues):
+        if queue.registry is registry and queue._owns_database and queue.url != url:
+            queue.close()
+            queue.url = url
 
 
 def _definition(schedule: Schedule) -> tuple:
@@ -202,15 +219,27 @@ class Queue:
             )
         cron = parse_cron(cron)
         options = validate_job_options(options)
-        return lambda fn: self._define(
-            _schedule_name(fn) if name is None else name, fn, options, cron=cron, payload=payload
-        )
+        return lambda fn: self._define_periodic(fn, cron, name, payload, options)
 
-    def _define(self, name: str, fn: Callable, options: dict, *, cron: str | None, payload: Mapping | None) -> Task:
+    def _define_periodic(self, fn: Callable, cron: str, name: str | None, payload, options: dict) -> Task:
+        if isinstance(fn, Task) and fn._queue is self and name in (None, fn.type):
+            # Stacked on a task of this queue (procrastinate's way to schedule one): that task on a schedule, as
+            # its cron= would be. It made a second job type named after the function, without the task's
+            # defaults, or (named like the task) replaced the task by one without them.
+            scheduled = {**fn.options, **options}  # the periodic's options are its jobs', not the task's
+            return self._define(fn.type, fn, dict(fn.options), cron=cron, payload=payload, scheduled=scheduled)
+        return self._define(_schedule_name(fn) if name is None else name, fn, options, cron=cron, payload=payload)
+
+    def _define(
+        self, name: str, fn: Callable, options: dict, *, cron: str | None, payload: Mapping | None, scheduled=None
+    ) -> Task:
+        """Register ``fn`` as task ``name`` with ``options``; on ``cron`` too, its jobs with ``scheduled`` options
+        (default: the task's)."""
         task = Task(self, name, fn, options)
         schedule = None
         if cron is not None:
             arguments = _schedule_arguments(task, payload)
+            options = options if scheduled is None else scheduled
             schedule = Schedule(name=task.type, cron=cron, type=task.type, payload=arguments, options=options)
             if any(existing.name == schedule.name for existing in self.schedules):
                 raise ValidationError("name", f"a schedule named {schedule.name!r} exists on this queue already")
@@ -259,6 +288,8 @@ class Queue:
         if task is not None and isinstance(payload, Mapping | None):
             payload = task.payload_for(dict(payload or {}))
             options = {**task.options, **options}
+        elif isinstance(payload, Mapping) and not isinstance(payload, dict):
+            payload = dict(payload)  # any Mapping, as typed: the store encodes dicts (a UserDict was "not JSON")
         return self._create(type, payload, options, idempotency_key=idempotency_key, delay=delay, run_at=run_at)
 
     async def enqueue_async(self, type: str, payload: Mapping | None = None, **options) -> Job:
@@ -465,6 +496,7 @@ def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
         signature = inspect.signature(fn)
     except (TypeError, ValueError) as exc:
         raise ValidationError("handler", f"cannot read the signature of {fn!r}: {exc}") from None
+    _refuse_method(fn, signature, name)
     for parameter in signature.parameters.values():
         if parameter.kind is parameter.POSITIONAL_ONLY and parameter.default is parameter.empty:
             raise ValidationError(
@@ -479,6 +511,24 @@ def _handler_signature(fn: Callable, name: str) -> inspect.Signature:
                 f"enqueue() ({', '.join(ENQUEUE_OPTIONS)}); rename the parameter for task {name!r}",
             )
     return signature
+
+
+def _refuse_method(fn: Callable, signature: inspect.Signature, name: str) -> None:
+    """A ValidationError for a method decorated in its class body (``def send(self, to)``): a worker calls a task
+    with the payload alone, so ``enqueue`` asked for ``self`` (``missing argument``), which no call can give."""
+    qualname = getattr(fn, "__qualname__", "")
+    first = next(iter(signature.parameters), None)
+    if not isinstance(fn, types.FunctionType) or first not in ("self", "cls"):
+        return
+    owner, _, method = qualname.rpartition(".")
+    if not owner or owner.endswith("<locals>"):
+        return  # a module's function or a nested one: its first parameter is an argument like any other
+    raise ValidationError(
+        "handler",
+        f"{qualname}() is a method of {owner.rpartition('.')[2]} (its first parameter is {first!r}): a worker calls a "
+        f"task with its arguments alone, never with an instance; make it a function or a @staticmethod, or give "
+        f"the task a bound method: queue.task({name!r})(instance.{method})",
+    )
 
 
 def _refuse_taken_type(registry: HandlerRegistry, name: str, handler: Callable) -> None:

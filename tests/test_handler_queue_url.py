@@ -93,3 +93,40 @@ def test_schedules_reads_the_database_the_handler_modules_queue_names(tmp_path):
     assert done.returncode == 0, done.stderr
     assert '"last_job_id": 1' in done.stdout
     assert not (tmp_path / "queue.db").exists()
+
+
+SPAWNING = """
+from queue_core import Queue
+
+queue = Queue({url})
+
+
+@queue.task("parent")
+def parent() -> int:
+    return child.enqueue(word="hi").id
+
+
+@queue.task("child")
+def child(word: str) -> str:
+    return word.upper()
+"""
+
+
+def test_what_a_handler_enqueues_goes_to_the_database_the_worker_serves(tmp_path):
+    # A handler's task.enqueue goes through its module's Queue, which opened $QUEUE_DB_URL or queue.db (Queue())
+    # or its own URL: under --db or $QUEUE_DB_URL naming another database, the child jobs went there, where no
+    # worker of these tasks ran them.
+    chosen = f"sqlite:///{tmp_path}/chosen.db"
+    (tmp_path / "tasks_f.py").write_text(SPAWNING.format(url=""))
+    (tmp_path / "tasks_g.py").write_text(SPAWNING.format(url=repr(f"sqlite:///{tmp_path}/named.db")))
+    for module, args, env in (("tasks_f", ("--db", chosen), {}), ("tasks_g", (), {"QUEUE_DB_URL": chosen})):
+        db = open_database(chosen)
+        try:
+            job, _ = JobRepository(db).create("parent", {})
+        finally:
+            db.close()
+        done = run(tmp_path, "queue_core.worker", "--handlers", module, "--burst", *args, **env)
+        assert done.returncode == 0, done.stderr
+        child_id = result_of(chosen, job.id)
+        assert result_of(chosen, child_id) == "HI", module
+    assert not (tmp_path / "queue.db").exists() and not (tmp_path / "named.db").exists()

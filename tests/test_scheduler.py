@@ -150,6 +150,34 @@ def test_periodic_and_cron_tasks_register_a_task_and_a_schedule():
     assert handlers.names() == ["cleanup", "nightly-report"]  # refused definitions registered nothing
 
 
+def test_periodic_stacked_on_a_task_schedules_that_task_keeping_its_defaults():
+    # procrastinate's way to schedule a task: @app.periodic(cron=...) over @app.task(...). It made a second job
+    # type named after the function, without the task's queue or priority; named like the task, it replaced
+    # the task by one without them, so even report.enqueue() went to the default queue.
+    handlers = HandlerRegistry(with_builtins=False)
+    queue = Queue(registry=handlers)
+
+    @queue.periodic("0 3 * * *")
+    @queue.task("send-report", queue="reports", priority="high")
+    def report(): ...
+
+    @queue.periodic("0 4 * * *", name="cleanup", max_retries=0)
+    @queue.task("cleanup", queue="reports")
+    def cleanup(): ...
+
+    assert handlers.names() == ["cleanup", "send-report"]
+    assert [(s.name, s.type, s.options) for s in queue.schedules] == [
+        ("send-report", "send-report", {"queue": "reports", "priority": 20}),
+        ("cleanup", "cleanup", {"queue": "reports", "max_retries": 0}),  # the periodic's options: its jobs'
+    ]
+    assert (report.type, dict(report.options), report.schedule) == (
+        "send-report",
+        {"queue": "reports", "priority": 20},
+        queue.schedules[0],
+    )
+    assert dict(cleanup.options) == {"queue": "reports"}
+
+
 def test_a_periodic_callable_without_a_name_of_its_own_must_be_given_one():
     # A partial's or an instance's name was its repr, memory address included: each worker process registered
     # and enqueued a job type of its own at every tick, which no other worker could run. A lambda's, <lambda>.

@@ -12,8 +12,10 @@ import subprocess
 import sys
 import textwrap
 import threading
+from collections import UserDict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 from support import START
@@ -305,6 +307,13 @@ def test_queue_enqueue_for_types_defined_elsewhere(queue, repo):
     assert count_jobs(repo) == 1
 
 
+def test_queue_enqueue_takes_any_mapping_as_its_payload_as_typed(queue, repo):
+    # Typed `payload: Mapping`, it refused every Mapping that is no dict: "must be a JSON object, got UserDict".
+    assert queue.enqueue("echo", MappingProxyType({"text": "hi"})).payload == {"text": "hi"}
+    assert queue.enqueue("echo", UserDict({"text": "ho"})).payload == {"text": "ho"}
+    assert count_jobs(repo) == 2
+
+
 def test_queue_enqueue_of_a_task_type_is_the_tasks_enqueue(queue, repo):
     # It took the repository's defaults and no signature check: a "mail" task's job landed in "default", where a
     # worker serving --queues mail never claims it, and a misspelt argument failed only in the worker.
@@ -398,6 +407,86 @@ def test_a_module_run_as_a_script_and_imported_by_name_defines_its_tasks_once(tm
     (tmp_path / "app.py").write_text(source.replace("return to", "return to * 2"))  # edited since: another function
     with pytest.raises(ValidationError, match=r"already has handler app\.send"):
         Queue(registry=handlers).task("send")(load_as("app_edited", tmp_path / "app.py").send)
+
+
+class Resizer:
+    def __init__(self, width):
+        self.width = width
+
+    def __call__(self, path):
+        return f"{path}@{self.width}"
+
+    def resize(self, path):
+        return self(path)
+
+
+def scale(factor, value):
+    return factor * value
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        (lambda path: f"{path}@100", lambda path: f"{path}@200"),
+        (Resizer(100), Resizer(200)),
+        (Resizer(100).resize, Resizer(200).resize),
+        (functools.partial(scale, 2), functools.partial(scale, 3)),
+    ],
+    ids=["lambdas", "callable objects", "bound methods", "partials"],
+)
+def test_two_callables_of_one_name_under_one_task_type_are_refused(handlers, first, second):
+    # Every lambda of a module is <lambda>, and a task's callable object, bound method or partial is named after
+    # its class or function: two of them were taken for one function defined twice, and the second silently
+    # replaced the first, where two defs are refused.
+    queue = Queue(registry=handlers)
+    queue.task("resize")(first)
+    queue.task("resize")(first)  # the same callable again is harmless
+    with pytest.raises(ValidationError, match="already has handler"):
+        queue.task("resize")(second)
+    assert handlers.get("resize").__wrapped__ is first
+    plain = HandlerRegistry(with_builtins=False)  # and through @handler, the same
+    plain.register("resize", first)
+    with pytest.raises(ValidationError, match="already has handler"):
+        plain.register("resize", second)
+
+
+def test_a_method_decorated_in_its_class_body_is_refused_saying_what_to_do_instead(handlers, repo):
+    # A worker calls a task with the payload alone: enqueue asked for `self` ("missing argument"), which no
+    # enqueue can give, and the decorator said nothing.
+    queue = Queue(repository=repo, registry=handlers)
+    with pytest.raises(ValidationError) as raised:
+
+        class Mailer:
+            @queue.task("send")
+            def send(self, to): ...
+
+    assert raised.value.field == "handler" and "send" not in handlers
+    assert "is a method of Mailer (its first parameter is 'self')" in str(raised.value)
+    assert "queue.task('send')(instance.send)" in str(raised.value)
+
+    class Tools:  # a static method, or a function whose first argument is named self elsewhere, is a task
+        @queue.task("shout")
+        @staticmethod
+        def shout(word):
+            return word.upper()
+
+    def outer():
+        @queue.task("nested")
+        def nested(self):
+            return self
+
+        return nested
+
+    assert outer().enqueue(self="me").payload == {"self": "me"}
+    assert Tools.shout.enqueue(word="hi").payload == {"word": "hi"}
+
+
+def test_a_bound_method_of_a_module_run_as_a_script_and_imported_by_name_is_one_task(tmp_path, handlers):
+    (tmp_path / "app.py").write_text("class Mailer:\n    def send(self, to):\n        return to\n\nmailer = Mailer()\n")
+    as_main, by_name = load_as("__main__", tmp_path / "app.py"), load_as("app", tmp_path / "app.py")
+    Queue(registry=handlers).task("send")(as_main.mailer.send)
+    Queue(registry=handlers).task("send")(by_name.mailer.send)
+    assert handlers.get("send")({"to": "ann"}) == "ann"
 
 
 # --- the decorated function ----------------------------------------------------------------------------

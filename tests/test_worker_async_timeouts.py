@@ -387,3 +387,30 @@ def test_an_async_handler_that_exits_fails_its_attempt_and_the_loop_runs_the_nex
     failed = live_repo.find_by_id(quitting.id)
     assert (failed.status, failed.error) == ("failed", runner_module.attempt_error(exit_with))
     assert (live_repo.find_by_id(after.id).status, live_repo.find_by_id(after.id).result) == ("completed", "ok")
+
+
+def test_an_async_handlers_own_cancelled_error_fails_as_itself_not_as_an_operators_cancel(
+    queue, live_repo, make_worker, events
+):
+    # A CancelledError the handler's own code let out (it awaited a task it had cancelled) cancelled the task,
+    # and the slot read that as an operator's cancel: "cancelled by an operator while running", though nobody
+    # cancelled the job, and the handler's traceback was lost.
+    @queue.task("awaits-cancelled", max_retries=0)
+    async def awaits_cancelled():
+        inner = asyncio.ensure_future(asyncio.sleep(60))
+        await asyncio.sleep(0)
+        inner.cancel()
+        await inner
+
+    job = awaits_cancelled.enqueue()
+    worker = make_worker()
+    ended = threading.Event()
+    threading.Thread(target=lambda: (worker.run(burst=True), ended.set()), daemon=True).start()
+    assert ended.wait(WAIT), "the burst never ended"
+    failed = live_repo.find_by_id(job.id)
+    assert (failed.status, failed.error) == (
+        "failed",
+        "CancelledError (raised by the handler; the job was not cancelled)",
+    )
+    [event] = events.of("failed")
+    assert "await inner" in event.traceback

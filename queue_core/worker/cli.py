@@ -29,8 +29,8 @@ from ..cli.args import (
     whole_number,
 )
 from ..errors import QueueError, WorkerGaveUp
-from ..store.database import DATABASE_ERRORS, without_password
-from ..tasks import declared_database_url, registered_schedules
+from ..store.database import DATABASE_ERRORS, default_url, without_password
+from ..tasks import declared_database_url, registered_schedules, serve_database
 from ..validation import MAX_TYPES, validate_api_url, validate_worker_id
 from .defaults import (
     DEFAULTS,
@@ -257,15 +257,17 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
 def adopt_queue_url(args) -> str | None:
     """With neither ``--db``, ``--api`` nor ``$QUEUE_DB_URL``: the database the ``--handlers`` modules' Queue
     names, as a worker of those tasks is expected to serve (``args.db`` set); the error line if they name
-    several, else None."""
-    if args.db is not None or getattr(args, "api", None) is not None or os.environ.get("QUEUE_DB_URL"):
+    several, else None. Their Queues then use the database served, for what their handlers enqueue."""
+    if getattr(args, "api", None) is not None:
         return None
-    try:
-        args.db = declared_database_url(registry)
-    except QueueError as exc:
-        return str(exc)
-    if args.db is not None:
-        logger.info("using %s, the database the handler modules' Queue names", without_password(args.db))
+    if args.db is None and not os.environ.get("QUEUE_DB_URL"):
+        try:
+            args.db = declared_database_url(registry)
+        except QueueError as exc:
+            return str(exc)
+        if args.db is not None:
+            logger.info("using %s, the database the handler modules' Queue names", without_password(args.db))
+    serve_database(args.db or default_url(), registry)
     return None
 
 

@@ -13,6 +13,7 @@ import math
 import random
 import threading
 import time
+import types
 from collections.abc import Callable
 from contextvars import ContextVar
 
@@ -122,11 +123,36 @@ def qualified_name(fn) -> str:
 def same_function(a, b) -> bool:
     """Whether ``a`` and ``b`` are one function defined twice: the same qualified name, or the same qualname
     and code at the same place in the same file. A module run as a script and imported by name (``python app.py``
-    whose views import ``app``) defines its functions twice, as ``__main__.f`` and ``app.f``."""
-    if qualified_name(a) == qualified_name(b):
+    whose views import ``app``) defines its functions twice, as ``__main__.f`` and ``app.f``.
+
+    Only a ``def`` is known by its qualified name: every lambda of a module is ``<lambda>``, and a task's
+    partial, callable object or bound method is named after its function or class, so two of them with one
+    name were taken for one function and the second silently replaced the first. Those are the same only as
+    the same object, the same code (a lambda), or the same method of the same instance.
+    """
+    a, b = _called(a), _called(b)
+    if a is b:
+        return True
+    if _named_by_def(a) and _named_by_def(b) and qualified_name(a) == qualified_name(b):
         return True
     where_a, where_b = _defined_at(a), _defined_at(b)
-    return where_a is not None and where_a == where_b
+    return where_a is not None and where_a == where_b and not _other_instances(a, b)
+
+
+def _called(fn):
+    """What a handler calls: a task's handler wraps its function (``functools.update_wrapper``)."""
+    return getattr(fn, "__wrapped__", fn)
+
+
+def _named_by_def(fn) -> bool:
+    return isinstance(fn, types.FunctionType) and "<lambda>" not in fn.__qualname__
+
+
+def _other_instances(a, b) -> bool:
+    """Whether ``a`` and ``b`` are methods bound to two instances of one class (a module imported twice binds
+    instances of two classes, one per import)."""
+    self_a, self_b = getattr(a, "__self__", None), getattr(b, "__self__", None)
+    return self_a is not self_b and type(self_a) is type(self_b)
 
 
 def _defined_at(fn) -> tuple | None:

@@ -58,8 +58,9 @@ class AttemptCancelled(Exception):
 
 
 class HandlerExited(Exception):
-    """An ``async def`` handler raised ``SystemExit`` or ``KeyboardInterrupt``: the attempt fails with its error
-    (``attempt_error``'s, as for a plain handler), carried as an Exception that its event loop survives."""
+    """An ``async def`` handler raised ``SystemExit``, ``KeyboardInterrupt`` or a ``CancelledError`` of its own:
+    the attempt fails with its error (``attempt_error``'s, as for a plain handler), carried as an Exception that
+    its event loop survives and that its slot does not take for a cancel of the job."""
 
 
 def is_async_handler(fn) -> bool:
@@ -316,6 +317,13 @@ async def _attempt(fn: Handler, job, timeout: float | None, start: _Start) -> ob
         # Raised out of a task, these stop the event loop itself (asyncio re-raises them from run_forever):
         # its thread would die, and with it every coroutine on it, their slots waiting for ever.
         raise HandlerExited(attempt_error(exc)) from exc
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise  # cancelled from outside: an operator's cancel or the worker's stop (its slot says which)
+        # The handler's own (it awaited a task it had cancelled, say): out of the task it read as "cancelled
+        # by an operator", a cancel nobody made, and the handler's traceback was lost.
+        raise HandlerExited(f"{attempt_error(exc)} (raised by the handler; the job was not cancelled)") from exc
 
 
 def _serve(loop: asyncio.AbstractEventLoop, ready: threading.Event) -> None:
