@@ -341,6 +341,16 @@ def _whole(value: str, low: int) -> bool:
     return value.isascii() and value.isdigit() and low <= int(value) <= SQLITE_INT_MAX
 
 
+def _sqlite_options(url: str, query: str) -> dict[str, str]:
+    """The URL's options by lower-case name; one given twice is an error: which one would win is the parser's
+    detail, and the operator meant one of them."""
+    pairs = [(name.lower(), value) for name, value in parse_qsl(query)]
+    names = [name for name, _ in pairs]
+    if twice := sorted({name for name in names if names.count(name) > 1}):
+        raise DatabaseURLError(f"SQLite URL option(s) {', '.join(twice)} given more than once in {url!r}: keep one")
+    return dict(pairs)
+
+
 def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
     path = parsed.path[1:] if parsed.path.startswith("/") else parsed.path
     if not parsed.netloc and (not path or _in_memory(path, parsed.query)):
@@ -355,11 +365,7 @@ def _open_sqlite(url, parsed, synchronous) -> pw.SqliteDatabase:
             "or four for an absolute one (sqlite:////var/lib/queue.db)"
         )
     _check_is_a_file(path, url)
-    pairs = [(k.lower(), v) for k, v in parse_qsl(parsed.query)]
-    options = dict(pairs)
-    if twice := sorted({k for k, _ in pairs if [name for name, _ in pairs].count(k) > 1}):
-        # Which one would win is the parser's detail: say so rather than use one the operator did not mean.
-        raise DatabaseURLError(f"SQLite URL option(s) {', '.join(twice)} given more than once in {url!r}: keep one")
+    options = _sqlite_options(url, parsed.query)
     unknown = set(options) - {"synchronous", "busy_timeout", "page_size", "wal_autocheckpoint"}
     if unknown:
         raise DatabaseURLError(
