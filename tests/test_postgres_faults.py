@@ -87,3 +87,114 @@ def test_the_api_answers_every_request_after_its_pooled_connections_were_termina
     assert statuses == [200] * 16
     assert created.status_code == 201
     assert [job.type for job in repo.list()] == ["t"]
+
+
+def with_setting(db_url: str, name: str, value: str) -> str:
+    """``db_url`` with a server setting for its connections (libpq's ``options``, beside its search_path)."""
+    return db_url.replace("options=-csearch_path", f"options=-c{name}%3D{value}%20-csearch_path", 1)
+
+
+READ_ONLY_FIX = "point the URL at the primary, with a role that may write"
+
+
+def test_a_read_only_database_is_said_with_what_to_change_by_the_api_the_cli_and_the_worker(
+    db_url, capsys, caplog, handlers, events
+):
+    # Regression: a read-only role (or a standby after a fail-over) got "the database is unavailable or busy;
+    # retry shortly" from the API, "database error: cannot execute SELECT in a read-only transaction" from the
+    # CLI and the same driver words at every poll of a worker: none said which setting to change.
+    from queue_core.cli import admin as cli
+    from queue_core.worker import Worker
+
+    read_only = with_setting(db_url, "default_transaction_read_only", "on")
+    repo = JobRepository(open_database(read_only))
+    with TestClient(create_app(repo)) as client:
+        answer = client.post("/jobs", json={"type": "t"})
+    assert answer.status_code == 503 and answer.headers["Retry-After"] == "10"
+    assert READ_ONLY_FIX in answer.json()["detail"] and "read-only" in answer.json()["detail"]
+    [logged] = [r.getMessage() for r in caplog.records if r.name == "queue_core.server"]
+    assert "\n" not in logged and READ_ONLY_FIX in logged
+
+    assert cli.main(["--db", read_only, "enqueue", "t"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith("error: ") and READ_ONLY_FIX in line and "nothing was written" in line
+
+    worker = Worker(repo, worker_id="w1", registry=handlers, on_event=events, poll_interval=0.01)
+    worker.start()
+    try:
+        [first, *_] = events.wait_for("error")
+    finally:
+        worker.stop(timeout=0)
+    assert READ_ONLY_FIX in first.message
+    assert JobRepository(open_database(db_url)).list() == []  # nothing was written by any of them
+    repo.db.close()
+
+
+def test_a_statement_timeout_is_said_with_what_to_raise(db_url, capsys):
+    # Regression: "database error: canceling statement due to statement timeout", with no word of the setting.
+    from queue_core.cli import admin as cli
+
+    JobRepository(open_database(db_url)).create("t")
+    with psycopg.connect(db_url) as locker:
+        locker.execute("LOCK TABLE jobs IN ACCESS EXCLUSIVE MODE")  # held until this block ends: stats waits
+        assert cli.main(["--db", with_setting(db_url, "statement_timeout", "200"), "stats"]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert "statement timeout" in line and "ALTER ROLE ... SET statement_timeout" in line
+
+
+@pytest.mark.parametrize(
+    "raised, says",
+    [
+        (psycopg.errors.InsufficientPrivilege("permission denied for table jobs"), "USAGE on their sequences"),
+        (
+            psycopg.OperationalError(
+                'connection failed: connection to server at "db", port 5432 failed: FATAL:  remaining connection'
+                " slots are reserved for non-replication superuser connections"
+            ),
+            "each worker process holds --concurrency + 3 connections",
+        ),
+        (psycopg.OperationalError("server closed the connection unexpectedly"), None),
+    ],
+    ids=["no-privilege", "no-connection-slot", "a-lost-connection-is-no-refusal"],
+)
+def test_a_refusal_is_told_from_its_driver_error_as_peewee_wraps_it(db_url, raised, says):
+    import peewee as pw
+
+    from queue_core.store.postgres import refusal
+
+    try:
+        try:
+            raise raised
+        except psycopg.Error as exc:
+            raise pw.OperationalError(exc, *exc.args) from exc  # as peewee's exception wrapper does
+    except pw.OperationalError as wrapped:
+        why = refusal(wrapped)
+    assert (why is None) if says is None else (says in why)
+
+
+def test_a_running_worker_holds_no_connection_on_the_thread_that_ran_it(db_url, handlers):
+    # Regression: the thread that called run() kept the connection its start used, idle until the stop: one
+    # more per worker process than README's max_connections sizing (slots, heartbeat, listener, ack flusher).
+    import threading
+
+    from queue_core.worker import Worker
+
+    repo = JobRepository(open_database(db_url))
+    worker = Worker(repo, worker_id="w1", registry=handlers, poll_interval=0.01)
+    opened = {}
+
+    def run() -> None:
+        opened["conn"] = repo.db.connection()  # this thread's, which the start uses (register, statistics)
+        worker.run()
+
+    runner = threading.Thread(target=run)
+    runner.start()
+    try:
+        deadline = time.monotonic() + WAIT
+        while not (worker.is_running and opened["conn"].closed):
+            assert time.monotonic() < deadline, "the run's thread kept its connection open"
+            time.sleep(0.02)
+    finally:
+        worker.request_stop(0)
+        runner.join(WAIT)
+    assert not runner.is_alive()

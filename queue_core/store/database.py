@@ -14,7 +14,7 @@ import peewee as pw
 
 from ..errors import DatabaseURLError, QueueError
 from .models import SchemaMeta
-from .postgres import ReconnectingPostgresqlDatabase
+from .postgres import ReconnectingPostgresqlDatabase, refusal
 from .schema import SCHEMA_VERSION, migrate, schema_version
 
 DEFAULT_URL = "sqlite:///queue.db"
@@ -268,6 +268,8 @@ def open_database(
         reason = driver_reason(exc)
         if getattr(getattr(exc, "orig", None), "sqlstate", None) == INVALID_SCHEMA_NAME:
             reason += f"; {_missing_schema_hint(parsed.query)}"
+        elif why := refusal(exc):  # a read-only or unprivileged role, no connection slot left...
+            reason += f": {why}"
         raise DatabaseURLError(f"cannot open {without_password(url)}: {reason}") from exc
     return db
 

@@ -102,3 +102,41 @@ def connection_dropped(conn) -> bool:
         if conn.closed or watch.heard:
             return True
     return False
+
+
+# What an operator must change when PostgreSQL refuses the queue's statements in a way no retry mends, by
+# SQLSTATE: the driver's own words name the symptom ("cannot execute UPDATE in a read-only transaction"), not
+# the setting behind it. Each says that nothing was written: the statement failed whole.
+REFUSALS = {
+    "25006": "the server runs this connection read-only (default_transaction_read_only set for the role or the"
+    " database, or a standby server, as after a fail-over): nothing was written; point the URL at the primary,"
+    " with a role that may write",
+    "42501": "the role lacks a privilege the queue needs: nothing was written; the queue's role needs SELECT,"
+    " INSERT, UPDATE and DELETE on its tables and USAGE on their sequences, and making or upgrading the"
+    " tables (python -m queue_core migrate, run once) needs a role that may CREATE in the schema",
+    "57014": "the server cancelled the statement (its statement_timeout, or pg_cancel_backend): nothing was"
+    " written; raise the queue role's statement_timeout (ALTER ROLE ... SET statement_timeout = '60s'), or"
+    " give it in the URL (?options=-cstatement_timeout%3D60s)",
+    "53300": "the server has no connection left for this role (max_connections, or the role's CONNECTION"
+    " LIMIT): each worker process holds --concurrency + 3 connections (+ 1 with periodic jobs); raise the"
+    " limit, or run fewer slots",
+}
+# A refused connection has no SQLSTATE in psycopg: PostgreSQL's words for 53300 at connect.
+TOO_MANY_CONNECTIONS = ("too many clients already", "remaining connection slots are reserved", "too many connections")
+
+
+def refusal(exc: BaseException) -> str | None:
+    """What to change when ``exc`` (a peewee error, or one it wraps) is one of PostgreSQL's ``REFUSALS``; None
+    for any other error (a lost connection, say, which the next try may get past)."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # peewee's error holds psycopg's as its first argument, and as its context
+        if seen is None:
+            return None
+        state = getattr(seen, "sqlstate", None)
+        if state in REFUSALS:
+            return REFUSALS[state]
+        if any(words in str(seen) for words in TOO_MANY_CONNECTIONS):
+            return REFUSALS["53300"]
+        wrapped = seen.args[0] if seen.args and isinstance(seen.args[0], BaseException) else None
+        seen = wrapped or seen.__cause__ or seen.__context__
+    return None
