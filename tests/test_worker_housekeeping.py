@@ -7,6 +7,7 @@ import threading
 import time
 from datetime import UTC, datetime, timedelta
 
+import peewee as pw
 import pytest
 
 from queue_core.clock import ManualClock
@@ -120,3 +121,74 @@ def test_a_worker_whose_sqlite_file_is_moved_or_deleted_stops_and_says_why(db_ur
     assert str(error).startswith(f"stopped: the database file {path} was moved"), str(error)
     assert "Put the file back" in str(error)
     assert not path.exists()  # and no new, empty file made at the path meanwhile
+
+
+class AwayForHousekeeping(JobRepository):
+    """A repository whose heartbeat-thread calls raise while ``away`` is set (claims work: the slots are not
+    this test's), recording each failed try and each call that got through."""
+
+    def __init__(self, db):
+        super().__init__(db)
+        self.away = threading.Event()
+        self.tries: list[str] = []
+        self.answered: list[str] = []
+
+    def _unless_away(self, action: str) -> None:
+        if self.away.is_set():
+            self.tries.append(action)
+            raise pw.OperationalError('connection to server at "127.0.0.1", port 5432 failed: Connection refused')
+        self.answered.append(action)
+
+    def worker_seen(self, worker_id, **counts):
+        self._unless_away("worker_seen")
+        return super().worker_seen(worker_id, **counts)
+
+    def reap_stale(self, older_than):
+        self._unless_away("reap")
+        return super().reap_stale(older_than)
+
+    def prune(self, older_than, **options):
+        self._unless_away("prune")
+        return super().prune(older_than, **options)
+
+    def refresh_statistics(self):
+        self._unless_away("refresh_statistics")
+        return super().refresh_statistics()
+
+
+def wait_until(condition, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not condition():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+def test_a_housekeeping_round_during_an_outage_is_one_try_and_one_error_line(db, monkeypatch):
+    # Regression: each beat of an outage tried the registry refresh, the reap, the prune and the statistics,
+    # each failing as the one before: up to four error lines a beat for the whole outage.
+    import queue_core.worker.housekeeping as housekeeping
+
+    monkeypatch.setattr(housekeeping, "STATISTICS_INTERVAL", 0.0)  # its turn at every beat, as reap's and prune's
+    monkeypatch.setattr(housekeeping, "PRUNE_INTERVAL", 0.0)
+    repo = AwayForHousekeeping(db)
+    errors = []
+    worker = Worker(repo, worker_id="w1", registry=HandlerRegistry(with_builtins=False), stale_after=0.3,
+                    prune_after=3600, on_event=lambda e: e.kind == "error" and errors.append(e.message))  # fmt: skip
+    worker.start()
+    try:
+        wait_until(lambda: "refresh_statistics" in repo.answered, "a first whole round")
+        repo.away.set()
+        wait_until(lambda: repo.tries.count("worker_seen") >= 4, "four beats of the outage")
+        tries = list(repo.tries)
+        repo.answered.clear()
+        repo.away.clear()
+        # Back: the rounds get through again, and the reap, prune and statistics that kept their turn run.
+        wait_until(lambda: {"reap", "prune", "refresh_statistics"} <= set(repo.answered), "the round after it")
+    finally:
+        worker.stop(timeout=WAIT)
+    # The round under way as the database went may have failed at any call; from the first round that began
+    # with the database away, each ended at its first failed call: one try, one error line a round.
+    outage = tries[tries.index("worker_seen") :]
+    assert set(outage) == {"worker_seen"}, tries
+    during = [message.split("during=")[1].split()[0] for message in errors]
+    assert during[: len(tries)] == tries

@@ -130,3 +130,47 @@ def test_looking_for_orphans_takes_the_workers_lock_only_after_a_lost_reply(db, 
     worker.run(burst=True)
     assert [repo.find_by_id(job.id).status for job in jobs] == ["completed"] * 3
     assert (lock.taken > 0) == reply_lost
+
+
+class AwayDatabase(JobRepository):
+    """A repository whose claims and look for held jobs raise while ``away`` is set, counting each try."""
+
+    def __init__(self, db):
+        super().__init__(db)
+        self.away = threading.Event()
+        self.tries: list[str] = []
+
+    def _unless_away(self, action: str) -> None:
+        if self.away.is_set():
+            self.tries.append(action)
+            raise pw.OperationalError('connection to server at "127.0.0.1", port 5432 failed: Connection refused')
+
+    def complete_and_claim_many(self, completions, n, types=None, *, worker_id, queues=None):
+        self._unless_away("claim")
+        return super().complete_and_claim_many(completions, n, types, worker_id=worker_id, queues=queues)
+
+    def held_claims(self, worker_id):
+        self._unless_away("held_claims")
+        return super().held_claims(worker_id)
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+def test_a_claim_during_an_outage_is_one_try_and_one_error_line(db, handlers, events, make_worker, concurrency):
+    # Regression: after the first failed claim, every poll of an outage first looked for the jobs a lost reply
+    # might have left (held_claims), failed, then claimed anyway and failed again: two error lines a poll.
+    ran = []
+    handlers.register("t", lambda payload: ran.append(payload["n"]))
+    repo = AwayDatabase(db)
+    repo.away.set()
+    worker = make_worker(repo, concurrency=concurrency)
+    worker.start()
+    events.wait_for("error", 6)
+    tries = list(repo.tries)
+    repo.away.clear()
+    job, _ = repo.create("t", {"n": 1})
+    events.wait_for("completed")
+    worker.stop(timeout=WAIT)
+    errors = [event.message.split("during=")[1].split()[0] for event in events.of("error")]
+    assert tries[0] == "claim" and set(tries[1:]) == {"held_claims"}, tries  # no claim after a failed look
+    assert errors[: len(tries)] == tries  # each failed try is one line
+    assert ran == [1] and repo.find_by_id(job.id).status == "completed"

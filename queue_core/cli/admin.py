@@ -31,6 +31,7 @@ from .args import (
     positive_seconds,
     print_json,
     readonly_database,
+    refused,
     whole_number,
 )
 
@@ -319,7 +320,7 @@ def main(argv: list[str] | None = None) -> int:
     except QueueError as exc:
         return fail(str(exc))
     except DATABASE_ERRORS as exc:  # e.g. locked past busy_timeout, or the server went away: nothing was changed
-        cannot = locked_database(exc, args.db) or readonly_database(exc, args.db)
+        cannot = locked_database(exc, args.db) or readonly_database(exc, args.db) or refused(exc, args.db)
         return failed(cannot or f"database error: {str(exc) or type(exc).__name__}")
     except RecursionError:  # a payload stored before depth was limited: the JSON decoder cannot read it back
         return failed("cannot read a job: its stored payload is nested too deeply to decode")

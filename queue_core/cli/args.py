@@ -19,7 +19,15 @@ from urllib.parse import parse_qsl, urlencode, urlparse
 import peewee as pw
 
 from ..errors import DatabaseURLError, QueueError
-from ..store.database import BUSY_TIMEOUT_MS, DATABASE_ERRORS, default_url, open_database, without_password
+from ..store.database import (
+    BUSY_TIMEOUT_MS,
+    DATABASE_ERRORS,
+    default_url,
+    driver_reason,
+    open_database,
+    without_password,
+)
+from ..store.postgres import refusal
 from ..text import json_text
 from ..validation import ASCII_INTEGER, MAX_SECONDS, validate_token
 
@@ -185,6 +193,15 @@ def readonly_database(exc: BaseException, url: str | None) -> str | None:
         " and -shm beside it), is read-only to this user; nothing was changed. Give the user write access to"
         " both, or run this as the user that owns them"
     )
+
+
+def refused(exc: BaseException, url: str | None) -> str | None:
+    """What to change when PostgreSQL refused the command in a way no retry mends (a read-only or unprivileged
+    role, a statement timeout, no connection slot left: ``store.postgres.refusal``); None for any other error."""
+    why = refusal(exc)
+    if why is None:
+        return None
+    return f"{without_password(url or default_url())} refused the command ({driver_reason(exc)}): {why}"
 
 
 # SQLite's words for a write lock another connection held past the busy timeout (SQLITE_BUSY, SQLITE_LOCKED).

@@ -22,7 +22,8 @@ from starlette.responses import Response
 from starlette.routing import Match
 
 from ..errors import IdempotencyConflict, ValidationError
-from ..store.database import DatabaseFileGone, DiskFullError
+from ..store.database import DatabaseFileGone, DiskFullError, driver_reason
+from ..store.postgres import refusal
 from ..wire import BLANK, DISK_FULL, IDEMPOTENCY_CONFLICT, MALFORMED_JSON, PROBLEM_JSON, UNAVAILABLE, VALIDATION
 
 logger = logging.getLogger("queue_core.server")
@@ -228,7 +229,16 @@ def endpoint_routes(routes):
 
 
 def on_database_unavailable(request: Request, exc: pw.DatabaseError) -> Response:
-    logger.warning("database error on %s %s: %s", request.method, request.url.path, exc)
+    why = refusal(exc)
+    # The driver's first line: libpq's own words run on over several lines, which broke the log's one-line records.
+    reason = driver_reason(exc) + (f" ({why})" if why else "")
+    logger.warning("database error on %s %s: %s", request.method, request.url.path, reason)
+    if why:
+        # A read-only or unprivileged role, a statement timeout: "retry shortly" would not mend it, and the
+        # client's operator needs to know what to ask for.
+        return problem_response(
+            503, f"the database refused the request: {why}", type=UNAVAILABLE, headers={"Retry-After": "10"}
+        )
     return problem_response(
         503,
         "the database is unavailable or busy; retry shortly",

@@ -15,6 +15,7 @@ import peewee as pw
 
 from ..errors import DatabaseURLError, QueueError
 from .models import SchemaMeta
+from .postgres import ReconnectingPostgresqlDatabase, refusal
 from .schema import SCHEMA_VERSION, migrate, schema_version
 
 DEFAULT_URL = "sqlite:///queue.db"
@@ -268,6 +269,8 @@ def open_database(
         reason = driver_reason(exc)
         if getattr(getattr(exc, "orig", None), "sqlstate", None) == INVALID_SCHEMA_NAME:
             reason += f"; {_missing_schema_hint(parsed.query)}"
+        elif why := refusal(exc):  # a read-only or unprivileged role, no connection slot left...
+            reason += f": {why}"
         raise DatabaseURLError(f"cannot open {without_password(url)}: {reason}") from exc
     return db
 
@@ -463,37 +466,3 @@ def _open_postgres(url, parsed) -> pw.PostgresqlDatabase:
         # route): a stopping worker's reconnect held its exit that long. ?connect_timeout=N sets another.
         options["connect_timeout"] = CONNECT_TIMEOUT
     return ReconnectingPostgresqlDatabase(conninfo, prefer_psycopg3=True, **options)
-
-
-class ReconnectingPostgresqlDatabase(pw.PostgresqlDatabase):
-    """Opens a new connection when the server has dropped this thread's (a restart, a failover, a killed
-    backend): peewee alone would keep answering "the connection is closed" until someone closed it, so a
-    worker, the API and the console would each need a restart after the database came back. Only between
-    transactions: inside one, the failure belongs to the transaction, which the caller retries whole."""
-
-    generic_plans = False  # see use_generic_plans
-
-    def use_generic_plans(self) -> None:
-        """Plan each prepared statement once for all its parameters (``plan_cache_mode``), on this thread's
-        connection if open and on every connection opened after: for a worker, whose claim psycopg prepares
-        after five runs. With statistics, PostgreSQL kept re-planning it for every claim (its custom plans
-        look cheaper than the generic one), ~0.4 ms of server CPU a claim for the same plan: the pending
-        jobs in index order. Other programs keep the default: their statements vary more and run less."""
-        self.generic_plans = True
-        if not self.is_closed():
-            self._plan_generically(self._state.conn)
-
-    def _initialize_connection(self, conn):
-        super()._initialize_connection(conn)
-        if self.generic_plans:
-            self._plan_generically(conn)
-
-    @staticmethod
-    def _plan_generically(conn) -> None:
-        with conn.cursor() as cursor:  # autocommit (peewee sets it): a session setting, outside any transaction
-            cursor.execute("SET plan_cache_mode = force_generic_plan")
-
-    def cursor(self, named_cursor=None):
-        if not self.is_closed() and self.transaction_depth() == 0 and getattr(self._state.conn, "closed", False):
-            self.close()
-        return super().cursor(named_cursor)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from ..errors import ValidationError
+from ..store.postgres import refusal
 
 logger = logging.getLogger(__name__)
 
@@ -126,6 +127,8 @@ class EventHub:
         if not self.wants("error"):
             return
         then = "; retrying" if retrying else ""
+        if why := refusal(exc):  # a read-only or unprivileged role...: what to change, which retrying will not
+            then += f" ({why})"
         error = f"{type(exc).__name__}: {exception_message(exc)}"
         message = f"error worker={self.worker_id} during={action} error={json.dumps(clipped(error))}{then}"
         self.emit("error", error=error, message=message)

@@ -73,8 +73,13 @@ class Housekeeping:
                 if self.file_gone(session):
                     return  # stopping: nothing this thread writes would reach the file at --db
                 # Beat first: on a loaded machine a late beat must not make our own live jobs look stale.
-                self.beat(session)
-                self.presence.seen()
+                # A beat or registry refresh that failed (the database away) ends this round: the reap, prune
+                # and statistics would fail the same way, each one more error line a beat for the whole
+                # outage. They keep their turn, taken at the first round that gets through.
+                if not (self.beat(session) and self.presence.seen()):
+                    if session.heartbeat_stop.wait(self.heartbeat_interval):
+                        return
+                    continue
                 if time.monotonic() >= next_reap and not session.stopping.is_set():
                     self.reap()
                     next_reap = time.monotonic() + self.reap_interval
@@ -109,17 +114,20 @@ class Housekeeping:
         session.request_stop(None)
         return True
 
-    def beat(self, session: Session) -> None:
+    def beat(self, session: Session) -> bool:
+        """Heartbeat the running jobs and pass on cancel requests; False if the queue raised."""
         with session.lock:
             entries = session.live_entries()
         if not entries:
-            return
+            return True
         held = self._refresh(session, entries)
-        if held:
-            self._pass_on_cancels(session, [entry for entry in entries if entry.key in held])
+        if held is None:
+            return False
+        return not held or self._pass_on_cancels(session, [entry for entry in entries if entry.key in held])
 
-    def _refresh(self, session: Session, entries: list[Running]) -> set[tuple[int, int]]:
-        """Heartbeat the running jobs; mark the claims taken back from us lost; the (id, attempt) still held."""
+    def _refresh(self, session: Session, entries: list[Running]) -> set[tuple[int, int]] | None:
+        """Heartbeat the running jobs; mark the claims taken back from us lost; the (id, attempt) still held
+        (None if the queue raised)."""
         try:
             # Each at its attempt: a job reaped and claimed again by this same worker is held at the newer
             # attempt only, so the stale run learns it lost the job (and its handler is told to stop).
@@ -128,7 +136,7 @@ class Housekeeping:
             held = {(job_id, attempt) for job_id, attempt in answer}
         except Exception as exc:
             self._on_error("heartbeat", exc)
-            return set()
+            return None
         for entry in entries:
             with session.lock:
                 # Finished or released since the snapshot: not held any more, and not lost either.
@@ -149,13 +157,14 @@ class Housekeeping:
             self._events.emit("lost", entry.job, note=note)
         return held
 
-    def _pass_on_cancels(self, session: Session, entries: list[Running]) -> None:
-        """Mark the running jobs an operator asked to cancel, so their handlers can see it and stop."""
+    def _pass_on_cancels(self, session: Session, entries: list[Running]) -> bool:
+        """Mark the running jobs an operator asked to cancel, so their handlers can see it and stop; False if
+        the queue raised."""
         try:
             requested = set(self.queue.cancel_requests(sorted({r.job.id for r in entries}), worker_id=self.worker_id))
         except Exception as exc:
             self._on_error("cancel_requests", exc)
-            return
+            return False
         for entry in entries:
             with session.lock:
                 if entry.job.id not in requested or entry.cancel_requested or entry.acking:
@@ -166,6 +175,7 @@ class Housekeeping:
                 object.__setattr__(entry.job, "cancel_requested_at", utc_now())
             note = "an operator asked to cancel it: current_job().cancel_requested is now True"
             self._events.emit("cancel-requested", entry.job, note=note)
+        return True
 
     def reap(self) -> None:
         reaped = self._count("reap", lambda: self.queue.reap_stale(timedelta(seconds=self.stale_after)))

@@ -193,6 +193,10 @@ class Worker:
         try:
             # A Ctrl-C during the start stops the run as soon as it exists, before any slot claims.
             session = self._start(burst=burst, started=None if interrupts is None else interrupts.started)
+            # This thread only waits now, until the stop: the connection its start used (registry, statistics)
+            # would sit idle all the while, one more per worker process than the slots, heartbeat, listener and
+            # ack flusher that README's sizing of max_connections counts. The stop opens one again if it needs.
+            close_thread_connection(self.queue)
             try:
                 while not session.stopping.is_set():
                     session.wake_main.wait(1.0)

@@ -33,34 +33,36 @@ class Orphans:
         self._on_error = on_error
         self._lock = lock  # the worker's: it guards the session's claims and running jobs
 
-    def recover(self, session: Session) -> None:
+    def recover(self, session: Session) -> Exception | None:
         """After a claim raised (``session.orphans``) and while no claim is under way: release the jobs the
-        queue says this worker holds that it does not track. Tried again at the next claim if it fails."""
+        queue says this worker holds that it does not track. Tried again at the next claim if it fails; what
+        the queue raised then is returned (reported already), so that the caller does not claim too."""
         if not session.orphans:
             # Every claim comes here, and almost never with anything to do: the flag is read without the lock
             # (it is only set under it, and looked at again under it below). A claim whose error sets it while
             # this reads it is as if it had raised a moment later: the next claim recovers.
-            return
+            return None
         with self._lock:
             if not session.orphans or session.recovering or session.claiming:
-                return
+                return None
             session.recovering = True  # no claim starts until this is over
             known = self._tracked(session)
         try:
-            ok, held = self._call("held_claims", lambda: self.queue.held_claims(self.worker_id))
-            if not ok:
-                return
+            failed, held = self._call("held_claims", lambda: self.queue.held_claims(self.worker_id))
+            if failed is not None:
+                return failed
             with self._lock:
                 known |= self._tracked(session)  # a completion taken by the flusher since is tracked by then
             for job_id, attempt in held:
                 if (job_id, attempt) in known:
                     continue
-                ok, job = self._call("release", lambda j=job_id, a=attempt: self._release(j, a))
-                if not ok:
-                    return  # the database is away again: the next claim tries again
+                failed, job = self._call("release", lambda j=job_id, a=attempt: self._release(j, a))
+                if failed is not None:
+                    return failed  # the database is away again: the next claim tries again
                 if job is not None:  # None: finished or taken back meanwhile
                     self._events.emit("released", job, note=NOTE)
             session.orphans = False
+            return None
         finally:
             with self._lock:
                 session.recovering = False
@@ -82,10 +84,10 @@ class Orphans:
         _, gave_up, writing = session.ledger.unwritten()
         return {*session.running, *session.batch.unwritten(), *writing, *gave_up}
 
-    def _call(self, action: str, call) -> tuple[bool, object]:
-        """(whether ``call()`` answered, its answer); an error is reported."""
+    def _call(self, action: str, call) -> tuple[Exception | None, object]:
+        """(None, the answer of ``call()``), or (what it raised, None); an error is reported."""
         try:
-            return True, call()
+            return None, call()
         except Exception as exc:
             self._on_error(action, exc)
-            return False, None
+            return exc, None

@@ -60,16 +60,18 @@ class Presence:
             ),
         )
 
-    def seen(self) -> None:
+    def seen(self) -> bool:
+        """Refresh the registry row (register first if it is not written yet); False if the queue raised."""
         if not self.registered:
             self.register()
             if not self.registered:
-                return  # no row to refresh: one error per beat, as a failed refresh is
+                return False  # no row to refresh: one error per beat, as a failed refresh is
         stats = self.stats()
         counts = {"running": stats.running, "completed": stats.completed, "failed": stats.failed}
         answer = self._try("worker_seen", lambda: self.queue.worker_seen(self.worker_id, **counts))
         if answer is False:  # the repository has no row any more (pruned while this worker was silent)
             self.register()  # HttpQueue does the same on the server's 404 and answers None
+        return answer is not FAILED
 
     def stopped(self) -> None:
         self.seen()  # the final counts first: the row outlives the worker

@@ -119,7 +119,14 @@ class Slots:
         the first of them (``worker.dispatch``)."""
         worker = self.worker
         group = session.slot_queues[slot]
-        self.orphans.recover(session)  # after a claim whose reply was lost, once no claim is under way
+        failed = self.orphans.recover(session)  # after a claim whose reply was lost, once no claim is under way
+        if failed is not None:
+            # The look for those jobs failed (reported): the database is away, and a claim now would fail the same
+            # way, a second error line at every poll of an outage. This counts as the failed claim instead.
+            with worker._lock:
+                session.claimed(False)
+            worker._acks.claim_error = failed
+            return None, False, False, False
         with worker._lock:
             mailed = session.take_mail(slot)
             if mailed is not None:

@@ -1,7 +1,8 @@
 """Database trouble: a lock held past busy_timeout (SQLite) or a killed connection (PostgreSQL).
 
 The worker reports the error, reconnects, keeps going, and retries its ack, so the job that finished
-is recorded once and never run again because of the trouble.
+is recorded once and never run again because of the trouble. A PostgreSQL connection killed while it sat
+idle is replaced before its next statement, with no error at all (store.postgres).
 """
 
 from __future__ import annotations
@@ -97,7 +98,9 @@ def test_postgres_connection_killed_mid_job(db_url):
     finally:
         worker.stop(timeout=5)
     assert gate.runs == 2
-    assert errors, "the killed connection should have been reported"
+    # The killed connections sat idle while the handler ran: each is replaced before its next statement, so
+    # the completion is written at its first try, not after an error on the dead connection (it was, before).
+    assert not [error for error in errors if "terminating connection" in error], errors
 
 
 def _status(db_url, job_id):
