@@ -41,6 +41,36 @@ def test_plan_is_the_dry_run_and_retry_applies_it(repo):
     assert repo.find_by_id(pending.id).status == "pending"
 
 
+@pytest.mark.parametrize(
+    ("action", "query", "status", "said"),
+    [
+        (
+            "retry",
+            "status:completed",
+            None,
+            "0 completed jobs matching status:completed; retry takes no completed jobs",
+        ),
+        ("cancel", "", "completed", "0 completed jobs; cancel takes no completed jobs"),
+        (
+            "delete",
+            "status:running",
+            None,
+            "0 running jobs matching status:running; delete takes no running jobs",
+        ),
+        ("cancel", "", "scheduled", "0 scheduled jobs"),  # a scheduled job is pending: cancel takes it
+        ("retry", "status:failed", None, "0 failed jobs matching status:failed"),
+    ],
+)
+def test_a_plan_of_a_status_its_action_does_not_take_says_so(repo, action, query, status, said):
+    # "would retry 0 completed jobs matching status:completed" read as if no job were completed.
+    repo.create("t")
+    claimed = repo.claim("w", types=["t"])
+    repo.complete(claimed.id, worker_id="w", attempt=claimed.attempt)
+    repo.create("t")
+    repo.claim("w", types=["t"])
+    assert repo.plan_bulk(action, query, status=status).describe() == said
+
+
 def test_a_job_that_changed_since_the_plan_is_skipped_and_counted(repo):
     jobs = [failed_job(repo) for _ in range(4)]
     plan = repo.plan_bulk("retry", status="failed")

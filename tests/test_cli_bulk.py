@@ -65,7 +65,8 @@ def test_a_delete_query_says_the_running_jobs_it_leaves_alone(cli, repo_on):  # 
     running = repo_on.claim("w", types=["sleep"])
     out = cli("delete", "--query", "status:running", "--dry-run")
     assert (
-        out.stdout == "would delete 0 running jobs matching status:running; 1 running job left alone (cancel first)\n"
+        out.stdout == "would delete 0 running jobs matching status:running; delete takes no running jobs; "
+        "1 running job left alone (cancel first)\n"
     )
     out = cli("delete", "--query", "type:sleep", "--dry-run")
     assert out.stdout.endswith("jobs matching type:sleep; 1 running job left alone (cancel first)\n"), out.stdout

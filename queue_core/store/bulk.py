@@ -37,6 +37,7 @@ MAX_PARAMS = 30_000
 MAX_SELECTION = 100_000  # ids an HTTP client may name in one request (the console's selection has no limit)
 PLAN_CHUNK = 5000  # ids of an operator's selection looked up per statement when planning
 VIEW_STATUSES = (PENDING, RUNNING, COMPLETED, FAILED, CANCELLED, SCHEDULED)
+VIEW_AS_STATUS = {SCHEDULED: PENDING}  # a scheduled job is a pending one, due later
 PAST = {"retry": "retried", "cancel": "cancelled", "delete": "deleted"}
 STATUSES = (PENDING, RUNNING, COMPLETED, FAILED, CANCELLED)
 
@@ -62,10 +63,15 @@ class BulkPlan:
 
     def describe(self) -> str:
         """``1,234 failed jobs matching type:send-invoice``: what the confirmation and the CLI say."""
-        statuses = self.status or _query_status(self.query) or "/".join(ELIGIBLE[self.action])
+        named = self.status or _query_status(self.query)
+        eligible = ELIGIBLE[self.action]
         noun = "job" if self.count == 1 else "jobs"
-        text = f"{self.count:,} {statuses} {noun}"
-        return f"{text} matching {self.query}" if self.query else text
+        text = f"{self.count:,} {named or '/'.join(eligible)} {noun}"
+        text = f"{text} matching {self.query}" if self.query else text
+        outside = [one for one in (named or "").split("/") if one and VIEW_AS_STATUS.get(one, one) not in eligible]
+        if outside:  # "0 completed jobs matching status:completed" read as if there were none: say why
+            text += f"; {self.action} takes no {'/'.join(outside)} jobs"
+        return text
 
 
 @dataclass(frozen=True)
