@@ -130,3 +130,19 @@ def test_a_delay_in_ascii_digits_is_read(text, seconds):
 def test_the_header_gives_up_the_least_useful_part_first(room, expected):
     text = header_text("demo.db", "Jobs", None, "status:failed", "12:00:00 UTC · 3 selected", room, mode="read-only")
     assert text == expected and (len(text) <= room or room == 30)
+
+
+def test_a_job_claimed_between_the_rows_and_the_counts_never_reads_as_more_shown_than_counted(scene, monkeypatch):
+    """The rows and the counts are two reads: a job claimed between them was in the pending rows and not in
+    the pending count, and the title read "Pending 20 of 19" for one refresh."""
+    real_counts = scene.counts
+
+    def counts_after_a_claim(**kwargs):
+        scene.claim("w1")  # another process's worker claims between the two reads
+        return real_counts(**kwargs)
+
+    monkeypatch.setattr(scene, "counts", counts_after_a_claim)
+    snapshot = load_snapshot(scene, stale_after=timedelta(seconds=300))
+    assert len(snapshot.rows["pending"]) == 20 and real_counts()["pending"] == 19
+    assert snapshot.shown_text("pending") == "20" and snapshot.count_text("pending") == "20"
+    assert snapshot.shown_text("running") == "4 of 5"  # more counted than shown: true, and said
