@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from console_helpers import log_text, settle, wait_for
+from console_helpers import log_text, screen_lines, settle, wait_for
 
 from console.app import QueueConsole
 from console.messages import QueueWorkerStopped, RefreshFailed, SnapshotLoaded, WorkerEventReceived
+from console.screenshots import show_worker_run
 from console.widgets.worker.pane import WorkerPane
 from queue_core.store.repository import JobRepository
 
@@ -270,3 +271,23 @@ async def test_the_pane_counts_follow_the_worker_after_its_last_event(db):
         await settle(pilot)
         state = str(app.query_one("#worker-state").render())
         assert "done 1" in state and "running 0" in state
+
+
+async def test_a_log_line_too_long_for_the_pane_ends_in_an_ellipsis_and_a_resize_fits_it_again(make_app):
+    """Unwrapped, the log cut a long line at the pane's edge: "· 0.01s · c" looked like a whole line. Cut, it
+    ends in "…"; on a wider terminal the same line shows whole."""
+    app = make_app(worker_id="console-demo:1")
+    async with app.run_test(size=(60, 40)) as pilot:
+        await show_worker_run(pilot)
+
+        def failed_line() -> str:
+            (line,) = [line for line in screen_lines(app) if "failed     job" in line]
+            return line.strip("│ ▃")
+
+        assert failed_line().endswith("0.01s · …"), failed_line()
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert failed_line().endswith("0.01s · card declined"), failed_line()
+        await pilot.resize_terminal(60, 40)
+        await pilot.pause()
+        assert failed_line().endswith("…"), failed_line()

@@ -12,10 +12,11 @@ from datetime import datetime
 from rich.text import Text
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import RichLog, Static
+from textual.widgets import Static
 
 from ...formatting import one_line, time_of_day
 from ...messages import WorkerEventReceived
+from .event_log import EventLog
 
 KIND_STYLES = {
     "started": "bold green",
@@ -42,7 +43,7 @@ class WorkerPane(Vertical):
 
     def compose(self):
         yield Static(id="worker-state")
-        log = RichLog(id="worker-log", max_lines=LOG_LINES, markup=False, wrap=False)
+        log = EventLog(id="worker-log", max_lines=LOG_LINES)
         log.can_focus = False  # tab moves between the job tables
         yield log
 
@@ -107,7 +108,7 @@ class WorkerPane(Vertical):
         style = KIND_STYLES.get(event.kind, "")
         when = (time_of_day(self.clock()), "dim")
         line = Text.assemble(when, " ", (f"{event.kind:<10}", style), " ", describe(event))
-        self.query_one("#worker-log", RichLog).write(line)
+        self.query_one("#worker-log", EventLog).add(line)
 
 
 # Job events read better as "job 7 echo · attempt 1 · 0.01s"; the rest carry a note only the message has.
