@@ -13,9 +13,10 @@ import pytest_asyncio
 from console_helpers import screen_lines, settle, wait_for
 from textual.widgets._footer import FooterKey
 
+from console.screenshots import show_worker_run
 from console.views import VIEW_BINDINGS
 from console.widgets.command_panel import CommandPanel
-from console.widgets.jobs.stack import MIN_TABLE_HEIGHT, TableStack, share_height
+from console.widgets.jobs.stack import MIN_TABLE_HEIGHT, TableStack, share_height, share_short
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.backends("sqlite")]  # layout: the same on either backend
 VIEW_KEYS = [binding.key for binding in VIEW_BINDINGS]
@@ -64,8 +65,8 @@ async def test_the_whole_command_shows_and_no_table_is_pushed_off_the_screen(mak
         command = panel.lines[-1]
         assert len(command) > 78  # too long for one line: it wraps
         lines = screen_lines(app)
-        top, height = panel.region.y, panel.region.height
-        shown = " ".join(line.strip("│ ") for line in lines[top + 1 : top + height])
+        inside = panel.content_region  # below 26 rows the strip has no border: its lines are the command's
+        shown = " ".join(line[inside.x : inside.right] for line in lines[inside.y : inside.bottom])
         assert " ".join(shown.split()) == "$ " + command
         stack = app.query_one(TableStack)
         for table in stack.tables:  # each at least its border and header, none cut off below the stack
@@ -171,3 +172,42 @@ async def test_below_80x24_an_empty_table_gives_way_to_one_with_jobs(make_app, s
         assert [table.id for table in app.query_one(TableStack).shown_tables] == ["pending", "failed"]
         await pilot.press("tab")
         assert app.focused.id == "failed"
+
+
+def rows_on_screen(app, table) -> int:
+    """Job rows of ``table`` the terminal shows: its lines inside the border, less the header."""
+    inside = table.content_region.intersection(app.screen.region)
+    return max(0, inside.height - 1)
+
+
+@pytest.mark.parametrize("worker", [False, True])
+async def test_at_80x24_after_an_action_the_job_tables_still_show_jobs(make_app, worker):
+    """At 80x24 the command strip after an action (and the worker pane's border) left every job table one
+    row: the pending table showed its title, its header and one job. Below 26 rows the strip and the worker
+    pane are a line each, the tables close on the next one's title, and the focused table comes first."""
+    app = make_app(worker_id="console-demo:1")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        if worker:
+            await show_worker_run(pilot)
+        await pilot.press("n", *"send-invoice", "tab", *'{"invoice": 78}', "enter")  # a command of two lines
+        panel = app.query_one(CommandPanel)
+        await wait_for(pilot, lambda: panel.display and panel.lines, "the command line")
+        await settle(pilot)
+        await pilot.pause()
+        pending, running, failed = app.query_one(TableStack).tables
+        assert rows_on_screen(app, pending) >= 5, [line for line in screen_lines(app)]
+        assert rows_on_screen(app, running) >= 1 and rows_on_screen(app, failed) >= 1
+        assert failed.region.bottom <= panel.region.y
+        await pilot.press("tab")  # the running table now comes first: all its jobs, and a row of the others
+        await pilot.pause()
+        assert rows_on_screen(app, running) == running.row_count
+        assert rows_on_screen(app, pending) >= 1 and rows_on_screen(app, failed) >= 1
+
+
+async def test_tables_too_short_for_three_rows_each_give_the_focused_one_its_rows_first():
+    # border and header (2), then a row each, the focused table all its rows, the rest to the others
+    assert share_short(16, [24, 7, 7], [2, 2, 2], focused=0) == [10, 3, 3]
+    assert share_short(16, [24, 7, 7], [2, 2, 2], focused=1) == [5, 7, 4]  # the others share what is left
+    assert share_short(9, [24, 7, 1], [2, 2, 2], focused=0) == [5, 3, 1]  # an empty table: its title
+    assert share_short(5, [24, 7, 7], [2, 2, 2], focused=2) == [2, 1, 2]  # not even a row: the focused one's

@@ -229,7 +229,7 @@ async def test_the_log_stamps_events_without_the_database(db, monkeypatch):
 async def test_on_a_short_terminal_the_pane_leaves_the_job_tables_their_rows(db):
     """At 80x24 the running pane's eight log lines squashed the running table to its title and left no row
     for the failed one; below 32 rows the pane shows its state and two lines, below 26 (at 80 columns the
-    counts, the views and the footer take two lines each) its state line only."""
+    counts, the views and the footer take two lines each) its state line only, with no border."""
     repo = JobRepository(db)
     app = console_on(repo)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -237,9 +237,10 @@ async def test_on_a_short_terminal_the_pane_leaves_the_job_tables_their_rows(db)
         await pilot.press("w")
         await wait_for(pilot, lambda: app.worker_pane.state == "running", "the worker runs")
         await settle(pilot)
-        assert app.worker_pane.outer_size.height == 3
+        assert app.worker_pane.outer_size.height == 1  # its state line, no border
         for status in ("pending", "running", "failed"):
-            assert app.query_one(f"#{status}").outer_size.height >= 4, status  # borders, header and a row
+            table = app.query_one(f"#{status}")
+            assert table.outer_size.height >= table.frame_height + 1, status  # border, header and a row
         await pilot.resize_terminal(80, 30)
         await settle(pilot)
         assert app.worker_pane.outer_size.height == 5
