@@ -17,6 +17,7 @@ from console.screenshots import show_worker_run
 from console.views import VIEW_BINDINGS
 from console.widgets.command_panel import CommandPanel
 from console.widgets.jobs.stack import MIN_TABLE_HEIGHT, TableStack, share_height, share_short
+from console.widgets.jobs.stats_bar import StatsBar
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.backends("sqlite")]  # layout: the same on either backend
 VIEW_KEYS = [binding.key for binding in VIEW_BINDINGS]
@@ -211,3 +212,17 @@ async def test_tables_too_short_for_three_rows_each_give_the_focused_one_its_row
     assert share_short(16, [24, 7, 7], [2, 2, 2], focused=1) == [5, 7, 4]  # the others share what is left
     assert share_short(9, [24, 7, 1], [2, 2, 2], focused=0) == [5, 3, 1]  # an empty table: its title
     assert share_short(5, [24, 7, 7], [2, 2, 2], focused=2) == [2, 1, 2]  # not even a row: the focused one's
+
+
+async def test_at_60_columns_the_counts_break_between_two_statuses(make_app):
+    """At 60 columns the counts wrapped as text: "… · completed 30" then "· cancelled 1" on the next line."""
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        await pilot.pause()
+        stats = app.query_one(StatsBar).content_region
+        lines = [line[stats.x : stats.right].strip() for line in screen_lines(app)[stats.y : stats.bottom]]
+        assert lines == [
+            "pending 20 · running 4 ⚠ 1 stale · failed 4 · completed 30",
+            "cancelled 1 │ 6.0 done/min · 1.4 failed/min",
+        ]
