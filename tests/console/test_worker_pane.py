@@ -292,3 +292,26 @@ async def test_a_log_line_too_long_for_the_pane_ends_in_an_ellipsis_and_a_resize
         await pilot.resize_terminal(60, 40)
         await pilot.pause()
         assert failed_line().endswith("…"), failed_line()
+
+
+async def test_on_a_narrow_terminal_the_state_line_keeps_the_counters_and_cuts_with_an_ellipsis(make_app):
+    """At 60 columns the state line was cut at the pane's edge after "done 3": the failed and running counts
+    were gone and nothing said so. Too narrow, the counters come first and the id is cut with "…"."""
+    app = make_app(worker_id="console-demo:1")
+    async with app.run_test(size=(60, 40)) as pilot:
+        await settle(pilot)
+        state = app.query_one("#worker-state")
+
+        def state_line() -> str:
+            return screen_lines(app)[state.region.y][state.region.x : state.region.right]
+
+        assert state_line().rstrip().endswith("…"), state_line()  # "press w to run jobs … embedded worker"
+        await show_worker_run(pilot)
+        assert state_line().startswith("● running  done 3  failed 1  running 2  │  id cons"), state_line()
+        assert state_line().rstrip().endswith("…"), state_line()
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert "● running  id console-demo:1  concurrency 2  │  done 3  failed 1  running 2" in state_line()
+        await pilot.resize_terminal(60, 40)
+        await pilot.pause()
+        assert state_line().startswith("● running  done 3"), state_line()

@@ -50,6 +50,9 @@ class WorkerPane(Vertical):
     def on_mount(self) -> None:
         self.show_state()
 
+    def on_resize(self) -> None:
+        self.show_state()  # what comes first on the state line depends on its width
+
     def set_state(self, state: str, worker=None) -> None:
         """``state``: stopped, running or stopping; ``worker`` is the one to read counters from."""
         self.state = state
@@ -70,27 +73,28 @@ class WorkerPane(Vertical):
         stats = self.worker.stats
         marks = {"running": ("● running", "bold green"), "stopping": ("◐ stopping…", "bold yellow")}
         # Content, not markup: the worker id comes from --worker-id ("web[/1" is a name, not a tag).
-        state.update(
-            Content.assemble(
-                marks.get(self.state, ("○ stopped", "dim")),
-                "  id ",
-                (self.worker.worker_id, "bold"),
-                "  concurrency ",
-                (str(self.worker.concurrency), "bold"),
-                "  │  ",
-                ("done", "green"),
-                " ",
-                (str(stats.completed), "bold"),
-                "  ",
-                ("failed", "red"),
-                " ",
-                (str(stats.failed), "bold"),
-                "  ",
-                ("running", "cyan"),
-                " ",
-                (str(stats.running), "bold"),
-            )
+        mark = Content.assemble(marks.get(self.state, ("○ stopped", "dim")), "  ")
+        name = Content.assemble(
+            "id ", (self.worker.worker_id, "bold"), "  concurrency ", (str(self.worker.concurrency), "bold")
         )
+        counters = Content.assemble(
+            ("done", "green"),
+            " ",
+            (str(stats.completed), "bold"),
+            "  ",
+            ("failed", "red"),
+            " ",
+            (str(stats.failed), "bold"),
+            "  ",
+            ("running", "cyan"),
+            " ",
+            (str(stats.running), "bold"),
+        )
+        line = Content.assemble(mark, name, "  │  ", counters)
+        if line.cell_length > state.content_size.width > 0:
+            # Too narrow (60 columns): the counters first, the id cut ("…", console.tcss) rather than them.
+            line = Content.assemble(mark, counters, "  │  ", name)
+        state.update(line)
 
     def replay(self, worker, events) -> None:
         """Show a run that already happened (``console.demo.replay_worker_run``): pictures and tests."""
