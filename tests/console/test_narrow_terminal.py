@@ -226,3 +226,22 @@ async def test_at_60_columns_the_counts_break_between_two_statuses(make_app):
             "pending 20 · running 4 ⚠ 1 stale · failed 4 · completed 30",
             "cancelled 1 │ 6.0 done/min · 1.4 failed/min",
         ]
+
+
+async def test_at_60_columns_the_help_gives_its_text_the_width_of_the_name_column(make_app):
+    """At 60x20 the help's text had 22 columns beside the key and the name: "pending, running and" /
+    "failed jobs, live", each key three or four lines. Narrow, the name begins the text's line."""
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        lines = [line.strip("█▂▃▄▅▆▇ ") for line in screen_lines(app)]
+        assert any(" ".join(line.split()) == "1 Jobs pending, running and failed jobs, live" for line in lines), lines
+        (row,) = [i for i, line in enumerate(lines) if line.startswith("s ")]
+        assert lines[row + 1].strip() == "back-offs"  # the rest of its text, and the next key right after
+        assert lines[row + 2].startswith("d ") and "Completed  completed jobs" in lines[row + 2]
+        await pilot.resize_terminal(100, 30)  # wide again: the names in a column of their own
+        await pilot.pause()
+        wide = [line.strip("█▂▃▄▅▆▇ ") for line in screen_lines(app)]
+        assert any(line.startswith("1") and "Jobs            pending" in line for line in wide), wide

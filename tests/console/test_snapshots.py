@@ -119,3 +119,8 @@ def test_80x24_after_an_action(snap_compare, make_app):
 
     app = make_app(worker_id="console-demo:1")
     assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_help_at_60x20(snap_compare, make_app):
+    """The help on a 60x20 terminal: each name begins its text's line, which wraps under it."""
+    assert snap_compare(make_app(), terminal_size=(60, 20), run_before=views("question_mark"))
