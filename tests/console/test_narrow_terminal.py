@@ -15,6 +15,7 @@ from textual.widgets._footer import FooterKey
 
 from console.screenshots import show_worker_run
 from console.views import VIEW_BINDINGS
+from console.widgets.activity.view import ActivityView
 from console.widgets.command_panel import CommandPanel
 from console.widgets.jobs.stack import MIN_TABLE_HEIGHT, TableStack, share_height, share_short
 from console.widgets.jobs.stats_bar import StatsBar
@@ -245,3 +246,20 @@ async def test_at_60_columns_the_help_gives_its_text_the_width_of_the_name_colum
         await pilot.pause()
         wide = [line.strip("█▂▃▄▅▆▇ ") for line in screen_lines(app)]
         assert any(line.startswith("1") and "Jobs            pending" in line for line in wide), wide
+
+
+async def test_at_80x24_the_activity_view_shows_all_four_charts(pilot_80):
+    """At 80x24 the activity view showed the completed and failed charts; enqueued and latency were below its
+    edge, with a scrollbar track to say so. Below 26 rows each chart is two lines and all four fit."""
+    app = pilot_80.app
+    await pilot_80.press("x")  # an action: the command strip takes its line too
+    await settle(pilot_80)
+    await pilot_80.press("5")
+    await settle(pilot_80)
+    await pilot_80.pause()
+    view = app.query_one(ActivityView)
+    assert view.max_scroll_y == 0
+    for name in ("completed", "failed", "enqueued", "latency"):
+        for part in (f"#{name}-label", f"#{name}-chart"):
+            region = app.query_one(part).region
+            assert region.height and view.content_region.contains_region(region), part
