@@ -263,3 +263,10 @@ async def test_at_80x24_the_activity_view_shows_all_four_charts(pilot_80):
         for part in (f"#{name}-label", f"#{name}-chart"):
             region = app.query_one(part).region
             assert region.height and view.content_region.contains_region(region), part
+
+
+async def test_a_table_that_needs_less_than_the_minimum_gets_what_it_needs():
+    """At 80x24 with one running job and no failed one, the minimum of five lines gave the empty failed table
+    two blank rows and the running table a blank one, and the pending table (26 jobs) three rows."""
+    assert share_height(16, [26, 4, 3], minimum=MIN_TABLE_HEIGHT) == [9, 4, 3]  # was [6, 5, 5]
+    assert share_height(40, [23, 7, 7], minimum=MIN_TABLE_HEIGHT) == [26, 7, 7]  # as before: each what it needs

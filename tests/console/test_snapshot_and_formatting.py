@@ -61,9 +61,10 @@ def test_one_line_of_an_error():
 
 
 def test_tables_share_the_height_by_need():
-    assert share_height(30, [7, 4, 20], minimum=5) == [7, 5, 18]  # short tables get what they need
+    # Short tables get what they need, no more: an empty table (4) is not given a blank row to reach the minimum.
+    assert share_height(30, [7, 4, 20], minimum=5) == [7, 4, 19]
     assert share_height(30, [40, 40, 40], minimum=5) == [10, 10, 10]
-    assert share_height(33, [4, 4, 4], minimum=5) == [23, 5, 5]  # room to spare: the first table takes it
+    assert share_height(33, [4, 4, 4], minimum=5) == [25, 4, 4]  # room to spare: the first table takes it
 
 
 @pytest.mark.parametrize(

@@ -89,8 +89,9 @@ class TableStack(Vertical):
 
 
 def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:
-    """Heights for the tables, water-filling: those needing less than an even share get what they need, the
-    others share the rest evenly."""
+    """Heights for the tables, water-filling: those needing less than an even share get what they need (an
+    empty table its border, header and one blank row: at 80x24 the minimum gave an empty failed table two
+    blank rows and the pending table three rows of 26), the others share the rest evenly."""
     if space < minimum * len(wanted):
         # Too short for every table's border, header and two rows (24 rows, the command panel open): each
         # an even share, at least its border and header (the count is in its title), never one cut off below.
@@ -100,7 +101,7 @@ def share_height(space: int, wanted: list[int], *, minimum: int) -> list[int]:
     left = space
     for position, index in enumerate(order):
         fair = left // (len(wanted) - position)
-        heights[index] = max(minimum, min(wanted[index], fair))
+        heights[index] = min(wanted[index], max(minimum, fair))
         left -= heights[index]
     # Whatever is still free goes to the longest table (it can always use more lines).
     heights[order[-1]] += max(0, left)
