@@ -103,6 +103,7 @@ def load_snapshot(
         rows, counts, pages = _narrowed(repo, query, type_filter, window, view, after, page_number, now)
     if view in pages:
         rows[view] = pages[view].rows
+    counts = at_least_shown(counts, rows)
     activity = activity_reads(repo).last_hour(now=now) if view == "activity" else None
     extra = {name: read(repo, now) for name, read in (extra_reads or {}).items()}
     return Snapshot(
@@ -123,6 +124,13 @@ def load_snapshot(
         paused_queues=tuple(paused_queues(repo)),
         lost_workers=tuple(lost_workers(repo)),
     )
+
+
+def at_least_shown(counts: dict[str, int], rows: dict[str, list]) -> dict[str, int]:
+    """Each status counted at least as many jobs as its rows show. The rows and the counts are separate reads:
+    a job claimed between them was in the pending rows and not in the pending count, and the title read
+    "Pending 3 of 2" (and the header "pending 2" over three rows) until the next refresh."""
+    return {status: max(count, len(rows.get(status, ()))) for status, count in counts.items()}
 
 
 def _narrowed(repo, query, type_filter, window, view, after, page_number, now) -> tuple[dict, dict, dict]:

@@ -14,6 +14,7 @@ from rich.table import Table
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
+from textual.events import Resize
 from textual.widgets import Static
 
 from ..widgets.activity.view import ActivityView
@@ -63,17 +64,42 @@ def key_names(binding: Binding) -> str:
     return " ".join(KEY_NAMES.get(key, key) for key in binding.key.split(","))
 
 
-def key_grid(rows: list[tuple[str, str, str]]) -> Table:
+# Columns of the list below which the name goes on with its text (60 columns): beside a key and a name
+# column the text had 22 columns and every line of it wrapped, three or four lines a key.
+NARROW_HELP = KEYS_WIDTH + NAME_WIDTH + 2 * 2 + 36
+
+
+def key_grid(rows: list[tuple[str, str, str]], *, narrow: bool = False) -> Table:
     """Keys and names in columns of their own, the same widths in every section, the text beside them
     wrapping under itself (at 80 columns a wrapped line began under the key, where the next key was looked
-    for)."""
+    for). ``narrow``: the name begins the text's column, in bold, and the text goes on after it."""
     grid = Table.grid(padding=(0, 2))
-    grid.add_column(no_wrap=True, min_width=KEYS_WIDTH)
-    grid.add_column(no_wrap=True, min_width=NAME_WIDTH)
+    grid.add_column(no_wrap=True, min_width=0 if narrow else KEYS_WIDTH)  # narrow: as wide as its keys
+    if not narrow:
+        grid.add_column(no_wrap=True, min_width=NAME_WIDTH)
     grid.add_column()
-    for row in rows:
-        grid.add_row(*row)
+    for key, name, text in rows:
+        if narrow:
+            grid.add_row(key, f"[b]{name}[/b]  {text}" if name else text)
+        else:
+            grid.add_row(key, name, text)
     return grid
+
+
+class KeyList(Static):
+    """The sections of keys, laid out again for the width they are given (``key_grid``'s ``narrow``)."""
+
+    def __init__(self, sections: list, **kwargs) -> None:
+        self.sections = sections  # each a title (markup, "" for none) or a list of rows
+        super().__init__(self.keys(), **kwargs)
+
+    def keys(self, *, narrow: bool = False) -> Group:
+        return Group(
+            *(section if isinstance(section, str) else key_grid(section, narrow=narrow) for section in self.sections)
+        )
+
+    def on_resize(self, event: Resize) -> None:
+        self.update(self.keys(narrow=event.size.width < NARROW_HELP))
 
 
 def binding_rows(bindings: Iterable[Binding]) -> list[tuple[str, str, str]]:
@@ -103,14 +129,15 @@ class HelpScreen(Dialog):
     def compose(self) -> ComposeResult:
         with VerticalScroll(id="dialog", classes="help") as scroll:
             scroll.border_title = "Keys"
-            parts: list = [key_grid(binding_rows(self.bindings)), "", key_grid(other_rows(MORE_KEYS))]
+            sections: list = [binding_rows(self.bindings), "", other_rows(MORE_KEYS)]
             contexts = [*CONTEXTS, ("Here", (type(self),), ())]
             for title, classes, others in contexts:
                 bindings = [binding for cls in classes for binding in cls.BINDINGS]
                 rows = binding_rows(bindings) + other_rows(others)
-                parts += ["", f"[b]{title}[/]", key_grid(rows)]
-            self.keys = Group(*parts)
-            yield Static(self.keys)
+                sections += ["", f"[b]{title}[/]", rows]
+            key_list = KeyList(sections)
+            self.keys = key_list.keys()
+            yield key_list
             yield Static(
                 f"\n[bold red]⚠[/] marks a [b]stale claim[/]: a running job whose worker sent no heartbeat for "
                 f"{self.stale_after_seconds:g} s. [b]x[/] reaps them, and the jobs of every worker the workers "

@@ -13,9 +13,12 @@ import pytest_asyncio
 from console_helpers import screen_lines, settle, wait_for
 from textual.widgets._footer import FooterKey
 
+from console.screenshots import show_worker_run
 from console.views import VIEW_BINDINGS
+from console.widgets.activity.view import ActivityView
 from console.widgets.command_panel import CommandPanel
-from console.widgets.jobs.stack import MIN_TABLE_HEIGHT, TableStack, share_height
+from console.widgets.jobs.stack import MIN_TABLE_HEIGHT, TableStack, share_height, share_short
+from console.widgets.jobs.stats_bar import StatsBar
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.backends("sqlite")]  # layout: the same on either backend
 VIEW_KEYS = [binding.key for binding in VIEW_BINDINGS]
@@ -64,8 +67,8 @@ async def test_the_whole_command_shows_and_no_table_is_pushed_off_the_screen(mak
         command = panel.lines[-1]
         assert len(command) > 78  # too long for one line: it wraps
         lines = screen_lines(app)
-        top, height = panel.region.y, panel.region.height
-        shown = " ".join(line.strip("│ ") for line in lines[top + 1 : top + height])
+        inside = panel.content_region  # below 26 rows the strip has no border: its lines are the command's
+        shown = " ".join(line[inside.x : inside.right] for line in lines[inside.y : inside.bottom])
         assert " ".join(shown.split()) == "$ " + command
         stack = app.query_one(TableStack)
         for table in stack.tables:  # each at least its border and header, none cut off below the stack
@@ -171,3 +174,99 @@ async def test_below_80x24_an_empty_table_gives_way_to_one_with_jobs(make_app, s
         assert [table.id for table in app.query_one(TableStack).shown_tables] == ["pending", "failed"]
         await pilot.press("tab")
         assert app.focused.id == "failed"
+
+
+def rows_on_screen(app, table) -> int:
+    """Job rows of ``table`` the terminal shows: its lines inside the border, less the header."""
+    inside = table.content_region.intersection(app.screen.region)
+    return max(0, inside.height - 1)
+
+
+@pytest.mark.parametrize("worker", [False, True])
+async def test_at_80x24_after_an_action_the_job_tables_still_show_jobs(make_app, worker):
+    """At 80x24 the command strip after an action (and the worker pane's border) left every job table one
+    row: the pending table showed its title, its header and one job. Below 26 rows the strip and the worker
+    pane are a line each, the tables close on the next one's title, and the focused table comes first."""
+    app = make_app(worker_id="console-demo:1")
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        if worker:
+            await show_worker_run(pilot)
+        await pilot.press("n", *"send-invoice", "tab", *'{"invoice": 78}', "enter")  # a command of two lines
+        panel = app.query_one(CommandPanel)
+        await wait_for(pilot, lambda: panel.display and panel.lines, "the command line")
+        await settle(pilot)
+        await pilot.pause()
+        pending, running, failed = app.query_one(TableStack).tables
+        assert rows_on_screen(app, pending) >= 5, [line for line in screen_lines(app)]
+        assert rows_on_screen(app, running) >= 1 and rows_on_screen(app, failed) >= 1
+        assert failed.region.bottom <= panel.region.y
+        await pilot.press("tab")  # the running table now comes first: all its jobs, and a row of the others
+        await pilot.pause()
+        assert rows_on_screen(app, running) == running.row_count
+        assert rows_on_screen(app, pending) >= 1 and rows_on_screen(app, failed) >= 1
+
+
+async def test_tables_too_short_for_three_rows_each_give_the_focused_one_its_rows_first():
+    # border and header (2), then a row each, the focused table all its rows, the rest to the others
+    assert share_short(16, [24, 7, 7], [2, 2, 2], focused=0) == [10, 3, 3]
+    assert share_short(16, [24, 7, 7], [2, 2, 2], focused=1) == [5, 7, 4]  # the others share what is left
+    assert share_short(9, [24, 7, 1], [2, 2, 2], focused=0) == [5, 3, 1]  # an empty table: its title
+    assert share_short(5, [24, 7, 7], [2, 2, 2], focused=2) == [2, 1, 2]  # not even a row: the focused one's
+
+
+async def test_at_60_columns_the_counts_break_between_two_statuses(make_app):
+    """At 60 columns the counts wrapped as text: "… · completed 30" then "· cancelled 1" on the next line."""
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        await pilot.pause()
+        stats = app.query_one(StatsBar).content_region
+        lines = [line[stats.x : stats.right].strip() for line in screen_lines(app)[stats.y : stats.bottom]]
+        assert lines == [
+            "pending 20 · running 4 ⚠ 1 stale · failed 4 · completed 30",
+            "cancelled 1 │ 6.0 done/min · 1.4 failed/min",
+        ]
+
+
+async def test_at_60_columns_the_help_gives_its_text_the_width_of_the_name_column(make_app):
+    """At 60x20 the help's text had 22 columns beside the key and the name: "pending, running and" /
+    "failed jobs, live", each key three or four lines. Narrow, the name begins the text's line."""
+    app = make_app()
+    async with app.run_test(size=(60, 20)) as pilot:
+        await settle(pilot)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        lines = [line.strip("█▂▃▄▅▆▇ ") for line in screen_lines(app)]
+        assert any(" ".join(line.split()) == "1 Jobs pending, running and failed jobs, live" for line in lines), lines
+        (row,) = [i for i, line in enumerate(lines) if line.startswith("s ")]
+        assert lines[row + 1].strip() == "back-offs"  # the rest of its text, and the next key right after
+        assert lines[row + 2].startswith("d ") and "Completed  completed jobs" in lines[row + 2]
+        await pilot.resize_terminal(100, 30)  # wide again: the names in a column of their own
+        await pilot.pause()
+        wide = [line.strip("█▂▃▄▅▆▇ ") for line in screen_lines(app)]
+        assert any(line.startswith("1") and "Jobs            pending" in line for line in wide), wide
+
+
+async def test_at_80x24_the_activity_view_shows_all_four_charts(pilot_80):
+    """At 80x24 the activity view showed the completed and failed charts; enqueued and latency were below its
+    edge, with a scrollbar track to say so. Below 26 rows each chart is two lines and all four fit."""
+    app = pilot_80.app
+    await pilot_80.press("x")  # an action: the command strip takes its line too
+    await settle(pilot_80)
+    await pilot_80.press("5")
+    await settle(pilot_80)
+    await pilot_80.pause()
+    view = app.query_one(ActivityView)
+    assert view.max_scroll_y == 0
+    for name in ("completed", "failed", "enqueued", "latency"):
+        for part in (f"#{name}-label", f"#{name}-chart"):
+            region = app.query_one(part).region
+            assert region.height and view.content_region.contains_region(region), part
+
+
+async def test_a_table_that_needs_less_than_the_minimum_gets_what_it_needs():
+    """At 80x24 with one running job and no failed one, the minimum of five lines gave the empty failed table
+    two blank rows and the running table a blank one, and the pending table (26 jobs) three rows."""
+    assert share_height(16, [26, 4, 3], minimum=MIN_TABLE_HEIGHT) == [9, 4, 3]  # was [6, 5, 5]
+    assert share_height(40, [23, 7, 7], minimum=MIN_TABLE_HEIGHT) == [26, 7, 7]  # as before: each what it needs

@@ -61,9 +61,10 @@ def test_one_line_of_an_error():
 
 
 def test_tables_share_the_height_by_need():
-    assert share_height(30, [7, 4, 20], minimum=5) == [7, 5, 18]  # short tables get what they need
+    # Short tables get what they need, no more: an empty table (4) is not given a blank row to reach the minimum.
+    assert share_height(30, [7, 4, 20], minimum=5) == [7, 4, 19]
     assert share_height(30, [40, 40, 40], minimum=5) == [10, 10, 10]
-    assert share_height(33, [4, 4, 4], minimum=5) == [23, 5, 5]  # room to spare: the first table takes it
+    assert share_height(33, [4, 4, 4], minimum=5) == [25, 4, 4]  # room to spare: the first table takes it
 
 
 @pytest.mark.parametrize(
@@ -130,3 +131,19 @@ def test_a_delay_in_ascii_digits_is_read(text, seconds):
 def test_the_header_gives_up_the_least_useful_part_first(room, expected):
     text = header_text("demo.db", "Jobs", None, "status:failed", "12:00:00 UTC · 3 selected", room, mode="read-only")
     assert text == expected and (len(text) <= room or room == 30)
+
+
+def test_a_job_claimed_between_the_rows_and_the_counts_never_reads_as_more_shown_than_counted(scene, monkeypatch):
+    """The rows and the counts are two reads: a job claimed between them was in the pending rows and not in
+    the pending count, and the title read "Pending 20 of 19" for one refresh."""
+    real_counts = scene.counts
+
+    def counts_after_a_claim(**kwargs):
+        scene.claim("w1")  # another process's worker claims between the two reads
+        return real_counts(**kwargs)
+
+    monkeypatch.setattr(scene, "counts", counts_after_a_claim)
+    snapshot = load_snapshot(scene, stale_after=timedelta(seconds=300))
+    assert len(snapshot.rows["pending"]) == 20 and real_counts()["pending"] == 19
+    assert snapshot.shown_text("pending") == "20" and snapshot.count_text("pending") == "20"
+    assert snapshot.shown_text("running") == "4 of 5"  # more counted than shown: true, and said

@@ -105,3 +105,22 @@ def test_query_search(snap_compare, make_app):
 
 def test_activity_view_of_one_queue(snap_compare, make_app):
     assert snap_compare(make_app(), terminal_size=SIZE, run_before=views("5", "right"))
+
+
+def test_80x24_after_an_action(snap_compare, make_app):
+    """An 80x24 terminal after an enqueue, the worker run: the command strip and the worker pane a line each,
+    the tables closed by the next one's title, the focused pending table with most of the rows."""
+
+    async def run_before(pilot) -> None:
+        await show_worker_run(pilot)
+        await views("n", *"send-invoice", "tab", *'{"invoice": 78}', "enter")(pilot)
+        pilot.app.clear_notifications()  # the toast leaves on a timer
+        await pilot.pause()
+
+    app = make_app(worker_id="console-demo:1")
+    assert snap_compare(app, terminal_size=(80, 24), run_before=run_before)
+
+
+def test_help_at_60x20(snap_compare, make_app):
+    """The help on a 60x20 terminal: each name begins its text's line, which wraps under it."""
+    assert snap_compare(make_app(), terminal_size=(60, 20), run_before=views("question_mark"))

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from console_helpers import log_text, settle, wait_for
+from console_helpers import log_text, screen_lines, settle, wait_for
 
 from console.app import QueueConsole
 from console.messages import QueueWorkerStopped, RefreshFailed, SnapshotLoaded, WorkerEventReceived
+from console.screenshots import show_worker_run
 from console.widgets.worker.pane import WorkerPane
 from queue_core.store.repository import JobRepository
 
@@ -228,7 +229,7 @@ async def test_the_log_stamps_events_without_the_database(db, monkeypatch):
 async def test_on_a_short_terminal_the_pane_leaves_the_job_tables_their_rows(db):
     """At 80x24 the running pane's eight log lines squashed the running table to its title and left no row
     for the failed one; below 32 rows the pane shows its state and two lines, below 26 (at 80 columns the
-    counts, the views and the footer take two lines each) its state line only."""
+    counts, the views and the footer take two lines each) its state line only, with no border."""
     repo = JobRepository(db)
     app = console_on(repo)
     async with app.run_test(size=(80, 24)) as pilot:
@@ -236,9 +237,10 @@ async def test_on_a_short_terminal_the_pane_leaves_the_job_tables_their_rows(db)
         await pilot.press("w")
         await wait_for(pilot, lambda: app.worker_pane.state == "running", "the worker runs")
         await settle(pilot)
-        assert app.worker_pane.outer_size.height == 3
+        assert app.worker_pane.outer_size.height == 1  # its state line, no border
         for status in ("pending", "running", "failed"):
-            assert app.query_one(f"#{status}").outer_size.height >= 4, status  # borders, header and a row
+            table = app.query_one(f"#{status}")
+            assert table.outer_size.height >= table.frame_height + 1, status  # border, header and a row
         await pilot.resize_terminal(80, 30)
         await settle(pilot)
         assert app.worker_pane.outer_size.height == 5
@@ -270,3 +272,46 @@ async def test_the_pane_counts_follow_the_worker_after_its_last_event(db):
         await settle(pilot)
         state = str(app.query_one("#worker-state").render())
         assert "done 1" in state and "running 0" in state
+
+
+async def test_a_log_line_too_long_for_the_pane_ends_in_an_ellipsis_and_a_resize_fits_it_again(make_app):
+    """Unwrapped, the log cut a long line at the pane's edge: "· 0.01s · c" looked like a whole line. Cut, it
+    ends in "…"; on a wider terminal the same line shows whole."""
+    app = make_app(worker_id="console-demo:1")
+    async with app.run_test(size=(60, 40)) as pilot:
+        await show_worker_run(pilot)
+
+        def failed_line() -> str:
+            (line,) = [line for line in screen_lines(app) if "failed     job" in line]
+            return line.strip("│ ▃")
+
+        assert failed_line().endswith("0.01s · …"), failed_line()
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert failed_line().endswith("0.01s · card declined"), failed_line()
+        await pilot.resize_terminal(60, 40)
+        await pilot.pause()
+        assert failed_line().endswith("…"), failed_line()
+
+
+async def test_on_a_narrow_terminal_the_state_line_keeps_the_counters_and_cuts_with_an_ellipsis(make_app):
+    """At 60 columns the state line was cut at the pane's edge after "done 3": the failed and running counts
+    were gone and nothing said so. Too narrow, the counters come first and the id is cut with "…"."""
+    app = make_app(worker_id="console-demo:1")
+    async with app.run_test(size=(60, 40)) as pilot:
+        await settle(pilot)
+        state = app.query_one("#worker-state")
+
+        def state_line() -> str:
+            return screen_lines(app)[state.region.y][state.region.x : state.region.right]
+
+        assert state_line().rstrip().endswith("…"), state_line()  # "press w to run jobs … embedded worker"
+        await show_worker_run(pilot)
+        assert state_line().startswith("● running  done 3  failed 1  running 2  │  id cons"), state_line()
+        assert state_line().rstrip().endswith("…"), state_line()
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert "● running  id console-demo:1  concurrency 2  │  done 3  failed 1  running 2" in state_line()
+        await pilot.resize_terminal(60, 40)
+        await pilot.pause()
+        assert state_line().startswith("● running  done 3"), state_line()

@@ -1,6 +1,7 @@
 """The line under the header: counts per status, stale claims and throughput (and a searched query's progress).
 
-Too narrow for one line (80 columns), the throughput goes on a second line rather than off the edge.
+Too narrow for one line (80 columns), the throughput goes on a second line rather than off the edge; too
+narrow for the counts (60 columns), they go on as many lines as they need, broken between two statuses.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ STATUS_STYLES = {
 
 
 class StatsBar(Static):
-    parts: list[str] | None = None  # the counts and the rates, as last shown
+    parts: tuple[list[str], str] | None = None  # the count of each status and the rates, as last shown
 
     def show(self, snapshot: Snapshot) -> None:
         self.parts = self.markup_parts(snapshot)
@@ -31,8 +32,15 @@ class StatsBar(Static):
         self.lay_out()
 
     def lay_out(self) -> None:
-        if self.parts is not None:
-            self.update(flow(self.parts, self.content_size.width, " │ "))
+        if self.parts is None:
+            return
+        counts, rates = self.parts
+        width = self.content_size.width
+        # Broken between two statuses, never inside the counts' text: at 60 columns the line wrapped as text
+        # and the second one began "· cancelled 1".
+        lines = flow(counts, width, " · ").split("\n")
+        lines[-1] = flow([lines[-1], rates], width, " │ ")
+        self.update("\n".join(lines))
 
     def show_banner(self, text) -> None:
         """A banner in the counts' place (disconnected) until the next ``show``; a resize keeps it."""
@@ -40,7 +48,7 @@ class StatsBar(Static):
         self.update(text)
 
     @staticmethod
-    def markup_parts(snapshot: Snapshot) -> list[str]:
+    def markup_parts(snapshot: Snapshot) -> tuple[list[str], str]:
         counts = [f"[{style}]{name}[/] [b]{snapshot.count_text(name)}[/]" for name, style in STATUS_STYLES.items()]
         if snapshot.stale_count:
             counts[1] += f" [bold red]⚠ {snapshot.stale_count:,} stale[/]"
@@ -55,4 +63,4 @@ class StatsBar(Static):
             rates += " [dim]of all jobs[/]"
         if snapshot.query_note:  # the counts are of the matches a search has found so far: say so in their place
             rates = f"[bold]query[/] {escape(snapshot.query_note)}"
-        return [" · ".join(counts), rates]
+        return counts, rates

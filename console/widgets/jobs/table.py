@@ -116,9 +116,14 @@ class JobTable(DataTable):
         self.show_cursor = False
 
     @property
+    def frame_height(self) -> int:
+        """Lines around the rows: the border (below 26 rows, its top only: console.tcss) and the header."""
+        return self.styles.gutter.height + 1
+
+    @property
     def wanted_height(self) -> int:
         """Lines to show every row: the border, the header and the rows (at least one, for "empty")."""
-        return 3 + max(1, self.row_count)
+        return self.frame_height + max(1, self.row_count)
 
     @property
     def selected_job_id(self) -> int | None:

@@ -12,10 +12,11 @@ from datetime import datetime
 from rich.text import Text
 from textual.containers import Vertical
 from textual.content import Content
-from textual.widgets import RichLog, Static
+from textual.widgets import Static
 
 from ...formatting import one_line, time_of_day
 from ...messages import WorkerEventReceived
+from .event_log import EventLog
 
 KIND_STYLES = {
     "started": "bold green",
@@ -42,12 +43,15 @@ class WorkerPane(Vertical):
 
     def compose(self):
         yield Static(id="worker-state")
-        log = RichLog(id="worker-log", max_lines=LOG_LINES, markup=False, wrap=False)
+        log = EventLog(id="worker-log", max_lines=LOG_LINES)
         log.can_focus = False  # tab moves between the job tables
         yield log
 
     def on_mount(self) -> None:
         self.show_state()
+
+    def on_resize(self) -> None:
+        self.show_state()  # what comes first on the state line depends on its width
 
     def set_state(self, state: str, worker=None) -> None:
         """``state``: stopped, running or stopping; ``worker`` is the one to read counters from."""
@@ -69,27 +73,28 @@ class WorkerPane(Vertical):
         stats = self.worker.stats
         marks = {"running": ("● running", "bold green"), "stopping": ("◐ stopping…", "bold yellow")}
         # Content, not markup: the worker id comes from --worker-id ("web[/1" is a name, not a tag).
-        state.update(
-            Content.assemble(
-                marks.get(self.state, ("○ stopped", "dim")),
-                "  id ",
-                (self.worker.worker_id, "bold"),
-                "  concurrency ",
-                (str(self.worker.concurrency), "bold"),
-                "  │  ",
-                ("done", "green"),
-                " ",
-                (str(stats.completed), "bold"),
-                "  ",
-                ("failed", "red"),
-                " ",
-                (str(stats.failed), "bold"),
-                "  ",
-                ("running", "cyan"),
-                " ",
-                (str(stats.running), "bold"),
-            )
+        mark = Content.assemble(marks.get(self.state, ("○ stopped", "dim")), "  ")
+        name = Content.assemble(
+            "id ", (self.worker.worker_id, "bold"), "  concurrency ", (str(self.worker.concurrency), "bold")
         )
+        counters = Content.assemble(
+            ("done", "green"),
+            " ",
+            (str(stats.completed), "bold"),
+            "  ",
+            ("failed", "red"),
+            " ",
+            (str(stats.failed), "bold"),
+            "  ",
+            ("running", "cyan"),
+            " ",
+            (str(stats.running), "bold"),
+        )
+        line = Content.assemble(mark, name, "  │  ", counters)
+        if line.cell_length > state.content_size.width > 0:
+            # Too narrow (60 columns): the counters first, the id cut ("…", console.tcss) rather than them.
+            line = Content.assemble(mark, counters, "  │  ", name)
+        state.update(line)
 
     def replay(self, worker, events) -> None:
         """Show a run that already happened (``console.demo.replay_worker_run``): pictures and tests."""
@@ -107,7 +112,7 @@ class WorkerPane(Vertical):
         style = KIND_STYLES.get(event.kind, "")
         when = (time_of_day(self.clock()), "dim")
         line = Text.assemble(when, " ", (f"{event.kind:<10}", style), " ", describe(event))
-        self.query_one("#worker-log", RichLog).write(line)
+        self.query_one("#worker-log", EventLog).add(line)
 
 
 # Job events read better as "job 7 echo · attempt 1 · 0.01s"; the rest carry a note only the message has.
