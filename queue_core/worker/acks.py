@@ -35,7 +35,8 @@ UNCONFIRMED = object()
 # A completion waiting in the batch: (the running entry, the handler's result, seconds the handler ran).
 Completion = tuple  # (session.Running, object, float)
 
-# on_error(action, exception, retrying=...): reports a failed queue call (the worker logs it as an event).
+# on_error(action, exception, retrying=..., tries=...): reports a failed queue call (the worker logs it as an
+# event); ``tries``, how many tries of it failed so far (``retrying`` reports only some of them).
 ErrorReporter = Callable[..., None]
 
 
@@ -91,24 +92,34 @@ class Ledger:
 
 
 def retrying(
-    action: str, call: Callable[[], object], *, patience: float, on_error: ErrorReporter, ledger: Ledger | None = None
+    action: str,
+    call: Callable[[], object],
+    *,
+    patience: float,
+    on_error: ErrorReporter,
+    ledger: Ledger | None = None,
+    failed_before: int = 0,
 ) -> tuple[object, bool]:
     """``call()``, tried again after errors for up to ``patience`` seconds (and not after ``ledger.cutoff``):
-    (its answer or ``GAVE_UP`` when it never worked, whether a try raised first)."""
+    (its answer or ``GAVE_UP`` when it never worked, whether a try raised first). ``failed_before``: tries of
+    the same write that failed (and were reported) before this call, which its reports count on from."""
     give_up_at = time.monotonic() + patience
     wait = ACK_FIRST_WAIT
-    raised = False
+    tries = failed_before
     while True:
         try:
-            return call(), raised
+            return call(), tries > 0
         except Exception as exc:
-            raised = True
+            tries += 1
             cutoff = None if ledger is None else ledger.cutoff  # read each time: a stop may set it meanwhile
             last = give_up_at if cutoff is None else min(give_up_at, cutoff)
             again = time.monotonic() + wait < last
-            on_error(action, exc, retrying=again)
+            if not again or tries & (tries - 1) == 0:
+                # The 1st, 2nd, 4th, 8th... failed try and the last: every one (one every ACK_MAX_WAIT for as long
+                # as stale_after, per outcome) made an outage of a minute ~50 error lines a worker.
+                on_error(action, exc, retrying=again, tries=tries)
             if not again:
-                return GAVE_UP, raised
+                return GAVE_UP, True
             time.sleep(wait)
             wait = min(wait * 2, ACK_MAX_WAIT)
 
@@ -191,7 +202,10 @@ class Acks:
     def _complete_many(self, items: list[Completion], ledger: Ledger, *, unsure: bool):
         acks = [(entry.job.id, entry.job.attempt, result) for entry, result, _ in items]
         call = lambda: self.queue.complete_many(acks, worker_id=self.worker_id)  # noqa: E731
-        answer, raised = retrying("complete", call, patience=self.patience, on_error=self.on_error, ledger=ledger)
+        failed = int(unsure)  # the complete-and-claim that raised was this write's first try
+        answer, raised = retrying(
+            "complete", call, patience=self.patience, on_error=self.on_error, ledger=ledger, failed_before=failed
+        )
         if answer is GAVE_UP:
             return GAVE_UP
         return Held.of(answer, unsure=unsure or raised)

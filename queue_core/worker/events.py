@@ -122,11 +122,12 @@ class EventHub:
             except Exception:
                 logger.exception("worker event subscriber %r failed on a %s event", callback, kind)
 
-    def error(self, action: str, exc: Exception, *, retrying: bool = False) -> None:
-        """An ``error`` event: a queue call (``action``) raised ``exc``; ``retrying`` says it will be tried again."""
+    def error(self, action: str, exc: Exception, *, retrying: bool = False, tries: int = 1) -> None:
+        """An ``error`` event: a queue call (``action``) raised ``exc``; ``retrying`` says it will be tried again,
+        ``tries`` how many tries of it failed so far."""
         if not self.wants("error"):
             return
-        then = "; retrying" if retrying else ""
+        then = (f"; {tries} tries failed" if tries > 1 else "") + ("; retrying" if retrying else "")
         if why := refusal(exc):  # a read-only or unprivileged role...: what to change, which retrying will not
             then += f" ({why})"
         error = f"{type(exc).__name__}: {exception_message(exc)}"

@@ -396,9 +396,9 @@ class Worker:
 
     # --- helpers -----------------------------------------------------------------------------------
 
-    def _error(self, action: str, exc: Exception, *, retrying: bool = False) -> None:
+    def _error(self, action: str, exc: Exception, *, retrying: bool = False, tries: int = 1) -> None:
         """A queue call failed: report it, and drop this thread's connection."""
         # The connection may be the trouble (a server restart, pg_terminate_backend): drop this thread's
         # so that its next query reconnects instead of failing on a dead socket forever.
         close_thread_connection(self.queue)
-        self._events.error(action, exc, retrying=retrying)
+        self._events.error(action, exc, retrying=retrying, tries=tries)
