@@ -112,9 +112,8 @@ class Worker:
         self.queue, self.registry, self.listen = queue, registry_or_default(registry), bool(listen)
         self.worker_id = validate_worker_id(default_worker_id() if worker_id is None else worker_id)
         self.poll_interval = positive_seconds("poll_interval", poll_interval)
-        if max_poll_interval is not None:
-            max_poll_interval = positive_seconds("max_poll_interval", max_poll_interval)
-        self.max_poll_interval = idle_ceiling(self.poll_interval, max_poll_interval)
+        ceiling = None if max_poll_interval is None else positive_seconds("max_poll_interval", max_poll_interval)
+        self.max_poll_interval = idle_ceiling(self.poll_interval, ceiling)
         self.stale_after = positive_seconds("stale_after", stale_after)
         self.shutdown_timeout = positive_seconds("shutdown_timeout", shutdown_timeout, allow_zero=True)
         self.prune_after = None if prune_after is None else positive_seconds("prune_after", prune_after)
@@ -193,10 +192,7 @@ class Worker:
         try:
             # A Ctrl-C during the start stops the run as soon as it exists, before any slot claims.
             session = self._start(burst=burst, started=None if interrupts is None else interrupts.started)
-            # This thread only waits now, until the stop: the connection its start used (registry, statistics)
-            # would sit idle all the while, one more per worker process than the slots, heartbeat, listener and
-            # ack flusher that README's sizing of max_connections counts. The stop opens one again if it needs.
-            close_thread_connection(self.queue)
+            close_thread_connection(self.queue)  # it only waits now: no idle connection past README's count
             try:
                 while not session.stopping.is_set():
                     session.wake_main.wait(1.0)

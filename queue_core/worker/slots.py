@@ -112,6 +112,18 @@ class Slots:
         session.slot_wakes[slot].wait(window)
         return True
 
+    def _recovered(self, session: Session) -> bool:
+        """Recover the jobs of a claim whose reply was lost (once no claim is under way); False when the look
+        for them failed (reported): the database is away, and a claim now would fail the same way, a second
+        error line at every poll of an outage, so that counts as the failed claim instead."""
+        failed = self.orphans.recover(session)
+        if failed is None:
+            return True
+        with self.worker._lock:
+            session.claimed(False)
+        self.worker._acks.claim_error = failed
+        return False
+
     def claim(self, session: Session, slot: int, *, quick: bool = False) -> tuple[Running | None, bool, bool, bool]:
         """Claim for ``slot`` and the other idle slots of its queues; returns (this slot's entry or None,
         nothing is left for a burst, the claim worked, another slot is claiming for us). ``quick``: this
@@ -119,13 +131,7 @@ class Slots:
         the first of them (``worker.dispatch``)."""
         worker = self.worker
         group = session.slot_queues[slot]
-        failed = self.orphans.recover(session)  # after a claim whose reply was lost, once no claim is under way
-        if failed is not None:
-            # The look for those jobs failed (reported): the database is away, and a claim now would fail the same
-            # way, a second error line at every poll of an outage. This counts as the failed claim instead.
-            with worker._lock:
-                session.claimed(False)
-            worker._acks.claim_error = failed
+        if not self._recovered(session):
             return None, False, False, False
         with worker._lock:
             mailed = session.take_mail(slot)
@@ -147,8 +153,7 @@ class Slots:
             session.batch.nudge()  # that claim may have taken the batch before this slot's completion
             return None, False, True, True
         items = session.batch.take()
-        types, queues = worker.registry.claim_types(), group
-        done, jobs, ok = worker._acks.complete_and_claim_many(items, n, types, queues)
+        done, jobs, ok = worker._acks.complete_and_claim_many(items, n, worker.registry.claim_types(), group)
         worker._outcomes.completions(items, done)
         entries = [self.register(session, job, s) for job, s in zip(jobs, [slot, *others], strict=False)]
         fed = [(other, entry) for other, entry in zip(others, entries[1:], strict=False) if entry is not None]
