@@ -259,3 +259,11 @@ def test_where_things_live_names_every_module():
     widgets = {path.name for path in (root / "console" / "widgets").iterdir() if (path / "__init__.py").exists()}
     missing["console/widgets"] = sorted(name for name in widgets if f"`{name}/`" not in bullets["console/"])
     assert {package: names for package, names in missing.items() if names} == {}
+
+
+def test_the_events_list_of_running_workers_names_every_event_kind():
+    from queue_core.worker.events import EVENT_KINDS
+
+    text = section("## Running workers\n")
+    events = text[text.index("Events: ") : text.index("While the worker's own logging set-up", text.index("Events: "))]
+    assert [kind for kind in EVENT_KINDS if f"`{kind}`" not in events] == []
