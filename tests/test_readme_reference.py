@@ -267,3 +267,38 @@ def test_the_events_list_of_running_workers_names_every_event_kind():
     text = section("## Running workers\n")
     events = text[text.index("Events: ") : text.index("While the worker's own logging set-up", text.index("Events: "))]
     assert [kind for kind in EVENT_KINDS if f"`{kind}`" not in events] == []
+
+
+def test_the_table_headers_the_readme_shows_are_the_commands(tmp_path, capsys):
+    """``python -m queue_core queues   # QUEUE PAUSED ...``: the comment is the header a reader will see."""
+    from queue_core.cli.admin import main
+
+    url = f"sqlite:///{tmp_path / 'queue.db'}"
+    assert main(["--db", url, "migrate"]) == 0
+    shown = dict(re.findall(r"^python -m queue_core (queues|workers) +# ([A-Z ]+)$", README, re.MULTILINE))
+    assert set(shown) == {"queues", "workers"}
+    for command, header in shown.items():
+        capsys.readouterr()
+        assert main(["--db", url, command]) == 0
+        assert capsys.readouterr().out.split() == header.split()
+
+
+def test_the_enqueue_rows_defaults_are_what_enqueue_gives_a_job(tmp_path, capsys):
+    import json
+
+    from queue_core.cli.admin import main
+
+    row = option_row(table_rows("## Admin CLI\n"), "enqueue")
+    assert main(["--db", f"sqlite:///{tmp_path / 'queue.db'}", "enqueue", "echo"]) == 0
+    job = json.loads(capsys.readouterr().out)
+    stated = {
+        "--payload JSON": f"(`{json.dumps(job['payload'])}`)",
+        "--priority": f"(`{job['priority_label']}`)",
+        "--max-retries N": f"({job['max_retries']})",
+        "--delay SECONDS": "(0)" if job["run_at"] == job["created_at"] else "a delay",
+        "--timeout SECONDS": "(no limit)" if job["timeout"] is None else "a timeout",
+        "--queue NAME": f"(`{job['queue']}`)",
+    }
+    assert {
+        option: text for option, text in stated.items() if not re.search(rf"`{option}`[^|(]*{re.escape(text)}", row)
+    } == {}
