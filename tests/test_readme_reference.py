@@ -302,3 +302,31 @@ def test_the_enqueue_rows_defaults_are_what_enqueue_gives_a_job(tmp_path, capsys
     assert {
         option: text for option, text in stated.items() if not re.search(rf"`{option}`[^|(]*{re.escape(text)}", row)
     } == {}
+
+
+def test_a_job_on_the_wire_is_every_column_plus_what_the_readme_adds(tmp_path):
+    from queue_core.store.models import Job
+
+    text = " ".join(section("## HTTP API\n").split())
+    added = re.search(r"A job is every column of `jobs`, (.*?), times in ISO 8601 UTC\.", text).group(1)
+    extra = set(api_schema(tmp_path)["components"]["schemas"]["JobOut"]["properties"]) - set(Job._meta.fields)
+    assert [field for field in sorted(extra) if f"`{field}`" not in added] == []
+
+
+def test_the_job_model_section_names_every_column_of_every_table():
+    from queue_core.store import models
+
+    text = section("## The job model\n")
+    flat = " ".join(text.split())
+    guide = re.search(r"One table, `jobs`, with the columns of the original guide, unchanged: `([^`]*)`", flat)
+    columns = {name.split(" (")[0].strip() for name in guide.group(1).split(",")}
+    columns |= set(re.findall(r"^\| `(\w+)` \|", text, re.MULTILINE))
+    assert columns == set(models.Job._meta.fields)
+    for table, model in (
+        ("job_errors", models.JobError),
+        ("workers", models.WorkerRecord),
+        ("queues", models.QueueRecord),
+    ):
+        listed = re.search(rf"`{table}` \((.*?)\) (?:is|holds)", flat).group(1)
+        named = set(re.findall(r"\b\w+\b", re.sub(r"\([^)]*\)", "", listed.replace("`", ""))))
+        assert set(model._meta.fields) - {"id"} <= named, table
