@@ -391,6 +391,8 @@ def test_an_always_failing_job_fails_after_max_retries_plus_one_attempts_with_ba
         (["--queues", "mail,mail=2"], "named twice"),
         (["--queues", "=3"], "--queues"),
         (["--queues", "mail=2", "--concurrency", "4"], "give --queues or --concurrency, not both"),
+        # The default's own value given beside --queues was silently ignored (the README: "not together").
+        (["--queues", "mail=2", "--concurrency", "1"], "give --queues or --concurrency, not both"),
         (
             ["--poll-interval", "5", "--max-poll-interval", "1"],
             "--max-poll-interval: 1s is shorter than --poll-interval (5s), the first idle wait it caps; give "

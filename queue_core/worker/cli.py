@@ -117,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
     add(
         "--concurrency",
         type=concurrency,
-        default=d.concurrency,
+        default=None,  # None, not d.concurrency: "--concurrency 1" beside --queues is refused like any other N
         metavar="N",
         help=f"jobs run at once, one thread each (default {d.concurrency})",
     )
@@ -196,7 +196,7 @@ def conflicting_arguments(args) -> str | None:
                 f"--metrics-port {args.metrics_port} with --processes {args.processes}: process k serves on the "
                 f"port + k, up to {last}, past 65535; give a lower port"
             )
-    if args.queues is not None and args.concurrency != DEFAULTS.concurrency:
+    if args.queues is not None and args.concurrency is not None:
         return "give --queues or --concurrency, not both: with --queues each queue has its own slots"
     try:
         check_ack_delay(args.ack_delay, args.stale_after, names=("--ack-delay", "--stale-after"))
@@ -324,7 +324,7 @@ def build_worker(args, queue: JobQueue, schedules: list, member: Member | None) 
     return Worker(
         queue,
         worker_id=worker_id_of(args, None if member is None else member.index),
-        concurrency=args.concurrency,
+        concurrency=DEFAULTS.concurrency if args.concurrency is None else args.concurrency,
         registry=registry,
         poll_interval=args.poll_interval,
         max_poll_interval=args.max_poll_interval,
