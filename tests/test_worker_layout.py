@@ -9,7 +9,7 @@ from pathlib import Path
 
 from console.options import DEFAULT_STALE_AFTER
 from queue_core.worker import DEFAULTS, Worker, WorkerDefaults
-from queue_core.worker.cli import build_parser
+from queue_core.worker.cli import build_parser, build_worker
 
 ROOT = Path(__file__).resolve().parents[1]
 MAX_MODULE_LINES, MAX_FUNCTION_LINES = 400, 60
@@ -17,11 +17,16 @@ MAX_MODULE_LINES, MAX_FUNCTION_LINES = 400, 60
 
 def test_the_worker_signature_the_cli_and_the_console_read_one_table_of_defaults():
     parameters = inspect.signature(Worker).parameters
-    flags = vars(build_parser().parse_args([]))
+    args = build_parser().parse_args([])
+    built = build_worker(args, object(), [], None)  # what the CLI makes of no flags at all
+    flags = vars(args)
     for setting in dataclasses.fields(WorkerDefaults):
         expected = getattr(DEFAULTS, setting.name)
         assert parameters[setting.name].default == expected, setting.name
-        assert flags[setting.name] == expected, setting.name
+        if setting.name == "concurrency":  # None when not given, so that --queues refuses any given value
+            assert flags["concurrency"] is None and built.concurrency == expected
+        else:
+            assert flags[setting.name] == expected, setting.name
     assert DEFAULTS.stale_after == DEFAULT_STALE_AFTER
 
 

@@ -84,13 +84,21 @@ def test_postgres_connection_killed_mid_job(db_url):
     try:
         assert gate.entered.wait(WAIT)
         killer = open_database(db_url)
-        killed = killer.execute_sql(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            # Only this test's connections (the fixture names them after its schema), not other tests' or users'.
-            "WHERE application_name = current_setting('application_name') AND pid <> pg_backend_pid()"
-        ).fetchone()[0]
+        killed = [
+            pid
+            for pid, terminated in killer.execute_sql(
+                "SELECT pid, pg_terminate_backend(pid) FROM pg_stat_activity "
+                # Only this test's connections (the fixture names them after its schema), not other tests' or users'.
+                "WHERE application_name = current_setting('application_name') AND pid <> pg_backend_pid()"
+            ).fetchall()
+            if terminated
+        ]
+        assert killed
+        # pg_terminate_backend only signals: gone, each backend has said its goodbye on its socket. Before that,
+        # a statement sent on the connection fails whatever the client checks, as any mid-statement drop does.
+        gone = "SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(%s)"
+        until(lambda: killer.execute_sql(gone, (killed,)).fetchone()[0] == 0, "the killed backends to exit")
         killer.close()
-        assert killed >= 1
         gate.gate.set()
         until(lambda: _status(db_url, job.id) == "completed", "the retried ack after reconnecting")
         second, _ = JobRepository(open_database(db_url)).create("gated")
