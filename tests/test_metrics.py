@@ -11,6 +11,7 @@ import httpx
 import peewee as pw
 import pytest
 from fastapi.testclient import TestClient
+from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from queue_core.handlers import HandlerRegistry
@@ -222,3 +223,26 @@ def test_a_scrape_while_the_database_fails_is_a_503_and_the_next_reads_again(rep
     assert "queue_jobs" not in failed.text
     monkeypatch.setattr(repo, "queues", real_queues)
     assert client.get("/metrics").status_code == 200
+
+
+def test_a_timed_out_attempt_is_one_finished_job_and_one_overrun(live_repo):
+    """Every claim ends in one outcome: a plain handler past its timeout is a failed attempt, and its thread
+    running on is an overrun, counted apart. Counted as an outcome as well, the one job showed twice in
+    queue_worker_jobs_total (failed and overrun), one more than queue_worker_claimed_total."""
+    release = threading.Event()
+    handlers = HandlerRegistry(with_builtins=False)
+    handlers.register("stuck", lambda payload: release.wait(30))
+    live_repo.create("stuck", timeout=0.05, max_retries=0)
+    metrics = WorkerMetrics()
+    try:
+        worker = Worker(live_repo, registry=handlers, poll_interval=0.01, shutdown_timeout=0.1)
+        worker.subscribe(metrics.on_event)
+        worker.run(burst=True)
+    finally:
+        release.set()
+    samples = parse(generate_latest(metrics.registry).decode())
+    jobs_total = {labels: v for (name, labels), v in samples.items() if name == "queue_worker_jobs_total"}
+    finished = {dict(labels)["outcome"]: v for labels, v in jobs_total.items()}
+    assert finished == {"failed": 1}
+    assert samples[("queue_worker_claimed_total", (("type", "stuck"),))] == 1
+    assert samples[("queue_worker_overruns_total", (("type", "stuck"),))] == 1
