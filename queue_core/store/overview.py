@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 import peewee as pw
 
-from ..rules import COMPLETED, PENDING
+from ..rules import COMPLETED, PENDING, RUNNING
 from .models import JobStatus
 from .reads import MAX_PRIORITY_LEVELS, page_columns
 from .schema import queue_index_parts
@@ -124,6 +124,42 @@ def _rates(repo, since: datetime) -> tuple[dict[str, int], dict[str, int]]:
         .group_by(Job.queue)
     )
     return dict(done.tuples()), dict(failed.tuples())
+
+
+def recent_failures(repo, since: datetime) -> dict[tuple[str, str], int]:
+    """Attempts failed since ``since`` per (queue, type): the recent range of the job_errors ``created_at``
+    index, each row joined to its job by primary key, so a read costs the recent failures, not the history."""
+    Job, JobError = repo.Job, repo.JobError
+    failed = (
+        JobError.select(Job.queue, Job.type, pw.fn.COUNT(pw.SQL("*")))
+        .join(Job, on=(JobError.job_id == Job.id))
+        .where(JobError.created_at >= JobError.created_at.to_value(since))
+        .group_by(Job.queue, Job.type)
+    )
+    return {(queue, type_): n for queue, type_, n in failed.tuples()}
+
+
+def stale_claims(repo, *, now: datetime, default_stale_after: float) -> int:
+    """Running jobs silent (no heartbeat, or no claim if never beaten) for longer than the ``stale_after`` their
+    holder registered, or ``default_stale_after`` seconds when the holder has no registry row.
+
+    Each worker's own setting, as its ``lost`` state is judged: one threshold for all counted a claim of a
+    ``--stale-after 60`` worker that died as healthy for 300 s, and one of a ``--stale-after 3600`` worker as
+    stale after 300 s, which its reaper would never take back. Reads the running jobs only (as many as the
+    workers' slots) and the registry, one row per worker.
+    """
+    Job, Worker = repo.Job, repo.WorkerRecord
+    limits = dict(Worker.select(Worker.id, Worker.stale_after).tuples())
+    # A literal status (models.StatusField): the (status, ...) indexes serve it, as in reads.JobReads._stale.
+    running = Job.select(Job.worker_id, pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at)).where(Job.status == RUNNING)
+    stale = 0
+    for worker_id, seen in running.tuples():
+        if seen is None:  # a running job always has its claim time; a hand-edited row has not: not ours to judge
+            continue
+        # An aggregate comes back unconverted: the column's own conversion, as reads._seconds_since does.
+        silent = (now - Job.claimed_at.python_value(seen)).total_seconds()
+        stale += silent > limits.get(worker_id, default_stale_after)
+    return stale
 
 
 def paused_queues(repo) -> list[str]:

@@ -11,7 +11,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, star
 
 from .events import WorkerEvent
 
-OUTCOMES = ("completed", "failed", "cancelled", "lost", "unconfirmed", "released", "overrun")
+# How a claim ended: one of these per claimed job. An "overrun" is not one (its attempt is also reported
+# "failed"), so it is counted apart: as an outcome, a timed-out job counted twice.
+OUTCOMES = ("completed", "failed", "cancelled", "lost", "unconfirmed", "released")
 # Handlers run from milliseconds to many minutes: buckets up to an hour.
 DURATION_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600)
 
@@ -37,7 +39,19 @@ class WorkerMetrics:
         self.claimed = Counter(
             "queue_worker_claimed", "Jobs this worker claimed, by type", ["type"], registry=self.registry
         )
-        self.errors = Counter("queue_worker_queue_errors", "Queue calls that failed", registry=self.registry)
+        self.overruns = Counter(
+            "queue_worker_overruns",
+            "Handlers still running past their job's timeout (its attempt failed; the thread or event loop runs on)",
+            ["type"],
+            registry=self.registry,
+        )
+        # What the worker's log says: an outcome write retried through an outage is reported at its 1st, 2nd,
+        # 4th, 8th... try and its last (worker.acks), so this counts reports, not every try.
+        self.errors = Counter(
+            "queue_worker_queue_errors",
+            "Failed queue calls the worker reported (a write retried through an outage: its 1st, 2nd, 4th... try)",
+            registry=self.registry,
+        )
         self.up = Gauge("queue_worker_up", "1 while the worker runs", registry=self.registry)
         self._server = None
 
@@ -45,6 +59,9 @@ class WorkerMetrics:
         """A worker subscriber: count the event; thread-safe (prometheus_client's metrics are)."""
         if event.kind == "claimed":
             self.claimed.labels(event.job_type).inc()
+        elif event.kind == "overrun":
+            if event.job_type is not None:  # the stop's summary of the threads still running names no job
+                self.overruns.labels(event.job_type).inc()
         elif event.kind == "error":
             self.errors.inc()
         elif event.kind == "started":
