@@ -292,8 +292,7 @@ class HttpQueue:
         response = self._request("POST", "/jobs/heartbeat", {**body, "attempts": attempts}, allow=(422,))
         answer = None if response.status_code == 422 else self._json(response)
         if answer is None or answer.get("attempts") is None:
-            errors = _problem(response).get("errors") if answer is None else None
-            if answer is None and not any(isinstance(e, dict) and e.get("field") == "attempts" for e in errors or ()):
+            if answer is None and not _refuses(response, "attempts"):
                 raise error_from(response)
             # A server from before attempts: ids only, as it always fenced heartbeats (by worker id alone).
             held = set((answer or self._json(self._post("/jobs/heartbeat", body)))["held"])
@@ -373,7 +372,21 @@ class HttpQueue:
             body["types"] = list(types)
         # Kept (before it is sent: a registration that failed is made again too) for worker_seen's 404.
         self._registrations[worker_id] = body
-        self._post(f"/workers/{_segment(worker_id)}/register", body)
+        self._register(worker_id, body)
+
+    def _register(self, worker_id: str, body: dict) -> None:
+        path = f"/workers/{_segment(worker_id)}/register"
+        response = self._request("POST", path, body, allow=(422,))
+        if response.status_code != 422:
+            return
+        if "types" not in body or not _refuses(response, "types"):
+            raise error_from(response)
+        # A server from before workers recorded their types (schema v13) refuses the field (422, nothing
+        # written): the registration failed at start and at every beat, an error line each, and the worker
+        # never showed in `workers`. Without it, that server's row is a worker of every type, as it read all.
+        body = {name: value for name, value in body.items() if name != "types"}
+        self._registrations[worker_id] = body
+        self._post(path, body)
 
     def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:
         """The heartbeat of the worker's row. A server with no row for it (its registration failed, or an operator's
@@ -388,7 +401,7 @@ class HttpQueue:
         registration = self._registrations.get(worker_id)
         if registration is None or _problem(response).get("type") != WORKER_NOT_REGISTERED:
             raise error_from(response)
-        self._post(f"/workers/{_segment(worker_id)}/register", registration)
+        self._register(worker_id, registration)
         self._post(path, body)
 
     def worker_stopped(self, worker_id: str) -> None:
@@ -504,6 +517,12 @@ def error_from(response: httpx.Response) -> QueueError:
             status,
         )
     return RemoteQueueError(f"the queue API answered {status}: {detail}", status)
+
+
+def _refuses(response: httpx.Response, field: str) -> bool:
+    """Whether a 422 names ``field`` among its errors: what a server older than that field answers."""
+    errors = _problem(response).get("errors")
+    return isinstance(errors, list) and any(isinstance(e, dict) and e.get("field") == field for e in errors)
 
 
 def _problem(response: httpx.Response) -> dict:
