@@ -33,6 +33,8 @@ from .validation import (
 from .wire import IDEMPOTENCY_CONFLICT, MAX_CLAIM_BATCH, READ_ONLY, WORKER_NOT_REGISTERED
 
 DEFAULT_TIMEOUT = 30.0
+# Unknown route, method not allowed, method not implemented: what another web server answers the API's paths.
+NO_SUCH_ROUTE = (404, 405, 501)
 DERIVED = ("priority_label", "cancel_requested")  # computed from other fields: never kept as extras
 TIME_FIELDS = ("claimed_at", "created_at", "updated_at", "run_at", "heartbeat_at", "cancel_requested_at")
 
@@ -436,13 +438,7 @@ class HttpQueue:
         try:
             return response.json()
         except ValueError:
-            request = response.request
-            kind = response.headers.get("content-type") or "no content type"
-            raise RemoteQueueError(
-                f"{self.base_url} is not the queue API: {request.method} {request.url.path} answered "
-                f"{response.status_code} with {kind}, not JSON; give the address of python -m queue_core.server",
-                response.status_code,
-            ) from None
+            raise not_the_api(response, "JSON") from None
 
     def _post(self, path: str, body: dict) -> httpx.Response:
         return self._request("POST", path, body)
@@ -506,6 +502,11 @@ def error_from(response: httpx.Response) -> QueueError:
     problem = _problem(response)
     detail = problem.get("detail") or response.reason_phrase
     status = response.status_code
+    if status in NO_SUCH_ROUTE and not problem:
+        # The API answers an unknown route or method with a problem: a page is another server's (a wrong port,
+        # a proxy's location that leads elsewhere), and "the queue API answered 404: File not found" said the
+        # queue was there. Other statuses may be a proxy's in front of the API (502 while it restarts, 413).
+        return not_the_api(response, "a problem+json")
     if status == 422:
         first = (problem.get("errors") or [{}])[0]
         return ValidationError(first.get("field", "request"), first.get("message", detail))
@@ -517,6 +518,18 @@ def error_from(response: httpx.Response) -> QueueError:
             status,
         )
     return RemoteQueueError(f"the queue API answered {status}: {detail}", status)
+
+
+def not_the_api(response: httpx.Response, expected: str) -> RemoteQueueError:
+    """The error of an answer that is not the queue API's (``expected`` is what it would have been)."""
+    request = response.request
+    kind = response.headers.get("content-type") or "no content type"
+    address = f"{request.url.scheme}://{request.url.netloc.decode('ascii')}"
+    return RemoteQueueError(
+        f"{address} is not the queue API: {request.method} {request.url.path} answered {response.status_code} "
+        f"with {kind}, not {expected}; give the address of python -m queue_core.server",
+        response.status_code,
+    )
 
 
 def _refuses(response: httpx.Response, field: str) -> bool:

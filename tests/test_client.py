@@ -494,3 +494,24 @@ def test_a_registration_refused_for_another_reason_is_still_an_error():
     with HttpQueue("http://s", client=client) as queue, pytest.raises(ValidationError) as info:
         queue.register_worker("w1", host="h", pid=1, queues=None, concurrency=1, stale_after=30, types=["echo"])
     assert info.value.field == "stale_after"
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type"), [(404, "text/html"), (405, "text/plain"), (501, "text/html")], ids=str
+)
+def test_another_servers_error_page_says_the_address_is_not_the_queue_api(status, content_type):
+    # Regression: a wrong port whose web server answers GET /stats with its 404 page stopped the worker with
+    # "error: the queue API answered 404: File not found", as if the queue were there and had no such route.
+    with not_the_api(status, b"<html>File not found</html>", content_type) as queue:
+        for call in (queue.check, lambda: queue.claim("w"), lambda: queue.create("t")):
+            with pytest.raises(RemoteQueueError) as info:
+                call()
+            assert str(info.value).startswith("http://elsewhere is not the queue API: ")
+            assert f"answered {status} with {content_type}" in str(info.value)
+
+
+def test_a_proxys_error_page_in_front_of_the_api_is_still_its_status():
+    # A 502 page while the server behind a proxy restarts is no sign of a wrong address: said as the status.
+    with not_the_api(502, b"<html>Bad Gateway</html>", "text/html") as queue, pytest.raises(RemoteQueueError) as info:
+        queue.claim("w")
+    assert str(info.value) == "the queue API answered 502: Bad Gateway"
