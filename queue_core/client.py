@@ -511,7 +511,19 @@ def error_from(response: httpx.Response) -> QueueError:
         first = (problem.get("errors") or [{}])[0]
         return ValidationError(first.get("field", "request"), first.get("message", detail))
     if status == 401:
-        return RemoteQueueError(f"the queue API refused the token: {detail}", status)
+        # The server's detail is for a curl user ("send ... as 'Authorization: Bearer <token>'"): a worker's
+        # operator needs to know which side to change. "refused the token" when none was sent misled too.
+        if "authorization" not in response.request.headers:
+            return RemoteQueueError(
+                "the queue API needs a token and none was sent: give the server's --token (a worker's --token "
+                "or $QUEUE_API_TOKEN)",
+                status,
+            )
+        return RemoteQueueError(
+            "the queue API refused the token: it is not the server's --token (a server restarted with another "
+            "needs the new one here: a worker's --token or $QUEUE_API_TOKEN, then restart the worker)",
+            status,
+        )
     if status == 403 and problem.get("type") == READ_ONLY:
         return RemoteQueueError(
             "the token is read-only: a worker needs the write token (the server's --token, not its --read-token)",

@@ -81,7 +81,13 @@ def test_a_refused_token_is_one_line_and_exit_2(db_url, tmp_path, token):
     with LiveServer(db_url, "--token", "right") as server:
         result = run_worker(tmp_path, "--api", server.url, "--burst", *(["--token", token] if token else []))
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: the queue API refused the token")
+    assert result.stderr.count("\n") == 1
+    # Regression: with no token at all it said "refused the token", and neither said which token to give.
+    if token is None:
+        assert result.stderr.startswith("error: the queue API needs a token and none was sent: give the server's")
+    else:
+        assert result.stderr.startswith("error: the queue API refused the token: it is not the server's --token")
+    assert "$QUEUE_API_TOKEN" in result.stderr
 
 
 def test_a_read_only_token_is_one_line_and_exit_2(db_url, tmp_path):
