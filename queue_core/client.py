@@ -447,7 +447,12 @@ class HttpQueue:
         try:
             response = self.http.request(method, path, json=body)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise RemoteQueueError(f"cannot reach the queue API at {self.base_url}: {exc or 'timed out'}") from exc
+            message = f"cannot reach the queue API at {self.base_url}: {exc or 'timed out'}"
+            if "WRONG_VERSION_NUMBER" in str(exc):
+                # OpenSSL's words for a TLS hello answered in plain text: the server (queue_core.server serves
+                # no TLS of its own) is plain HTTP at this address.
+                message += "; the server answered in plain HTTP: give an http:// address, or put TLS in front of it"
+            raise RemoteQueueError(message) from exc
         except httpx.TransportError as exc:
             # Connected, then no (whole) answer: the server may have done what was asked. "cannot reach" said
             # it had not, and a create retried on that word enqueued the job twice.

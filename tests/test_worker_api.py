@@ -135,3 +135,15 @@ def test_heartbeats_over_the_api_keep_a_long_job_from_being_reaped(db_url, tmp_p
     after = JobRepository(open_database(db_url)).find_by_id(job.id)
     assert (after.status, after.retry_count) == ("completed", 0)
     assert after.heartbeat_at is not None and after.heartbeat_at > after.claimed_at
+
+
+def test_https_to_the_plain_http_server_says_to_give_an_http_address(db_url, tmp_path):
+    # Regression: the one line was OpenSSL's "[SSL: WRONG_VERSION_NUMBER] wrong version number", no hint.
+    with LiveServer(db_url) as server:
+        https = server.url.replace("http://", "https://", 1)
+        result = run_worker(tmp_path, "--api", https, "--burst")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"error: cannot reach the queue API at {https}: "), result.stderr
+    assert result.stderr.rstrip().endswith(
+        "the server answered in plain HTTP: give an http:// address, or put TLS in front of it"
+    )
