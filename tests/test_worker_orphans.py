@@ -192,3 +192,33 @@ def test_claims_during_an_outage_are_one_try_a_poll_and_a_few_error_lines(
     events.wait_for("error", before + 1)
     worker.stop(timeout=WAIT)
     assert "tries failed" not in events.of("error")[before].message
+
+
+class ClaimWithCompletionsRaisesOnce(JobRepository):
+    """The claim that carries completions raises once, before it writes anything (the connection dropped)."""
+
+    def __init__(self, db):
+        super().__init__(db)
+        self.raised = threading.Event()
+
+    def complete_and_claim_many(self, completions, n, types=None, *, worker_id, queues=None):
+        if completions and not self.raised.is_set():
+            self.raised.set()
+            raise pw.OperationalError("server closed the connection unexpectedly")
+        return super().complete_and_claim_many(completions, n, types, worker_id=worker_id, queues=queues)
+
+
+def test_completions_written_again_after_their_claim_raised_are_not_reported_unwritten(
+    db, handlers, events, make_worker
+):
+    # Regression (913a87b): the completions that a failed claim carried, then written on their own, were
+    # counted as given up: the stop said "unwritten=1 (1 given up after database errors)" for a completed job.
+    handlers.register("t", lambda payload: None)
+    repo = ClaimWithCompletionsRaisesOnce(db)
+    jobs = [repo.create("t", {"n": n})[0] for n in range(3)]
+    worker = make_worker(repo)
+    worker.run(burst=True)
+    assert repo.raised.is_set()
+    assert [repo.find_by_id(job.id).status for job in jobs] == ["completed"] * 3
+    assert "unwritten" not in events.kinds()
+    assert "unwritten" not in events.of("stopped")[-1].message

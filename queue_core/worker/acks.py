@@ -229,7 +229,8 @@ class Acks:
                     return Held(), [], False
                 self.claim_error = exc
                 self.on_error("complete_and_claim", exc, retrying=True)  # each, as the completions' first try
-                return self._complete_many(items, ledger, unsure=True), [], False
+                done = self._complete_many(items, ledger, unsure=True)  # the ledger's end reads it
+                return done, [], False
             self.claims_failed.ended()
             done = Held.of(pairs)
             return done, jobs, True
