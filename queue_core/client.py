@@ -33,6 +33,8 @@ from .validation import (
 from .wire import IDEMPOTENCY_CONFLICT, MAX_CLAIM_BATCH, READ_ONLY, WORKER_NOT_REGISTERED
 
 DEFAULT_TIMEOUT = 30.0
+# Unknown route, method not allowed, method not implemented: what another web server answers the API's paths.
+NO_SUCH_ROUTE = (404, 405, 501)
 DERIVED = ("priority_label", "cancel_requested")  # computed from other fields: never kept as extras
 TIME_FIELDS = ("claimed_at", "created_at", "updated_at", "run_at", "heartbeat_at", "cancel_requested_at")
 
@@ -292,8 +294,7 @@ class HttpQueue:
         response = self._request("POST", "/jobs/heartbeat", {**body, "attempts": attempts}, allow=(422,))
         answer = None if response.status_code == 422 else self._json(response)
         if answer is None or answer.get("attempts") is None:
-            errors = _problem(response).get("errors") if answer is None else None
-            if answer is None and not any(isinstance(e, dict) and e.get("field") == "attempts" for e in errors or ()):
+            if answer is None and not _refuses(response, "attempts"):
                 raise error_from(response)
             # A server from before attempts: ids only, as it always fenced heartbeats (by worker id alone).
             held = set((answer or self._json(self._post("/jobs/heartbeat", body)))["held"])
@@ -373,7 +374,21 @@ class HttpQueue:
             body["types"] = list(types)
         # Kept (before it is sent: a registration that failed is made again too) for worker_seen's 404.
         self._registrations[worker_id] = body
-        self._post(f"/workers/{_segment(worker_id)}/register", body)
+        self._register(worker_id, body)
+
+    def _register(self, worker_id: str, body: dict) -> None:
+        path = f"/workers/{_segment(worker_id)}/register"
+        response = self._request("POST", path, body, allow=(422,))
+        if response.status_code != 422:
+            return
+        if "types" not in body or not _refuses(response, "types"):
+            raise error_from(response)
+        # A server from before workers recorded their types (schema v13) refuses the field (422, nothing
+        # written): the registration failed at start and at every beat, an error line each, and the worker
+        # never showed in `workers`. Without it, that server's row is a worker of every type, as it read all.
+        body = {name: value for name, value in body.items() if name != "types"}
+        self._registrations[worker_id] = body
+        self._post(path, body)
 
     def worker_seen(self, worker_id: str, *, running: int, completed: int, failed: int) -> None:
         """The heartbeat of the worker's row. A server with no row for it (its registration failed, or an operator's
@@ -388,7 +403,7 @@ class HttpQueue:
         registration = self._registrations.get(worker_id)
         if registration is None or _problem(response).get("type") != WORKER_NOT_REGISTERED:
             raise error_from(response)
-        self._post(f"/workers/{_segment(worker_id)}/register", registration)
+        self._register(worker_id, registration)
         self._post(path, body)
 
     def worker_stopped(self, worker_id: str) -> None:
@@ -423,13 +438,7 @@ class HttpQueue:
         try:
             return response.json()
         except ValueError:
-            request = response.request
-            kind = response.headers.get("content-type") or "no content type"
-            raise RemoteQueueError(
-                f"{self.base_url} is not the queue API: {request.method} {request.url.path} answered "
-                f"{response.status_code} with {kind}, not JSON; give the address of python -m queue_core.server",
-                response.status_code,
-            ) from None
+            raise not_the_api(response, "JSON") from None
 
     def _post(self, path: str, body: dict) -> httpx.Response:
         return self._request("POST", path, body)
@@ -438,7 +447,12 @@ class HttpQueue:
         try:
             response = self.http.request(method, path, json=body)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            raise RemoteQueueError(f"cannot reach the queue API at {self.base_url}: {exc or 'timed out'}") from exc
+            message = f"cannot reach the queue API at {self.base_url}: {exc or 'timed out'}"
+            if "WRONG_VERSION_NUMBER" in str(exc):
+                # OpenSSL's words for a TLS hello answered in plain text: the server (queue_core.server serves
+                # no TLS of its own) is plain HTTP at this address.
+                message += "; the server answered in plain HTTP: give an http:// address, or put TLS in front of it"
+            raise RemoteQueueError(message) from exc
         except httpx.TransportError as exc:
             # Connected, then no (whole) answer: the server may have done what was asked. "cannot reach" said
             # it had not, and a create retried on that word enqueued the job twice.
@@ -493,17 +507,52 @@ def error_from(response: httpx.Response) -> QueueError:
     problem = _problem(response)
     detail = problem.get("detail") or response.reason_phrase
     status = response.status_code
+    if status in NO_SUCH_ROUTE and not problem:
+        # The API answers an unknown route or method with a problem: a page is another server's (a wrong port,
+        # a proxy's location that leads elsewhere), and "the queue API answered 404: File not found" said the
+        # queue was there. Other statuses may be a proxy's in front of the API (502 while it restarts, 413).
+        return not_the_api(response, "a problem+json")
     if status == 422:
         first = (problem.get("errors") or [{}])[0]
         return ValidationError(first.get("field", "request"), first.get("message", detail))
     if status == 401:
-        return RemoteQueueError(f"the queue API refused the token: {detail}", status)
+        # The server's detail is for a curl user ("send ... as 'Authorization: Bearer <token>'"): a worker's
+        # operator needs to know which side to change. "refused the token" when none was sent misled too.
+        if "authorization" not in response.request.headers:
+            return RemoteQueueError(
+                "the queue API needs a token and none was sent: give the server's --token (a worker's --token "
+                "or $QUEUE_API_TOKEN)",
+                status,
+            )
+        return RemoteQueueError(
+            "the queue API refused the token: it is not the server's --token (a server restarted with another "
+            "needs the new one here: a worker's --token or $QUEUE_API_TOKEN, then restart the worker)",
+            status,
+        )
     if status == 403 and problem.get("type") == READ_ONLY:
         return RemoteQueueError(
             "the token is read-only: a worker needs the write token (the server's --token, not its --read-token)",
             status,
         )
     return RemoteQueueError(f"the queue API answered {status}: {detail}", status)
+
+
+def not_the_api(response: httpx.Response, expected: str) -> RemoteQueueError:
+    """The error of an answer that is not the queue API's (``expected`` is what it would have been)."""
+    request = response.request
+    kind = response.headers.get("content-type") or "no content type"
+    address = f"{request.url.scheme}://{request.url.netloc.decode('ascii')}"
+    return RemoteQueueError(
+        f"{address} is not the queue API: {request.method} {request.url.path} answered {response.status_code} "
+        f"with {kind}, not {expected}; give the address of python -m queue_core.server",
+        response.status_code,
+    )
+
+
+def _refuses(response: httpx.Response, field: str) -> bool:
+    """Whether a 422 names ``field`` among its errors: what a server older than that field answers."""
+    errors = _problem(response).get("errors")
+    return isinstance(errors, list) and any(isinstance(e, dict) and e.get("field") == field for e in errors)
 
 
 def _problem(response: httpx.Response) -> dict:

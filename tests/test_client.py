@@ -14,7 +14,7 @@ from support import every_row
 from queue_core.client import HttpQueue, RemoteJob, RemoteQueueError
 from queue_core.errors import IdempotencyConflict, QueueError, ValidationError
 from queue_core.server.app import create_app
-from queue_core.wire import MAX_CLAIM_BATCH
+from queue_core.wire import MAX_CLAIM_BATCH, WORKER_NOT_REGISTERED
 from queue_core.worker import Worker
 
 
@@ -455,3 +455,63 @@ def test_a_failed_attempt_with_a_message_json_or_the_body_limit_refuses_is_writt
     assert not events.of("error"), [e.message[:200] for e in events.of("error")[:3]]
     stored = live_repo.find_by_id(job.id)
     assert (stored.status, stored.error) == ("failed", stored_error)
+
+
+def test_a_registration_to_a_server_without_worker_types_is_made_without_them():
+    # Regression: a server from before workers recorded their types refuses the field (422): the remote worker's
+    # registration failed at start and at every heartbeat, one error line each, and it never showed in `workers`.
+    sent = []
+
+    def old_server(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        sent.append((request.url.path, body))
+        if "types" in body:
+            errors = [{"field": "types", "message": "Extra inputs are not permitted"}]
+            return httpx.Response(422, json={"status": 422, "errors": errors})
+        if request.url.path.endswith("/seen") and len([p for p, _ in sent if p.endswith("/register")]) < 3:
+            return httpx.Response(404, json={"type": WORKER_NOT_REGISTERED, "status": 404})
+        return httpx.Response(204)
+
+    client = httpx.Client(base_url="http://old", transport=httpx.MockTransport(old_server))
+    with HttpQueue("http://old", client=client) as old:
+        old.register_worker("w1", host="h", pid=1, queues=None, concurrency=2, stale_after=30, types=["echo"])
+        old.worker_seen("w1", running=0, completed=1, failed=0)  # a 404: registers again, as it did last
+    registrations = [body for path, body in sent if path.endswith("/register")]
+    assert [sorted(body) for body in registrations] == [
+        ["concurrency", "host", "pid", "queues", "stale_after", "types"],
+        ["concurrency", "host", "pid", "queues", "stale_after"],
+        ["concurrency", "host", "pid", "queues", "stale_after"],
+    ]
+    assert [path for path, _ in sent][-2:] == ["/workers/w1/register", "/workers/w1/seen"]
+
+
+def test_a_registration_refused_for_another_reason_is_still_an_error():
+    def server(request: httpx.Request) -> httpx.Response:
+        errors = [{"field": "stale_after", "message": "must be positive"}]
+        return httpx.Response(422, json={"status": 422, "errors": errors})
+
+    client = httpx.Client(base_url="http://s", transport=httpx.MockTransport(server))
+    with HttpQueue("http://s", client=client) as queue, pytest.raises(ValidationError) as info:
+        queue.register_worker("w1", host="h", pid=1, queues=None, concurrency=1, stale_after=30, types=["echo"])
+    assert info.value.field == "stale_after"
+
+
+@pytest.mark.parametrize(
+    ("status", "content_type"), [(404, "text/html"), (405, "text/plain"), (501, "text/html")], ids=str
+)
+def test_another_servers_error_page_says_the_address_is_not_the_queue_api(status, content_type):
+    # Regression: a wrong port whose web server answers GET /stats with its 404 page stopped the worker with
+    # "error: the queue API answered 404: File not found", as if the queue were there and had no such route.
+    with not_the_api(status, b"<html>File not found</html>", content_type) as queue:
+        for call in (queue.check, lambda: queue.claim("w"), lambda: queue.create("t")):
+            with pytest.raises(RemoteQueueError) as info:
+                call()
+            assert str(info.value).startswith("http://elsewhere is not the queue API: ")
+            assert f"answered {status} with {content_type}" in str(info.value)
+
+
+def test_a_proxys_error_page_in_front_of_the_api_is_still_its_status():
+    # A 502 page while the server behind a proxy restarts is no sign of a wrong address: said as the status.
+    with not_the_api(502, b"<html>Bad Gateway</html>", "text/html") as queue, pytest.raises(RemoteQueueError) as info:
+        queue.claim("w")
+    assert str(info.value) == "the queue API answered 502: Bad Gateway"

@@ -81,7 +81,13 @@ def test_a_refused_token_is_one_line_and_exit_2(db_url, tmp_path, token):
     with LiveServer(db_url, "--token", "right") as server:
         result = run_worker(tmp_path, "--api", server.url, "--burst", *(["--token", token] if token else []))
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: the queue API refused the token")
+    assert result.stderr.count("\n") == 1
+    # Regression: with no token at all it said "refused the token", and neither said which token to give.
+    if token is None:
+        assert result.stderr.startswith("error: the queue API needs a token and none was sent: give the server's")
+    else:
+        assert result.stderr.startswith("error: the queue API refused the token: it is not the server's --token")
+    assert "$QUEUE_API_TOKEN" in result.stderr
 
 
 def test_a_read_only_token_is_one_line_and_exit_2(db_url, tmp_path):
@@ -129,3 +135,15 @@ def test_heartbeats_over_the_api_keep_a_long_job_from_being_reaped(db_url, tmp_p
     after = JobRepository(open_database(db_url)).find_by_id(job.id)
     assert (after.status, after.retry_count) == ("completed", 0)
     assert after.heartbeat_at is not None and after.heartbeat_at > after.claimed_at
+
+
+def test_https_to_the_plain_http_server_says_to_give_an_http_address(db_url, tmp_path):
+    # Regression: the one line was OpenSSL's "[SSL: WRONG_VERSION_NUMBER] wrong version number", no hint.
+    with LiveServer(db_url) as server:
+        https = server.url.replace("http://", "https://", 1)
+        result = run_worker(tmp_path, "--api", https, "--burst")
+    assert result.returncode == 2 and result.stderr.count("\n") == 1, result.stderr
+    assert result.stderr.startswith(f"error: cannot reach the queue API at {https}: "), result.stderr
+    assert result.stderr.rstrip().endswith(
+        "the server answered in plain HTTP: give an http:// address, or put TLS in front of it"
+    )

@@ -238,6 +238,69 @@ def test_a_registration_that_always_fails_is_tried_again_at_each_beat_and_jobs_s
     assert events.kinds()[-1] == "stopped"
 
 
+def error_actions(events) -> list[str]:
+    return [e.message.split("during=")[1].split()[0] for e in events.of("error")]
+
+
+def said_at(tries: int) -> list[int]:
+    """The failures in a row an outage's lines are said at: 1, 2, 4, 8... up to ``tries``."""
+    return [1 << k for k in range(tries.bit_length())]
+
+
+def test_a_registry_away_for_many_beats_is_a_few_lines_not_one_a_beat(db, handlers, events, make_worker):
+    # Regression: every failed refresh of the row was a line, one each beat (10 s) for the whole outage, from
+    # every worker; now the 1st, 2nd, 4th, 8th... in a row, as failed claims and outcome writes are said.
+    queue = CallLog(db, failing={"worker_seen"})
+    worker = make_worker(queue, stale_after=0.3)  # a beat every 0.1 s
+    worker.start()
+    wait_until(lambda: len(queue.called("worker_seen")) >= 10, "ten failed beats")
+    worker.stop()
+    tries = len(queue.called("worker_seen"))  # the stop's refresh of the counts included
+    lines = [e.message for e in events.of("error") if "during=worker_seen" in e.message]
+    assert len(lines) == len(said_at(tries)) and len(lines) < tries, lines
+    assert all(f"; {n} tries failed" in line for n, line in zip(said_at(tries)[1:], lines[1:], strict=True))
+
+
+class HeartbeatAway(CallLog):
+    """Heartbeats raise while ``away`` is set: the queue away while a job runs."""
+
+    def __init__(self, db):
+        super().__init__(db)
+        self.away = threading.Event()
+        self.away.set()
+        self.beats = self.worked = 0
+
+    def heartbeat(self, job_ids, **kwargs):
+        if self.away.is_set():
+            self.beats += 1
+            raise pw.OperationalError("server closed the connection unexpectedly")
+        held = super().heartbeat(job_ids, **kwargs)
+        self.worked += 1
+        return held
+
+
+def test_heartbeats_failing_while_a_job_runs_are_a_few_lines_and_start_again_once_one_works(
+    db, handlers, events, make_worker
+):
+    release = threading.Event()
+    handlers.register("t", lambda payload: release.wait(WAIT))
+    queue = HeartbeatAway(db)
+    queue.create("t")
+    worker = make_worker(queue, stale_after=0.6)  # a beat every 0.2 s
+    worker.start()
+    wait_until(lambda: queue.beats >= 10, "ten failed heartbeats")
+    queue.away.clear()
+    wait_until(lambda: queue.worked >= 1, "a heartbeat that works")
+    before = len(error_actions(events))
+    queue.away.set()
+    wait_until(lambda: len(error_actions(events)) > before, "the next outage's first line")
+    release.set()
+    worker.stop()
+    beats = [line for line in error_actions(events)[:before] if line == "heartbeat"]
+    assert 0 < len(beats) < 10, beats
+    assert "tries failed" not in [e.message for e in events.of("error")][before]
+
+
 class FailsFirstRegistration(CallLog):
     """The database locked or away as the worker starts: its first registration raises, the next ones work."""
 

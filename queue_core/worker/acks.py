@@ -40,6 +40,32 @@ Completion = tuple  # (session.Running, object, float)
 ErrorReporter = Callable[..., None]
 
 
+def said(tries: int) -> bool:
+    """Whether the ``tries``-th failure in a row is said: the 1st, 2nd, 4th, 8th... (an outage of minutes is
+    a few lines, not one at every try)."""
+    return tries & (tries - 1) == 0
+
+
+class Streak:
+    """Failures in a row of one kind of queue call, which may come from several threads."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self.count = 0
+
+    def report(self, on_error: ErrorReporter, action: str, exc: Exception) -> None:
+        """One more failure: reported (with how many in a row) if it is one of those ``said``."""
+        with self._lock:
+            self.count += 1
+            tries = self.count
+        if said(tries):
+            on_error(action, exc, tries=tries)
+
+    def ended(self) -> None:
+        """The call worked: the next failure is the first again."""
+        self.count = 0
+
+
 class Held(frozenset):
     """The (id, attempt) pairs a batch write found held. ``unsure``: a try of this write raised first, so a
     pair left out may have been completed by that try (its reply lost) rather than taken back."""
@@ -114,7 +140,7 @@ def retrying(
             cutoff = None if ledger is None else ledger.cutoff  # read each time: a stop may set it meanwhile
             last = give_up_at if cutoff is None else min(give_up_at, cutoff)
             again = time.monotonic() + wait < last
-            if not again or tries & (tries - 1) == 0:
+            if not again or said(tries):
                 # The 1st, 2nd, 4th, 8th... failed try and the last: every one (one every ACK_MAX_WAIT for as long
                 # as stale_after, per outcome) made an outage of a minute ~50 error lines a worker.
                 on_error(action, exc, retrying=again, tries=tries)
@@ -134,6 +160,15 @@ class Acks:
         self.on_error = on_error
         self.ledger = Ledger()
         self.claim_error: Exception | None = None  # what the last claim that failed raised
+        self.claims_failed = Streak()  # claims failed in a row, by any slot (``claim_failed``)
+
+    def claim_failed(self, action: str, exc: Exception) -> None:
+        """A claim (or the look for a lost claim's jobs that comes before one) raised: reported at the 1st,
+        2nd, 4th, 8th... failure in a row of the worker's claims, whichever slot made it. Each idle slot claims
+        at every poll wait, so the queue away for a minute was an error line every 5 s per slot (100 a minute
+        from an idle --concurrency 8 worker over --api); a claim that works starts the count again."""
+        self.claim_error = exc
+        self.claims_failed.report(self.on_error, action, exc)
 
     def begin(self) -> Ledger:
         """A new run's ledger: the writes of the run before keep theirs (and its cutoff)."""
@@ -187,12 +222,16 @@ class Acks:
                     acks, n, types, worker_id=self.worker_id, queues=queues
                 )
             except Exception as exc:
-                self.claim_error = exc
                 # Not again: had that try committed unseen, another would claim more jobs and orphan these.
                 # The completions alone are safe to repeat (and unsure: that try may have written them).
-                self.on_error("complete_and_claim" if items else "claim", exc, retrying=bool(items))
-                done = self._complete_many(items, ledger, unsure=True) if items else Held()
+                if not items:
+                    self.claim_failed("claim", exc)
+                    return Held(), [], False
+                self.claim_error = exc
+                self.on_error("complete_and_claim", exc, retrying=True)  # each, as the completions' first try
+                done = self._complete_many(items, ledger, unsure=True)  # the ledger's end reads it
                 return done, [], False
+            self.claims_failed.ended()
             done = Held.of(pairs)
             return done, jobs, True
         finally:

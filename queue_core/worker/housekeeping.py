@@ -20,7 +20,7 @@ from datetime import timedelta
 
 from ..clock import utc_now
 from ..store.repository import PRUNE_BATCH
-from .acks import ErrorReporter
+from .acks import ErrorReporter, Streak
 from .events import EventHub
 from .presence import Presence
 from .protocol import JobQueue, close_thread_connection
@@ -63,6 +63,7 @@ class Housekeeping:
         self._on_error = on_error
         self._on_reaped = on_reaped  # reaped jobs are pending again: wake idle claim threads
         self.presence = presence
+        self.beats_failed = Streak()  # heartbeats failed in a row: said at the 1st, 2nd, 4th... of an outage
 
     def run(self, session: Session) -> None:
         next_reap = time.monotonic() + (self.reap_interval if session.burst else 0.0)  # a burst reaped at start
@@ -135,8 +136,9 @@ class Housekeeping:
             answer = self.queue.heartbeat([k[0] for k in keys], worker_id=self.worker_id, attempts=[k[1] for k in keys])
             held = {(job_id, attempt) for job_id, attempt in answer}
         except Exception as exc:
-            self._on_error("heartbeat", exc)
+            self.beats_failed.report(self._on_error, "heartbeat", exc)
             return None
+        self.beats_failed.ended()
         for entry in entries:
             with session.lock:
                 # Finished or released since the snapshot: not held any more, and not lost either.

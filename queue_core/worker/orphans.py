@@ -33,10 +33,11 @@ class Orphans:
         self._on_error = on_error
         self._lock = lock  # the worker's: it guards the session's claims and running jobs
 
-    def recover(self, session: Session) -> Exception | None:
+    def recover(self, session: Session, *, on_look_error: ErrorReporter | None = None) -> Exception | None:
         """After a claim raised (``session.orphans``) and while no claim is under way: release the jobs the
         queue says this worker holds that it does not track. Tried again at the next claim if it fails; what
-        the queue raised then is returned (reported already), so that the caller does not claim too."""
+        the queue raised then is returned (reported already, the look's through ``on_look_error`` if given),
+        so that the caller does not claim too."""
         if not session.orphans:
             # Every claim comes here, and almost never with anything to do: the flag is read without the lock
             # (it is only set under it, and looked at again under it below). A claim whose error sets it while
@@ -48,7 +49,8 @@ class Orphans:
             session.recovering = True  # no claim starts until this is over
             known = self._tracked(session)
         try:
-            failed, held = self._call("held_claims", lambda: self.queue.held_claims(self.worker_id))
+            look = lambda: self.queue.held_claims(self.worker_id)  # noqa: E731
+            failed, held = self._call("held_claims", look, on_look_error)
             if failed is not None:
                 return failed
             with self._lock:
@@ -84,10 +86,10 @@ class Orphans:
         _, gave_up, writing = session.ledger.unwritten()
         return {*session.running, *session.batch.unwritten(), *writing, *gave_up}
 
-    def _call(self, action: str, call) -> tuple[Exception | None, object]:
+    def _call(self, action: str, call, on_error: ErrorReporter | None = None) -> tuple[Exception | None, object]:
         """(None, the answer of ``call()``), or (what it raised, None); an error is reported."""
         try:
             return None, call()
         except Exception as exc:
-            self._on_error(action, exc)
+            (on_error or self._on_error)(action, exc)
             return exc, None

@@ -15,7 +15,7 @@ import os
 import socket
 from collections.abc import Callable, Iterable
 
-from .acks import ErrorReporter
+from .acks import ErrorReporter, Streak
 from .protocol import JobQueue
 
 FAILED = object()  # a registry call that raised (its error reported), told apart from any answer it gives
@@ -45,6 +45,7 @@ class Presence:
         self.stats = stats
         self.on_error = on_error
         self.registered = False  # the row is written; until then each beat registers instead
+        self.failing = Streak()  # registry calls failed in a row: one a beat while the queue is away
 
     def register(self) -> None:
         self.registered = FAILED is not self._try(
@@ -82,7 +83,12 @@ class Presence:
     def _try(self, action: str, call: Callable[[], object]) -> object:
         """``call()``'s answer; FAILED (and an error event) if it raised."""
         try:
-            return call()
+            answer = call()
         except Exception as exc:
-            self.on_error(action, exc)
+            if action == "worker_stopped":
+                self.on_error(action, exc)  # the last word of a stop, said whatever came before
+            else:
+                self.failing.report(self.on_error, action, exc)
             return FAILED
+        self.failing.ended()
+        return answer

@@ -116,7 +116,7 @@ class Slots:
         """Recover the jobs of a claim whose reply was lost (once no claim is under way); False when the look
         for them failed (reported): the database is away, and a claim now would fail the same way, a second
         error line at every poll of an outage, so that counts as the failed claim instead."""
-        failed = self.orphans.recover(session)
+        failed = self.orphans.recover(session, on_look_error=self.worker._acks.claim_failed)
         if failed is None:
             return True
         with self.worker._lock:
