@@ -463,3 +463,38 @@ def test_json_log_lines_stay_json_on_a_stderr_that_cannot_write_every_character(
     lines = [json.loads(line) for line in done.stderr.decode("ascii").splitlines()]
     assert f'echo job {job.id}: {{"name": "Zoë ✓ 😀"}}' in [line["message"] for line in lines]
     assert repo.find_by_id(job.id).status == "completed"
+
+
+HOSTILE_HANDLER = """
+from queue_core import handler
+
+
+@handler("hostile")
+def hostile(payload):
+    raise ValueError("red \\x1b[31mALERT\\x1b[0m \\u202eesrever\\nsecond line \\x07")
+"""
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+def test_a_handlers_error_text_cannot_act_on_the_operators_terminal(repo, worker_env, tmp_path, fmt):
+    # The failed line and the traceback under it wrote ESC (colours, cursor moves), BEL and U+202E (which
+    # reverses the rest of the line) as they were: a handler's exception text acted on the terminal.
+    (tmp_path / "hostile_handler.py").write_text(HOSTILE_HANDLER)
+    job = repo.create("hostile", max_retries=0)[0]
+    done = subprocess.run(
+        [sys.executable, "-m", "queue_core.worker", "--burst", "--handlers", "hostile_handler", "--log-format", fmt],
+        cwd=tmp_path,
+        env={**worker_env, "PYTHONPATH": f"{tmp_path}{os.pathsep}{worker_env['PYTHONPATH']}"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert all(line.isprintable() for line in done.stderr.splitlines()), done.stderr
+    message = "red \x1b[31mALERT\x1b[0m \u202eesrever\nsecond line \x07"
+    if fmt == "json":  # the escapes are JSON's: a reader gets the text back as it was
+        failed = next(line for line in map(json.loads, done.stderr.splitlines()) if line.get("event") == "failed")
+        assert failed["error"] == message and failed["exception"].endswith(f"ValueError: {message}")
+    else:
+        assert "ValueError: red \\u001b[31mALERT\\u001b[0m \\u202eesrever\nsecond line \\u0007\n" in done.stderr
+    assert repo.find_by_id(job.id).error == message  # the job keeps the text as raised

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from ..errors import ValidationError
 from ..store.postgres import refusal
+from ..text import printable
 
 logger = logging.getLogger(__name__)
 
@@ -169,6 +170,6 @@ def describe(kind: str, worker_id: str, job, duration: float | None, error: str 
     if duration is not None:
         parts.append(f"duration={duration:.3f}s")
     if error is not None:
-        parts.append(f"error={json.dumps(clipped(error), ensure_ascii=False)}")
+        parts.append(f"error={printable(json.dumps(clipped(error), ensure_ascii=False))}")
     line = " ".join(parts)
     return f"{line}: {note}" if note else line

@@ -15,7 +15,7 @@ import threading
 import time
 from datetime import UTC, datetime
 
-from ..text import writes_unicode
+from ..text import printable, writes_unicode
 from .events import EVENT_KINDS, WorkerEvent, clipped
 
 logger = logging.getLogger("queue_core.worker")
@@ -74,7 +74,7 @@ def json_line(
     data["message"] = message
     if exc:
         data["exception"] = exc
-    return json.dumps(data, ensure_ascii=ascii_only)
+    return printable(json.dumps(data, ensure_ascii=ascii_only))  # a bidi override is valid JSON, yet acts
 
 
 def event_traceback(event: WorkerEvent | None) -> str:
@@ -87,9 +87,9 @@ class TextFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = text_line(record.created, record.levelname, record.getMessage())
         if record.exc_info:
-            line += "\n" + self.formatException(record.exc_info)
+            line += "\n" + printable(self.formatException(record.exc_info), keep_newlines=True)
         elif tb := event_traceback(getattr(record, "worker_event", None)):
-            line += "\n" + tb
+            line += "\n" + printable(tb, keep_newlines=True)
         return line
 
 
@@ -159,7 +159,7 @@ class EventLines:
         else:
             line = text_line(created, levelname, event.message)
             if tb := event_traceback(event):
-                line += "\n" + tb
+                line += "\n" + printable(tb, keep_newlines=True)  # a handler's text: no terminal escapes
         line += handler.terminator
         try:
             with handler.lock:
