@@ -314,17 +314,11 @@ def line_of(fragment: str) -> int:
     return next(n for n, line in enumerate(RAISING_HANDLERS.splitlines(), 1) if fragment in line)
 
 
-def run_failing_jobs(repo, worker_env, tmp_path, *args) -> tuple[str, dict[str, int]]:
-    (tmp_path / "raising_handlers.py").write_text(RAISING_HANDLERS)
-    ids = {
-        "sync-fails": repo.create("sync-fails", {"card": 77}, max_retries=0)[0].id,
-        "async-fails": repo.create("async-fails", max_retries=0)[0].id,
-        "async-hangs": repo.create("async-hangs", max_retries=0, timeout=0.3)[0].id,
-        "sync-hangs": repo.create("sync-hangs", max_retries=0, timeout=0.3)[0].id,
-        "returns-a-set": repo.create("returns-a-set", max_retries=0)[0].id,
-    }
+def burst_of(module: str, source: str, worker_env, tmp_path, *args) -> str:
+    """The stderr of a ``--burst`` worker of handler module ``module`` (written from ``source``)."""
+    (tmp_path / f"{module}.py").write_text(source)
     done = subprocess.run(
-        [sys.executable, "-m", "queue_core.worker", "--burst", "--handlers", "raising_handlers", *args],
+        [sys.executable, "-m", "queue_core.worker", "--burst", "--handlers", module, *args],
         cwd=tmp_path,
         env={**worker_env, "PYTHONPATH": f"{tmp_path}{os.pathsep}{worker_env['PYTHONPATH']}"},
         capture_output=True,
@@ -332,9 +326,21 @@ def run_failing_jobs(repo, worker_env, tmp_path, *args) -> tuple[str, dict[str, 
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
+    return done.stderr
+
+
+def run_failing_jobs(repo, worker_env, tmp_path, *args) -> tuple[str, dict[str, int]]:
+    ids = {
+        "sync-fails": repo.create("sync-fails", {"card": 77}, max_retries=0)[0].id,
+        "async-fails": repo.create("async-fails", max_retries=0)[0].id,
+        "async-hangs": repo.create("async-hangs", max_retries=0, timeout=0.3)[0].id,
+        "sync-hangs": repo.create("sync-hangs", max_retries=0, timeout=0.3)[0].id,
+        "returns-a-set": repo.create("returns-a-set", max_retries=0)[0].id,
+    }
+    stderr = burst_of("raising_handlers", RAISING_HANDLERS, worker_env, tmp_path, *args)
     for job_id in ids.values():
         assert repo.find_by_id(job_id).status == "failed"
-    return done.stderr, ids
+    return stderr, ids
 
 
 def failed_blocks(stderr: str) -> dict[str, str]:
@@ -479,22 +485,13 @@ def hostile(payload):
 def test_a_handlers_error_text_cannot_act_on_the_operators_terminal(repo, worker_env, tmp_path, fmt):
     # The failed line and the traceback under it wrote ESC (colours, cursor moves), BEL and U+202E (which
     # reverses the rest of the line) as they were: a handler's exception text acted on the terminal.
-    (tmp_path / "hostile_handler.py").write_text(HOSTILE_HANDLER)
     job = repo.create("hostile", max_retries=0)[0]
-    done = subprocess.run(
-        [sys.executable, "-m", "queue_core.worker", "--burst", "--handlers", "hostile_handler", "--log-format", fmt],
-        cwd=tmp_path,
-        env={**worker_env, "PYTHONPATH": f"{tmp_path}{os.pathsep}{worker_env['PYTHONPATH']}"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    assert all(line.isprintable() for line in done.stderr.splitlines()), done.stderr
+    stderr = burst_of("hostile_handler", HOSTILE_HANDLER, worker_env, tmp_path, "--log-format", fmt)
+    assert all(line.isprintable() for line in stderr.splitlines()), stderr
     message = "red \x1b[31mALERT\x1b[0m \u202eesrever\nsecond line \x07"
     if fmt == "json":  # the escapes are JSON's: a reader gets the text back as it was
-        failed = next(line for line in map(json.loads, done.stderr.splitlines()) if line.get("event") == "failed")
+        failed = next(line for line in map(json.loads, stderr.splitlines()) if line.get("event") == "failed")
         assert failed["error"] == message and failed["exception"].endswith(f"ValueError: {message}")
     else:
-        assert "ValueError: red \\u001b[31mALERT\\u001b[0m \\u202eesrever\nsecond line \\u0007\n" in done.stderr
+        assert "ValueError: red \\u001b[31mALERT\\u001b[0m \\u202eesrever\nsecond line \\u0007\n" in stderr
     assert repo.find_by_id(job.id).error == message  # the job keeps the text as raised
