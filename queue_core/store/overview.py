@@ -15,7 +15,7 @@ from datetime import datetime, timedelta
 
 import peewee as pw
 
-from ..rules import COMPLETED, PENDING, RUNNING
+from ..rules import COMPLETED, PENDING, RUNNING, is_stale
 from .models import JobStatus
 from .reads import MAX_PRIORITY_LEVELS, page_columns
 from .schema import queue_index_parts
@@ -151,15 +151,13 @@ def stale_claims(repo, *, now: datetime, default_stale_after: float) -> int:
     Job, Worker = repo.Job, repo.WorkerRecord
     limits = dict(Worker.select(Worker.id, Worker.stale_after).tuples())
     # A literal status (models.StatusField): the (status, ...) indexes serve it, as in reads.JobReads._stale.
-    running = Job.select(Job.worker_id, pw.fn.COALESCE(Job.heartbeat_at, Job.claimed_at)).where(Job.status == RUNNING)
-    stale = 0
-    for worker_id, seen in running.tuples():
-        if seen is None:  # a running job always has its claim time; a hand-edited row has not: not ours to judge
-            continue
-        # An aggregate comes back unconverted: the column's own conversion, as reads._seconds_since does.
-        silent = (now - Job.claimed_at.python_value(seen)).total_seconds()
-        stale += silent > limits.get(worker_id, default_stale_after)
-    return stale
+    running = Job.select(Job.worker_id, Job.heartbeat_at, Job.claimed_at).where(Job.status == RUNNING)
+    return sum(
+        is_stale(job, now, timedelta(seconds=limits.get(job.worker_id, default_stale_after)))
+        for job in running
+        # A running job always has its claim time; a hand-edited row may not: not ours to judge.
+        if job.claimed_at is not None
+    )
 
 
 def paused_queues(repo) -> list[str]:
