@@ -263,20 +263,26 @@ class HttpQueue:
         worker_id: str | None = None,
         attempt: int | None = None,
         traceback: str | None = None,
+        final: bool = False,
     ) -> RemoteJob | None:
         # Cut as the repository stores them (the server would do the same): sent whole, a handler's long
         # message (an HTTP response's body, say) was over the server's --max-body-bytes, refused with 413 at
         # every try, and the job stayed running until it was reaped, ran again and failed alike.
         error, traceback = validate_error(error), validate_traceback(traceback)
         body = {"error": error, "worker_id": worker_id, "attempt": attempt}
-        if traceback is None:
+        # Each sent only when set, so a server older than the field takes every other failure as before.
+        extras = {} if traceback is None else {"traceback": traceback}
+        if final:
+            extras["final"] = True
+        if not extras:
             return self._ack(job_id, "fail", body)
         try:
-            return self._ack(job_id, "fail", {**body, "traceback": traceback})
+            return self._ack(job_id, "fail", {**body, **extras})
         except ValidationError as exc:
-            if exc.field != "traceback":
+            if exc.field not in extras:
                 raise
-            # A server older than tracebacks refuses the field (422, nothing written): the error is kept.
+            # A server older than the field refuses it (422, nothing written): the error is kept (a final
+            # failure is then retried by the usual rules, as that server's workers did).
             return self._ack(job_id, "fail", body)
 
     def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> RemoteJob | None:

@@ -70,6 +70,51 @@ def test_a_result_that_cannot_be_stored_fails_the_attempt_saying_why(queue, live
     assert failed.result is None
 
 
+def test_a_result_that_cannot_be_stored_fails_the_job_for_good_not_running_the_handler_again(queue, live_repo):
+    """The handler ran to its end (it sent the mail, charged the card) and returned a datetime: the attempt was
+    failed and retried by the usual rules, so the handler, and what it did, ran max_retries + 1 times."""
+    runs = []
+
+    @queue.task("charge", retry_backoff=0)  # 3 retries left, at once
+    def charge(card: str) -> dict:
+        runs.append(card)
+        return {"charged_at": {card}}
+
+    job = charge.enqueue(card="77")
+    run_all(queue, live_repo)
+    failed = live_repo.find_by_id(job.id)
+    assert runs == ["77"]
+    assert (failed.status, failed.retry_count, failed.attempt) == ("failed", 0, 1)
+    assert "not JSON-serialisable" in failed.error and "not retried (that would run it again)" in failed.error
+    assert [error.attempt for error in live_repo.errors_for(job.id)] == [1]
+
+
+def test_a_worker_over_http_fails_a_job_whose_result_cannot_be_stored_for_good(queue, live_repo):
+    runs = []
+
+    @queue.task("stamp", retry_backoff=0)
+    def stamp() -> bytes:
+        runs.append(1)
+        return b"not json"
+
+    job = stamp.enqueue()
+    client = TestClient(create_app(live_repo), raise_server_exceptions=False)
+    with HttpQueue("http://testserver", client=client) as remote:
+        Worker(remote, registry=queue.registry, poll_interval=0.01).run(burst=True)
+    failed = live_repo.find_by_id(job.id)
+    assert (runs, failed.status, failed.attempt) == ([1], "failed", 1)
+    assert "not retried" in failed.error
+
+
+def test_fail_final_fails_a_job_with_retries_left_and_a_cancel_request_still_cancels(live_repo):
+    jobs = [live_repo.create("t", max_retries=5)[0] for _ in range(3)]
+    claimed = [live_repo.claim("w") for _ in jobs]
+    live_repo.cancel(claimed[1].id)
+    assert live_repo.fail(claimed[0].id, "e", worker_id="w", attempt=1, final=True).status == "failed"
+    assert live_repo.fail(claimed[1].id, "e", worker_id="w", attempt=1, final=True).status == "cancelled"
+    assert live_repo.fail(claimed[2].id, "e", worker_id="w", attempt=1).status == "pending"  # as before
+
+
 def test_scalars_and_strings_are_json_not_raw_text(queue, live_repo):
     @queue.task("echo-back")
     def echo_back(value):

@@ -250,6 +250,11 @@ class FailJob(Ack):
         description="the handler's traceback, as Python prints it; kept with the error (a long one's first line"
         " and its last 16,000 characters)",
     )
+    final: StrictBool = Field(
+        False,
+        description="fail the job for good, retries left or not (the handler returned a value that cannot be"
+        " stored as its result: a retry would run it again)",
+    )
 
 
 class Heartbeat(Body):

@@ -387,9 +387,12 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         worker_id: str | None = None,
         attempt: int | None = None,
         traceback: str | None = None,
+        final: bool = False,
     ) -> Job | None:
         """Record a failed attempt: back to pending after a back-off while retries are left, else failed.
         ``traceback``, the handler's as Python prints it, is kept with the attempt's error (its end, if long).
+        ``final`` fails it for good, retries left or not: a worker's handler returned a value that cannot be
+        stored as the result, and a retry would run the handler (and whatever it did) again.
 
         A job an operator asked to cancel is cancelled instead: it is never re-queued."""
         error = validate_error(error)
@@ -409,7 +412,7 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             delay = None
             if job.cancel_requested:
                 changes = {"status": CANCELLED, "error": error, "updated_at": now}
-            elif has_retries_left(job):
+            elif has_retries_left(job) and not final:
                 delay = backoff_delay(job.retry_count, job.retry_backoff, self.rng)
                 changes = self._requeue_changes(now, retry_count=job.retry_count + 1, error=error)
                 changes["run_at"] = now + timedelta(seconds=delay)

@@ -175,10 +175,11 @@ class Acks:
         self.ledger = Ledger()
         return self.ledger
 
-    def fail(self, job: ClaimedJob, error: str, traceback: str | None = None):
-        """The job after a failed attempt (pending for a retry, or failed), None, ``UNCONFIRMED`` or
-        ``GAVE_UP``; ``traceback``, the handler's, is kept with the attempt's error."""
-        call = lambda: self.queue.fail(job.id, error, traceback=traceback, **self._claim(job))  # noqa: E731
+    def fail(self, job: ClaimedJob, error: str, traceback: str | None = None, *, final: bool = False):
+        """The job after a failed attempt (pending for a retry, or failed; failed at once when ``final``), None,
+        ``UNCONFIRMED`` or ``GAVE_UP``; ``traceback``, the handler's, is kept with the attempt's error."""
+        options = {"traceback": traceback, **({"final": True} if final else {})}  # a JobQueue of old: no final
+        call = lambda: self.queue.fail(job.id, error, **options, **self._claim(job))  # noqa: E731
         return self._outcome("fail", job, call)
 
     def release(self, job: ClaimedJob, *, once: bool = False):

@@ -14,12 +14,15 @@ from ..rules import FAILED
 from .acks import GAVE_UP, UNCONFIRMED, Acks
 from .events import EventHub
 from .protocol import ClaimedJob
+from .runner import ResultNotStored
 from .session import Running
 from .tracebacks import handler_traceback
 
 
-def failure_note(job: ClaimedJob, result: ClaimedJob) -> str:
+def failure_note(job: ClaimedJob, result: ClaimedJob, *, final: bool = False) -> str:
     """What became of a failed attempt: retried when, or failed for good."""
+    if result.status == FAILED and final:
+        return "not retried"
     if result.status == FAILED:
         return f"no retries left after {job.attempt} attempt{'' if job.attempt == 1 else 's'}"
     retry_at = result.run_at.isoformat(timespec="milliseconds")
@@ -42,7 +45,8 @@ class Outcomes:
         """A failed attempt; ``exc``, what the handler raised, gives the attempt its stored traceback and the
         ``failed`` line its own."""
         tb = handler_traceback(exc)
-        self.report(entry, self.acks.fail(entry.job, error, tb), duration, error, tb)
+        final = isinstance(exc, ResultNotStored)  # a retry would run the handler that ran to its end again
+        self.report(entry, self.acks.fail(entry.job, error, tb, final=final), duration, error, tb, final=final)
 
     def cancel(self, entry: Running, duration: float, error: str | None) -> None:
         """The handler returned or raised after a cancel request reached it: the job ends cancelled, no retry."""
@@ -57,7 +61,9 @@ class Outcomes:
         note = "on an operator's request; not retried" + ("" if error is None else " (the handler raised)")
         self.events.emit("cancelled", entry.job, duration=duration, error=error, note=note)
 
-    def report(self, entry: Running, result, duration: float, error: str | None, tb: str | None = None) -> None:
+    def report(
+        self, entry: Running, result, duration: float, error: str | None, tb: str | None = None, *, final: bool = False
+    ) -> None:
         """Count and report a completion or failed attempt whose write answered ``result``."""
         if result is GAVE_UP:
             return  # the write never got through: nothing is known of the job, the reaper will see to it
@@ -75,7 +81,7 @@ class Outcomes:
             self.events.emit("completed", job, duration=duration)
         elif self.events.wants("failed"):  # the note is formatted only when someone reads it
             self.events.emit(
-                "failed", job, duration=duration, error=error, note=failure_note(job, result), traceback=tb
+                "failed", job, duration=duration, error=error, note=failure_note(job, result, final=final), traceback=tb
             )
 
     def completions(self, items: list, done) -> None:

@@ -75,9 +75,10 @@ class JobQueue(Protocol):
         worker_id: str | None = None,
         attempt: int | None = None,
         traceback: str | None = None,
+        final: bool = False,
     ) -> ClaimedJob | None:
-        """Record a failed attempt: pending again after a back-off while retries are left, else failed;
-        ``traceback`` (the handler's) is kept with its error."""
+        """Record a failed attempt: pending again after a back-off while retries are left, else failed (and
+        failed at once when ``final``); ``traceback`` (the handler's) is kept with its error."""
         ...
 
     def release(self, job_id: int, *, worker_id: str | None = None, attempt: int | None = None) -> ClaimedJob | None:

@@ -27,6 +27,7 @@ import threading
 import time
 from typing import TYPE_CHECKING
 
+from ..errors import ValidationError
 from ..results import encode_result
 from .events import EventHub, exception_message
 from .handlers import Handler, _current_job, call_handler
@@ -55,6 +56,14 @@ class AttemptCancelled(Exception):
 
     def __init__(self):
         super().__init__("cancelled by an operator while running (the coroutine was cancelled)")
+
+
+class ResultNotStored(Exception):
+    """The handler ran to its end, but its return value cannot be stored as the job's result (not JSON, too
+    big, too deep): the job fails for good, as a retry would run the handler, and what it did, again."""
+
+    def __init__(self, why: str):
+        super().__init__(f"{why}; the handler ran to its end, so the job is not retried (that would run it again)")
 
 
 class HandlerExited(Exception):
@@ -111,12 +120,16 @@ class HandlerRunner:
         failed it or None); never raises. The exception is for the failure's log line, whose traceback it is
         (``tracebacks.handler_traceback``, formatted only if someone listens for ``failed``).
 
-        A result that cannot be stored (not JSON, too big) fails the attempt, saying why.
+        A result that cannot be stored (not JSON, too big) fails the job for good (``ResultNotStored``),
+        saying why.
         """
         started = time.monotonic()
         try:
             result = self.run(fn, job)
-            encode_result(result)
+            try:
+                encode_result(result)
+            except ValidationError as exc:
+                raise ResultNotStored(str(exc)) from None
         except BaseException as exc:  # a handler must never take its worker thread down
             return None, attempt_error(exc), time.monotonic() - started, exc
         return result, None, time.monotonic() - started, None

@@ -146,7 +146,9 @@ ack_route("release", JobRepository.release, "Give a running job back without cou
     summary="Fail an attempt: back to pending while retries are left, else failed",
 )
 def fail_job(job_id: JobIdPath, body: FailJob, repo: Repo) -> Response:
-    job = repo.fail(job_id, body.error, worker_id=body.worker_id, attempt=body.attempt, traceback=body.traceback)
+    job = repo.fail(
+        job_id, body.error, worker_id=body.worker_id, attempt=body.attempt, traceback=body.traceback, final=body.final
+    )
     return refused(repo, job_id, body, "fail") if job is None else job_response(job)
 
 
