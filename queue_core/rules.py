@@ -27,9 +27,10 @@ WORKER_STOPPED = "stopped"
 WORKER_LOST = "lost"
 
 DEFAULT_MAX_RETRIES = 3
-# Retry back-off: delay = min(CAP, base * 2**retry_count), then "equal jitter" (a random point in the
-# upper half) so that jobs failing together do not come back together. base is the job's
-# ``retry_backoff`` or DEFAULT_BACKOFF_BASE; 0 retries at once, as the guide does.
+# Retry back-off: delay = min(max(CAP, base), base * 2**retry_count), then "equal jitter" (a random point
+# in the upper half) so that jobs failing together do not come back together. base is the job's
+# ``retry_backoff`` or DEFAULT_BACKOFF_BASE; 0 retries at once, as the guide does. A base above the cap is
+# its own cap: retry_backoff=86400 waits about a day each time, not the cap's hour.
 DEFAULT_BACKOFF_BASE = 2.0
 BACKOFF_CAP = 3600.0
 
@@ -58,7 +59,7 @@ def backoff_delay(retry_count: int, base: float | None, rng: random.Random) -> f
     base = DEFAULT_BACKOFF_BASE if base is None else base
     if base <= 0:
         return 0.0
-    delay = min(BACKOFF_CAP, base * 2 ** min(retry_count, 64))
+    delay = min(max(BACKOFF_CAP, base), base * 2 ** min(retry_count, 64))
     return delay / 2 + rng.uniform(0, delay / 2)
 
 

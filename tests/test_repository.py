@@ -111,6 +111,17 @@ def test_backoff_is_exponential_jittered_and_capped(repo, clock):
     assert repo.claim("w1") is None
 
 
+def test_a_backoff_base_over_the_cap_is_honoured_not_cut_to_the_cap(repo, clock):
+    """retry_backoff is accepted up to a century, but every retry of a job with a base over an hour came back
+    within the hour's cap: retry_backoff=86400 ("retry tomorrow") retried after 30 to 60 minutes."""
+    job, _ = repo.create("t", max_retries=3, retry_backoff=86400)
+    for retry_count in range(3):
+        clock.advance(86400 * 2)  # due again
+        assert repo.claim("w1").id == job.id
+        delay = (repo.fail(job.id, "again").run_at - clock.now).total_seconds()
+        assert 86400 / 2 <= delay <= 86400, retry_count
+
+
 def test_delayed_job_waits_for_run_at(repo, clock):
     job, _ = repo.create("t", run_at=clock.now + timedelta(seconds=30))
     assert repo.claim("w1") is None
