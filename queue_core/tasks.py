@@ -34,7 +34,7 @@ from types import MappingProxyType
 from .errors import JobFailed, QueueError, ValidationError
 from .job_options import JOB_OPTIONS, validate_job_options
 from .rules import COMPLETED, FINAL
-from .store.database import open_database, without_password
+from .store.database import default_url, open_database, without_password
 from .store.models import Job
 from .store.repository import JobRepository
 from .validation import validate_aware, validate_job_id
@@ -357,7 +357,12 @@ class Queue:
         when there is no such job."""
         job = self.repository.find_by_id(job_id)
         if job is None:
-            raise QueueError(f"there is no job {job_id}: it was deleted, or pruned after it finished")
+            # Not only "deleted": an id from another database (a Queue() on another $QUEUE_DB_URL) was never here.
+            where = f" in {without_password(self.url or default_url())}" if self._owns_database else ""
+            raise QueueError(
+                f"there is no job {job_id}{where}: it was deleted, pruned after it finished, or never created in"
+                " this database (check the Queue's URL)"
+            )
         if job.status not in FINAL:
             return None
         if job.status != COMPLETED:

@@ -208,13 +208,26 @@ def test_result_of_a_job_that_failed_or_was_cancelled_raises_job_failed(queue, l
         asyncio.run(queue.result_async(cancelled))
 
 
+def test_result_of_an_id_this_database_never_had_names_the_database_not_only_a_prune(tmp_path):
+    """A Queue() on another database (its own $QUEUE_DB_URL, the default sqlite:///queue.db in another folder)
+    waited for an id from elsewhere and was told the job "was deleted, or pruned after it finished"."""
+    queue = Queue(f"sqlite:///{tmp_path}/other.db", registry=HandlerRegistry(with_builtins=False))
+    try:
+        with pytest.raises(QueueError) as info:
+            queue.result(42, timeout=0)
+    finally:
+        queue.close()
+    assert f"there is no job 42 in sqlite:///{tmp_path}/other.db: " in str(info.value)
+    assert "never created in this database (check the Queue's URL)" in str(info.value)
+
+
 def test_result_not_there_in_time_is_a_timeout_error_and_bad_arguments_are_validation_errors(queue, live_repo):
     job = queue.enqueue("nobody-runs-this")
     with pytest.raises(TimeoutError, match=rf"^job {job.id} has not finished within 0s"):
         queue.result(job, timeout=0)
     with pytest.raises(TimeoutError):
         asyncio.run(queue.result_async(job.id, timeout=0))
-    with pytest.raises(QueueError, match=r"^there is no job 999999: it was deleted, or pruned"):
+    with pytest.raises(QueueError, match=r"^there is no job 999999: it was deleted, pruned after it"):
         queue.result(999999, timeout=0)
     for bad in (-1, "5", float("nan"), True):
         with pytest.raises(ValidationError) as info:
