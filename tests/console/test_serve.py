@@ -47,8 +47,8 @@ def test_serve_answers_with_the_console_page(db_url):
 
 def test_the_served_app_gets_the_options_without_the_servers_own():
     argv = ["--db", "sqlite:///q.db", "--serve", "--host=127.0.0.1", "--port", "9000", "--insecure", "--read-only"]
-    assert app_argv(argv) == ["--db", "sqlite:///q.db", "--read-only"]
-    assert app_argv(["--ser", "--po", "9000", "--refresh", "2"]) == ["--refresh", "2"]
+    assert app_argv(argv) == ["--read-only"]  # --db goes as $QUEUE_DB_URL (below)
+    assert app_argv(["--ser", "--po", "9000", "--refresh", "2", "--db=sqlite:///q.db"]) == ["--refresh", "2"]
 
 
 def test_serve_is_loopback_by_default_and_read_only_on_another_address_unless_insecure(capsys):
@@ -71,10 +71,9 @@ def test_serve_is_loopback_by_default_and_read_only_on_another_address_unless_in
     assert "not loopback" in err[0] and "read-only" in err[0] and "--insecure" in err[0]
 
 
-def test_a_non_loopback_address_serves_the_console_read_only(monkeypatch, capsys):
+def served_commands(monkeypatch) -> list[tuple[str, str, int]]:
+    """textual-serve's Server replaced: what it was asked to serve (command, host, port), and nothing served."""
     import textual_serve.server
-
-    from console import app as console_app
 
     started = []
 
@@ -86,10 +85,35 @@ def test_a_non_loopback_address_serves_the_console_read_only(monkeypatch, capsys
             pass
 
     monkeypatch.setattr(textual_serve.server, "Server", FakeServer)
+    monkeypatch.delenv("QUEUE_DB_URL", raising=False)  # restored after the test: serve() sets it
+    return started
+
+
+def test_a_non_loopback_address_serves_the_console_read_only(monkeypatch, capsys):
+    from console import app as console_app
+
+    started = served_commands(monkeypatch)
     with pytest.raises(SystemExit) as info:
         console_app.main(["--db", "sqlite:///q.db", "--serve", "--host", "0.0.0.0", "--port", "9001"])
     assert info.value.code == 0
     ((command, host, port),) = started
     assert (host, port) == ("0.0.0.0", 9001)
-    assert command.endswith("-m console --db sqlite:///q.db --read-only")
+    assert command.endswith("-m console --read-only") and os.environ["QUEUE_DB_URL"] == "sqlite:///q.db"
     assert "read-only" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("joined", [False, True], ids=["--db URL", "--db=URL"])
+def test_the_served_command_never_holds_the_database_password(monkeypatch, capsys, joined):
+    """textual-serve prints the command it serves at start, and each tab's process shows it in ps: the
+    --db URL (and its password) goes to those processes in $QUEUE_DB_URL, which neither shows."""
+    from console import app as console_app
+
+    started = served_commands(monkeypatch)
+    url = "postgresql://queue:s3cret@db.internal/queue?password=s3cret"
+    argv = [f"--db={url}"] if joined else ["--db", url]
+    with pytest.raises(SystemExit):
+        console_app.main([*argv, "--serve", "--read-only"])
+    ((command, _, _),) = started
+    assert "s3cret" not in command and command.endswith("-m console --read-only")
+    assert os.environ["QUEUE_DB_URL"] == url  # the tab's console opens the same database
+    assert "s3cret" not in capsys.readouterr().err
