@@ -3,6 +3,8 @@ default; on any other address read-only unless ``--insecure`` (issue 18)."""
 
 from __future__ import annotations
 
+import base64
+import contextlib
 import os
 import socket
 import subprocess
@@ -13,7 +15,7 @@ import httpx
 import pytest
 
 from console.options import parse_args
-from console.serve import app_argv
+from console.serve import app_argv, origin_refusal
 
 
 def free_port() -> int:
@@ -22,10 +24,11 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-@pytest.mark.backends("sqlite")
-def test_serve_answers_with_the_console_page(db_url):
+@contextlib.contextmanager
+def served_console(db_url: str, *flags: str):
+    """``queue-console --serve`` on a free loopback port, once it answers: yields the port."""
     port = free_port()
-    command = [sys.executable, "-m", "console", "--db", db_url, "--serve", "--port", str(port), "--read-only"]
+    command = [sys.executable, "-m", "console", "--db", db_url, "--serve", "--port", str(port), *flags]
     server = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
     try:
         page = None
@@ -40,9 +43,62 @@ def test_serve_answers_with_the_console_page(db_url):
         assert page is not None, server.stderr.read().decode() if server.poll() is not None else "never listened"
         assert page.status_code == 200
         assert "queue-console" in page.text and "textual" in page.text.lower()
+        yield port
     finally:
         server.terminate()
         server.wait(10)
+
+
+@pytest.mark.backends("sqlite")
+def test_serve_answers_with_the_console_page(db_url):
+    with served_console(db_url, "--read-only"):
+        pass
+
+
+def websocket_handshake(port: int, origin: str | None) -> bytes:
+    """The status line the console's websocket answers a handshake from a page of ``origin``."""
+    lines = [
+        "GET /ws HTTP/1.1",
+        f"Host: 127.0.0.1:{port}",
+        "Upgrade: websocket",
+        "Connection: Upgrade",
+        f"Sec-WebSocket-Key: {base64.b64encode(os.urandom(16)).decode()}",
+        "Sec-WebSocket-Version: 13",
+        *([f"Origin: {origin}"] if origin else []),
+    ]
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        return sock.recv(4096).split(b"\r\n", 1)[0]
+
+
+@pytest.mark.backends("sqlite")
+def test_a_page_of_another_origin_cannot_drive_the_console(db_url):
+    """Any web page the operator visits may open a websocket to 127.0.0.1:8000: the console refuses it,
+    or the page could type keys into a console that deletes jobs (cross-site websocket hijacking)."""
+    with served_console(db_url) as port:
+        for origin in ("https://evil.example", f"http://evil.example:{port}", "null"):
+            assert b" 403 " in websocket_handshake(port, origin), origin
+        assert b" 101 " in websocket_handshake(port, f"http://localhost:{port}")
+        assert b" 101 " in websocket_handshake(port, f"http://127.0.0.1:{port}")
+
+
+@pytest.mark.parametrize(
+    ("origin", "host", "loopback", "allowed"),
+    [
+        (None, "127.0.0.1:8000", True, True),  # not a browser
+        ("http://127.0.0.1:8000", "127.0.0.1:8000", True, True),
+        ("http://localhost:9000", "127.0.0.1:8000", True, True),  # a tunnel's other port, localhost typed
+        ("http://[::1]:8000", "[::1]:8000", True, True),
+        ("https://evil.example", "127.0.0.1:8000", True, False),
+        ("http://evil.example:8000", "evil.example:8000", True, False),  # DNS rebinding
+        ("null", "127.0.0.1:8000", True, False),  # a sandboxed frame, a file
+        ("http://[::1", "127.0.0.1:8000", True, False),
+        ("https://queue.example.com", "queue.example.com", False, True),
+        ("https://evil.example", "queue.example.com", False, False),
+    ],
+)
+def test_origin_refusal(origin, host, loopback, allowed):
+    assert (origin_refusal(origin, host, loopback=loopback) is None) is allowed
 
 
 def test_the_served_app_gets_the_options_without_the_servers_own():
