@@ -471,7 +471,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     argv = sys.argv[1:] if argv is None else argv
     args = parse_args(argv)
     if args.serve:
-        serve(argv, args.host, args.port, read_only=args.read_only)
+        serve(argv, args.host, args.port, read_only=args.read_only, db=args.db)
         sys.exit(0)
     # The --handlers modules first: with no --db (nor $QUEUE_DB_URL) the console opens the database their
     # Queue names, as a worker of them and ``python -m queue_core schedules --handlers`` do.

@@ -159,7 +159,9 @@ class Queue:
         _queues.add(self)
 
     def __repr__(self) -> str:
-        return f"Queue({self.url!r})" if self._owns_database else f"Queue(repository={self._repository!r})"
+        # A repr reaches logs, tracebacks and error trackers: never with the database password.
+        shown = without_password(self.url) if self.url else self.url
+        return f"Queue({shown!r})" if self._owns_database else f"Queue(repository={self._repository!r})"
 
     @property
     def repository(self) -> JobRepository:

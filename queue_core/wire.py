@@ -26,6 +26,7 @@ NOT_FAILED = "urn:queue-core:problem:job-not-failed"
 ALREADY_FINAL = "urn:queue-core:problem:job-already-final"  # cancel of a completed, failed or cancelled job
 UNAUTHORIZED = "urn:queue-core:problem:unauthorized"
 READ_ONLY = "urn:queue-core:problem:read-only-token"  # a write sent with the read token
+CROSS_ORIGIN = "urn:queue-core:problem:cross-origin"  # a browser page of another site, to a server without a token
 BODY_TOO_LARGE = "urn:queue-core:problem:body-too-large"
 UNAVAILABLE = "urn:queue-core:problem:database-unavailable"
 DISK_FULL = "urn:queue-core:problem:disk-full"  # 507: the SQLite database's disk is full, nothing was written

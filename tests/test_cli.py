@@ -212,11 +212,17 @@ def test_a_read_only_sqlite_file_says_which_file_and_what_to_do(db_url, monkeypa
 
 
 @pytest.mark.backends("postgresql")
-def test_stats_never_prints_the_password(cli, db_url):
-    assert "@" in db_url
-    with_password = db_url.replace("@", ":s3cret@", 1)  # trust auth on the test server ignores it
+@pytest.mark.parametrize("where", ["user:password@", "?password="])
+def test_stats_and_migrate_never_print_the_password(cli, db_url, where):
+    assert "@" in db_url and "?" in db_url
+    if where == "?password=":
+        with_password = db_url.replace("?", "?password=s3cret&", 1)
+    else:
+        with_password = db_url.replace("@", ":s3cret@", 1)  # trust auth on the test server ignores it
     out = cli("--db", with_password, "stats")
     assert "s3cret" not in out.stdout and json.loads(out.stdout)["db"]
+    out = cli("--db", with_password, "migrate")
+    assert "s3cret" not in out.stdout + out.stderr and out.stdout
 
 
 def test_a_reader_that_closes_the_pipe_early_ends_the_listing_quietly(db_url, worker_env):

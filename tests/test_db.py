@@ -15,7 +15,13 @@ import pytest
 from support import as_schema_version_5, reopened_at_version
 
 from queue_core.errors import DatabaseURLError
-from queue_core.store.database import DEFAULT_PAGE_SIZE, DEFAULT_WAL_AUTOCHECKPOINT, default_url, open_database
+from queue_core.store.database import (
+    DEFAULT_PAGE_SIZE,
+    DEFAULT_WAL_AUTOCHECKPOINT,
+    default_url,
+    open_database,
+    without_password,
+)
 from queue_core.store.models import is_postgres
 from queue_core.store.repository import JobRepository
 from queue_core.store.schema import SCHEMA_VERSION, schema_version
@@ -642,3 +648,25 @@ def test_a_url_that_does_not_parse_is_one_error_with_the_password_hidden(url):
     with pytest.raises(DatabaseURLError) as info:
         open_database(url)
     assert "bad database URL" in str(info.value) and "secret" not in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "postgresql://queue@127.0.0.1:1/queue?password=secret",  # libpq reads the password from the query too
+        "postgresql://queue@127.0.0.1:1/queue?sslmode=disable&password=secret&connect_timeout=2",
+        "postgresql://queue@127.0.0.1:1/queue?%70assword=secret",  # libpq decodes the name
+        "postgresql://queue@127.0.0.1:1/queue?sslpassword=secret",  # the client key's
+        "postgresql://queue:12#secret@127.0.0.1:1/queue",  # libpq's password; urlparse's port 12 and fragment
+        "postgresql://queue:se?cret@127.0.0.1:1/queue",
+        "postgres-ql://queue:secret@127.0.0.1:1/queue",  # a mistyped scheme
+        "postgresq://queue@127.0.0.1:1/queue?password=secret",
+    ],
+)
+def test_no_error_of_a_url_shows_its_password(url):
+    """Wherever libpq finds a password in the URL, an error that names the URL (every entry point's
+    "cannot open URL", "unsupported database URL") shows it as ***, never as given."""
+    with pytest.raises(DatabaseURLError) as info:
+        open_database(url)
+    assert "secret" not in str(info.value) and "***" in str(info.value), str(info.value)
+    assert "secret" not in without_password(url)

@@ -784,3 +784,10 @@ def test_enqueue_async_in_a_transaction_commits_and_rolls_back_with_it(queue, re
     assert count_jobs(repo) == 0  # written on another connection, it would have outlived the rollback
     kept = asyncio.run(enqueue_in_transaction(2, roll_back=False))
     assert repo.find_by_id(kept.id).payload == {"order_id": 2}
+
+
+def test_a_queues_repr_never_shows_the_database_password():
+    """A repr reaches logs, tracebacks and error trackers (locals of a frame): the password is ***."""
+    queue = Queue("postgresql://app:s3cret@db.internal/app?sslpassword=s3cret")
+    assert "s3cret" not in repr(queue) and repr(queue).startswith("Queue('postgresql://app:***@db.internal/app")
+    assert repr(Queue()) == "Queue(None)"  # $QUEUE_DB_URL, read at first use

@@ -25,7 +25,10 @@ DEFAULT_MAX_BODY_BYTES = 1024 * 1024
 COMMON_ERRORS = {
     400: problem_doc("malformed JSON body, or a path or query string that is not UTF-8 once percent-decoded"),
     401: problem_doc("missing or wrong bearer token (when the server has one)"),
-    403: problem_doc("a write sent with the read-only token"),
+    403: problem_doc(
+        "a write sent with the read-only token; or, to a server without a token, a request from a web page of"
+        " another site (or, on loopback, one not addressed to 127.0.0.1, localhost or [::1])"
+    ),
     413: problem_doc("body larger than the server's limit"),
     415: problem_doc("body sent without Content-Type: application/json"),
     422: problem_doc("a field is invalid; `errors` names each one"),
@@ -43,9 +46,11 @@ def create_app(
     token: str | None = None,
     read_token: str | None = None,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    loopback: bool = False,
 ) -> FastAPI:
     """The API over one repository (or a database, wrapped in one). ``token`` turns bearer auth on;
-    ``read_token`` (with a ``token``) may only read."""
+    ``read_token`` (with a ``token``) may only read. Without a token a browser's page of another site is
+    refused, and with ``loopback`` (it listens there) so is a request not addressed to a loopback name."""
     if read_token is not None and token is None:
         raise ValueError("a read token needs a token for writes: without one, writes would need no token at all")
     app = FastAPI(
@@ -61,7 +66,9 @@ def create_app(
     app.state.repo = repo_or_db if isinstance(repo_or_db, JobRepository) else JobRepository(repo_or_db)
     for router in ROUTERS:
         app.include_router(router)
-    app.add_middleware(RequestGuard, token=token, read_token=read_token, max_body_bytes=max_body_bytes)
+    app.add_middleware(
+        RequestGuard, token=token, read_token=read_token, max_body_bytes=max_body_bytes, loopback=loopback
+    )
     app.openapi = lambda: openapi_schema(app, secured=token is not None)
     return app
 

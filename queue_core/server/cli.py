@@ -108,7 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         return fail(str(exc))
     import uvicorn  # here, not at the top: --help and a bad argument answer without loading the server stack
 
-    app = create_app(db, token=token, read_token=read_token, max_body_bytes=args.max_body_bytes)
+    loopback = is_loopback(args.host)
+    app = create_app(db, token=token, read_token=read_token, max_body_bytes=args.max_body_bytes, loopback=loopback)
     try:
         config = uvicorn.Config(app, host=args.host, port=args.port, log_level=args.log_level)
         # uvicorn says where it listens only for sockets it bound itself.

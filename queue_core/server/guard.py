@@ -13,6 +13,7 @@ from urllib.parse import unquote_to_bytes
 from starlette.requests import ClientDisconnect
 
 from .. import wire
+from .browser import browser_refusal
 from .problems import problem_response
 
 logger = logging.getLogger("queue_core.server")
@@ -36,8 +37,11 @@ class RequestGuard:
     ``HEAD`` to nothing (405), and load balancers and uptime checkers probe ``/healthz`` with ``HEAD``.
     """
 
-    def __init__(self, app, *, token: str | None, max_body_bytes: int, read_token: str | None = None):
+    def __init__(
+        self, app, *, token: str | None, max_body_bytes: int, read_token: str | None = None, loopback: bool = False
+    ):
         self.app = app
+        self.loopback = loopback  # without a token: only requests addressed to a loopback name (browser.py)
         self.expected = f"Bearer {token}".encode() if token else None
         self.expected_read = f"Bearer {read_token}".encode() if read_token else None
         self.max_body_bytes = max_body_bytes
@@ -81,9 +85,13 @@ class RequestGuard:
                 await response(scope, receive, send)
 
     def refusal(self, scope):
-        """The 401 or 403 for a request its token does not allow, or None to let it through."""
-        if self.expected is None or scope["path"] in PUBLIC_PATHS:
+        """The 401 or 403 for a request its token does not allow, or None to let it through; without a token,
+        the 403 for a browser's page of another site (``browser.py``)."""
+        if scope["path"] in PUBLIC_PATHS:
             return None
+        if self.expected is None:
+            refused = browser_refusal(scope["headers"], loopback=self.loopback)
+            return None if refused is None else problem_response(403, refused, type=wire.CROSS_ORIGIN)
         access = self.access(scope)
         if access == FULL or (access == READ and scope["method"] in READ_METHODS):
             return None

@@ -9,7 +9,7 @@ import re
 import sqlite3
 import stat
 import time
-from urllib.parse import parse_qsl, quote, urlparse
+from urllib.parse import parse_qsl, quote, unquote, urlparse
 
 import peewee as pw
 
@@ -233,8 +233,8 @@ def open_database(
         db = _open_sqlite(url, parsed, synchronous)
         if not create and not os.path.exists(db.database):
             raise DatabaseURLError(
-                f"no database at {db.database} ({url}): check --db or $QUEUE_DB_URL (python -m queue_core"
-                " migrate, enqueue or a worker makes a new one)"
+                f"no database at {db.database} ({without_password(url)}): check --db or $QUEUE_DB_URL"
+                " (python -m queue_core migrate, enqueue or a worker makes a new one)"
             )
         if not create and not _sqlite_has_queue_tables(db.database):
             raise _no_queue_tables(url)
@@ -242,7 +242,8 @@ def open_database(
         db = _open_postgres(url, parsed)
     else:
         raise DatabaseURLError(
-            f"unsupported database URL {url!r}: use sqlite:///path/to/file.db or postgresql://user@host/dbname"
+            f"unsupported database URL {without_password(url)!r}: use sqlite:///path/to/file.db or"
+            " postgresql://user@host/dbname"
         )
     try:
         db.connect(reuse_if_open=True)
@@ -322,16 +323,28 @@ def _missing_schema_hint(query: str) -> str:
 
 
 def without_password(url: str) -> str:
-    """``url`` fit for an error message or a log: the password replaced by ``***`` (also in a URL that does not
-    parse, whose error message names it)."""
-    try:
-        parsed = urlparse(url)
-        parsed.port  # noqa: B018 - a port that is no number raises only when read
-    except ValueError:
-        return re.sub(r"(//[^/@]*?:)[^/@]*@", r"\1***@", url)
-    if not parsed.password:
+    """``url`` fit for an error message or a log: the password replaced by ``***``, in ``user:password@`` and in
+    the query string, where libpq reads ``?password=`` (and ``?sslpassword=``, the client key's) as well. Read
+    as libpq reads it, not as ``urlparse`` does, which ends the host at a ``#`` or ``?`` that libpq takes as
+    part of the password (and which may not parse at all, for an error message that names the URL)."""
+    return re.sub(r"^([^/]*//[^/@]*?:)[^/@]*@", r"\1***@", _without_query_secrets(url))
+
+
+SECRET_PARAMETERS = ("password", "sslpassword")
+
+
+def _without_query_secrets(url: str) -> str:
+    """``url`` with the value of each secret query parameter replaced by ``***``; libpq percent-decodes a
+    parameter's name (``%70assword`` is ``password``), so the name is compared decoded."""
+    head, mark, query = url.partition("?")
+    if not mark:
         return url
-    return parsed._replace(netloc=parsed.netloc.replace(f":{parsed.password}@", ":***@", 1)).geturl()
+    query, hash_mark, fragment = query.partition("#")
+    parts = []
+    for part in query.split("&"):
+        name, equals, _ = part.partition("=")
+        parts.append(f"{name}=***" if equals and unquote(name).strip().lower() in SECRET_PARAMETERS else part)
+    return f"{head}?{'&'.join(parts)}{hash_mark}{fragment}"
 
 
 # SQLite keeps busy_timeout and wal_autocheckpoint in a C int: a larger value in a PRAGMA silently became 0
