@@ -614,7 +614,11 @@ def test_a_database_error_while_recording_an_outcome_is_retried_then_left_to_the
         assert told == sorted({2**n for n in range(queue.failed.bit_length())} | {queue.failed})
         assert not errors[-1].message.endswith("; retrying")
         assert all(e.message.endswith("; retrying") for e in errors[:-1])
-        assert live_repo.find_by_id(job.id).status == "running"
+        # Left running for a reaper; or taken back already by this worker's own reaper (every stale_after / 2),
+        # which may find the claim stale while the write is still being retried (a loaded machine): never
+        # completed.
+        after = live_repo.find_by_id(job.id)
+        assert after.status == "running" or (after.status == "pending" and "reaped" in events.kinds()), after
         assert "completed" not in events.kinds()
 
 

@@ -291,6 +291,7 @@ def test_heartbeats_failing_while_a_job_runs_are_a_few_lines_and_start_again_onc
     wait_until(lambda: queue.beats >= 10, "ten failed heartbeats")
     queue.away.clear()
     wait_until(lambda: queue.worked >= 1, "a heartbeat that works")
+    failed_beats = queue.beats
     before = len(error_actions(events))
     queue.away.set()
     wait_until(lambda: len(error_actions(events)) > before, "the next outage's first line")
@@ -299,6 +300,10 @@ def test_heartbeats_failing_while_a_job_runs_are_a_few_lines_and_start_again_onc
     beats = [line for line in error_actions(events)[:before] if line == "heartbeat"]
     assert 0 < len(beats) < 10, beats
     assert "tries failed" not in [e.message for e in events.of("error")][before]
+    # The end of the outage is said once, with how long it lasted in tries (the second outage never ended).
+    assert [e.message for e in events.of("recovered")] == [
+        f"recovered worker=w1 during=heartbeat; works again after {failed_beats} failed tries"
+    ]
 
 
 class FailsFirstRegistration(CallLog):
@@ -325,6 +330,10 @@ def test_a_worker_whose_registration_failed_at_start_registers_at_a_later_beat(d
         worker.stop()
     assert the_worker(live_repo).state == "stopped"
     assert [e.message.split("during=")[1].split()[0] for e in events.of("error")] == ["register_worker"]
+    # Once it works, a line says so: the error line alone left the operator guessing.
+    assert [e.message for e in events.of("recovered")] == [
+        "recovered worker=w1 during=register_worker; works again after 1 failed try"
+    ]
 
 
 def test_a_worker_whose_row_was_pruned_while_it_ran_registers_again_at_its_next_beat(db, live_repo, make_worker):

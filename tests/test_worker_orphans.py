@@ -4,6 +4,7 @@ reaper to count a retry for a job that never ran, and a job another claim of the
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 
@@ -184,6 +185,14 @@ def test_claims_during_an_outage_are_one_try_a_poll_and_a_few_error_lines(
     assert len(errors) - len(reported) in (0, 1), errors
     assert all(f"; {n} tries failed" in line for n, line in zip(reported[1:], errors[1:], strict=False)), errors
     assert ran == [1] and repo.find_by_id(job.id).status == "completed"
+    # The outage's end is said: the error lines stop at a power of two, and silence did not say it was over.
+    recovered = [event.message for event in events.of("recovered")]
+    counts = [int(re.search(r"after (\d+) failed tr", line).group(1)) for line in recovered]
+    assert recovered and all("during=claim;" in line or "during=held_claims;" in line for line in recovered)
+    # Each try is one failure in a row until a claim works; a slot whose try failed just after another's claim
+    # worked starts a new row, said ended at the next claim that works (unless the stop came first).
+    assert counts[0] >= 20 and sum(counts) <= len(tries) <= sum(counts) + 1, (recovered, len(tries))
+    assert len(recovered) == 1 or concurrency > 1, recovered
 
     # A claim that works starts the count again: the next outage's first failure is a line.
     before = len(events.of("error"))

@@ -38,6 +38,8 @@ Completion = tuple  # (session.Running, object, float)
 # on_error(action, exception, retrying=..., tries=...): reports a failed queue call (the worker logs it as an
 # event); ``tries``, how many tries of it failed so far (``retrying`` reports only some of them).
 ErrorReporter = Callable[..., None]
+# on_recovered(action, tries): a queue call worked after ``tries`` failed in a row.
+RecoveryReporter = Callable[[str, int], None]
 
 
 def said(tries: int) -> bool:
@@ -47,23 +49,34 @@ def said(tries: int) -> bool:
 
 
 class Streak:
-    """Failures in a row of one kind of queue call, which may come from several threads."""
+    """Failures in a row of one kind of queue call, which may come from several threads. ``on_recovered(action,
+    tries)``: told when a call works after ``tries`` failed in a row (the worker says so in a ``recovered``
+    line: the error lines stop at a power of two, and silence after them did not say whether the outage was
+    over or the worker stuck)."""
 
-    def __init__(self):
+    def __init__(self, on_recovered: RecoveryReporter | None = None):
         self._lock = threading.Lock()
         self.count = 0
+        self.action = ""  # the call whose failure was the last
+        self.on_recovered = on_recovered
 
     def report(self, on_error: ErrorReporter, action: str, exc: Exception) -> None:
         """One more failure: reported (with how many in a row) if it is one of those ``said``."""
         with self._lock:
             self.count += 1
             tries = self.count
+            self.action = action
         if said(tries):
             on_error(action, exc, tries=tries)
 
     def ended(self) -> None:
         """The call worked: the next failure is the first again."""
-        self.count = 0
+        if not self.count:  # every job's claim passes here: no lock while nothing failed
+            return
+        with self._lock:
+            tries, self.count = self.count, 0
+        if tries and self.on_recovered is not None:
+            self.on_recovered(self.action, tries)
 
 
 class Held(frozenset):
@@ -153,14 +166,22 @@ def retrying(
 class Acks:
     """The outcome writes of one worker, each fenced by the claim it holds (worker id and attempt)."""
 
-    def __init__(self, queue: JobQueue, worker_id: str, *, patience: float, on_error: ErrorReporter):
+    def __init__(
+        self,
+        queue: JobQueue,
+        worker_id: str,
+        *,
+        patience: float,
+        on_error: ErrorReporter,
+        on_recovered: RecoveryReporter | None = None,
+    ):
         self.queue = queue
         self.worker_id = worker_id
         self.patience = patience  # stale_after: how long the claim can still be ours
         self.on_error = on_error
         self.ledger = Ledger()
         self.claim_error: Exception | None = None  # what the last claim that failed raised
-        self.claims_failed = Streak()  # claims failed in a row, by any slot (``claim_failed``)
+        self.claims_failed = Streak(on_recovered)  # claims failed in a row, by any slot (``claim_failed``)
 
     def claim_failed(self, action: str, exc: Exception) -> None:
         """A claim (or the look for a lost claim's jobs that comes before one) raised: reported at the 1st,

@@ -33,6 +33,7 @@ EVENT_KINDS = (
     "reaped",
     "overrun",
     "error",
+    "recovered",
     "stopped",
     "cancel-requested",
     "cancelled",
@@ -134,6 +135,14 @@ class EventHub:
         error = f"{type(exc).__name__}: {exception_message(exc)}"
         message = f"error worker={self.worker_id} during={action} error={json.dumps(clipped(error))}{then}"
         self.emit("error", error=error, message=message)
+
+    def recovered(self, action: str, tries: int) -> None:
+        """A ``recovered`` event: a queue call (``action``) worked after ``tries`` failed in a row."""
+        if self.wants("recovered"):
+            failed = "1 failed try" if tries == 1 else f"{tries} failed tries"
+            self.emit(
+                "recovered", message=f"recovered worker={self.worker_id} during={action}; works again after {failed}"
+            )
 
 
 def exception_message(exc: BaseException) -> str:

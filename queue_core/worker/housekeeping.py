@@ -23,7 +23,7 @@ from ..store.repository import PRUNE_BATCH
 from .acks import ErrorReporter, Streak
 from .events import EventHub
 from .presence import Presence
-from .protocol import JobQueue, close_thread_connection
+from .protocol import close_thread_connection
 from .session import Running, Session
 
 logger = logging.getLogger(__name__)
@@ -43,27 +43,24 @@ class Housekeeping:
 
     def __init__(
         self,
-        queue: JobQueue,
-        worker_id: str,
+        presence: Presence,
         *,
-        stale_after: float,
         prune_after: float | None,
         events: EventHub,
         on_error: ErrorReporter,
         on_reaped: Callable[[], None],
-        presence: Presence,
     ):
-        self.queue = queue
-        self.worker_id = worker_id
-        self.stale_after = stale_after
+        # The worker's queue, id and stale_after are its registry row's: one place holds them.
+        self.queue, self.worker_id, self.stale_after = presence.queue, presence.worker_id, presence.stale_after
         self.prune_after = prune_after
-        self.heartbeat_interval = min(stale_after / 3, MAX_HEARTBEAT_INTERVAL)
-        self.reap_interval = stale_after / 2
+        self.heartbeat_interval = min(self.stale_after / 3, MAX_HEARTBEAT_INTERVAL)
+        self.reap_interval = self.stale_after / 2
         self._events = events
         self._on_error = on_error
         self._on_reaped = on_reaped  # reaped jobs are pending again: wake idle claim threads
         self.presence = presence
-        self.beats_failed = Streak()  # heartbeats failed in a row: said at the 1st, 2nd, 4th... of an outage
+        # Heartbeats failed in a row: said at the 1st, 2nd, 4th... of an outage, and once when one works again.
+        self.beats_failed = Streak(events.recovered)
 
     def run(self, session: Session) -> None:
         next_reap = time.monotonic() + (self.reap_interval if session.burst else 0.0)  # a burst reaped at start

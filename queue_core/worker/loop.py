@@ -10,8 +10,6 @@ prune), ``events`` (what it reports), ``defaults`` (its settings). It talks to t
 from __future__ import annotations
 
 import logging
-import os
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -26,7 +24,7 @@ from .events import EVENT_KINDS, EventHub, WorkerEvent
 from .handlers import HandlerRegistry, registry_or_default
 from .housekeeping import Housekeeping
 from .outcomes import Outcomes
-from .presence import Presence
+from .presence import Presence, default_worker_id
 from .protocol import JobQueue, check_job_queue, close_thread_connection
 from .runner import HandlerRunner
 from .scheduler import Scheduler, start_periodic
@@ -62,11 +60,6 @@ class WorkerStats:
     cancelled: int = 0  # jobs ended "cancelled" on an operator's request since the worker was created
     # Outcomes re-sent after an error that found the claim no longer held: maybe written, maybe not.
     unconfirmed: int = 0
-
-
-def default_worker_id(pid: int | None = None) -> str:
-    """``host-pid``: this process's, or that of process ``pid`` on this host."""
-    return f"{socket.gethostname()}-{os.getpid() if pid is None else pid}"
 
 
 class Worker:
@@ -121,7 +114,10 @@ class Worker:
         self._session: Session | None = None
         self._events = EventHub(self.worker_id)
         self.scheduler, self._runner = scheduler, HandlerRunner(self._events)  # periodic jobs; handler calls
-        self._acks = Acks(queue, self.worker_id, patience=self.stale_after, on_error=self._error)
+        recovered = self._events.recovered  # a queue call works again after failures: said once
+        self._acks = Acks(
+            queue, self.worker_id, patience=self.stale_after, on_error=self._error, on_recovered=recovered
+        )
         self._outcomes = Outcomes(self._acks, self._events, self._lock)
         self.ack_delay = check_ack_delay(positive_seconds("ack_delay", ack_delay, allow_zero=True), self.stale_after)
         self._slots = Slots(self)
@@ -134,16 +130,14 @@ class Worker:
             types=self.registry.claim_types,
             stats=lambda: self.stats,
             on_error=self._error,
+            on_recovered=recovered,
         )
         self._housekeeping = housekeeping = Housekeeping(
-            queue,
-            self.worker_id,
-            stale_after=self.stale_after,
+            self._presence,
             prune_after=self.prune_after,
             events=self._events,
             on_error=self._error,
             on_reaped=self.wakeup,
-            presence=self._presence,
         )
         self.heartbeat_interval, self.reap_interval = housekeeping.heartbeat_interval, housekeeping.reap_interval
         if on_event is not None:

@@ -15,10 +15,16 @@ import os
 import socket
 from collections.abc import Callable, Iterable
 
-from .acks import ErrorReporter, Streak
+from .acks import ErrorReporter, RecoveryReporter, Streak
 from .protocol import JobQueue
 
 FAILED = object()  # a registry call that raised (its error reported), told apart from any answer it gives
+
+
+def default_worker_id(pid: int | None = None) -> str:
+    """``host-pid``: this process's, or that of process ``pid`` on this host (the registry's id of a worker
+    started without ``--worker-id``)."""
+    return f"{socket.gethostname()}-{os.getpid() if pid is None else pid}"
 
 
 class Presence:
@@ -35,6 +41,7 @@ class Presence:
         types: Callable[[], Iterable[str]],
         stats: Callable[[], object],
         on_error: ErrorReporter,
+        on_recovered: RecoveryReporter | None = None,
     ):
         self.queue = queue
         self.worker_id = worker_id
@@ -45,7 +52,7 @@ class Presence:
         self.stats = stats
         self.on_error = on_error
         self.registered = False  # the row is written; until then each beat registers instead
-        self.failing = Streak()  # registry calls failed in a row: one a beat while the queue is away
+        self.failing = Streak(on_recovered)  # registry calls failed in a row: one a beat while the queue is away
 
     def register(self) -> None:
         self.registered = FAILED is not self._try(
