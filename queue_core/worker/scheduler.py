@@ -156,7 +156,8 @@ class Scheduler:
     """Enqueues the due ticks of ``schedules`` through ``repo.create``; one per worker, on a thread of its own.
 
     ``clock`` (default: this host's UTC clock) says when ticks are due. Hosts whose clocks disagree still
-    create one job per tick, since the key is the tick; a skew only moves when a tick is noticed.
+    create one job per tick, since the key is the tick; a skew only moves when a tick is noticed. A tick
+    more than ``MAX_TICK_AHEAD`` ahead of the database's clock is refused (logged, and owed).
     """
 
     def __init__(self, repo, schedules: Iterable[Schedule], clock: Callable[[], datetime] | None = None):
