@@ -54,6 +54,16 @@ def test_a_bad_cron_expression_is_a_validation_error_naming_cron(expression):
     assert raised.value.field == "cron"
 
 
+@pytest.mark.parametrize("expression", ["@reboot", "@every 5m", "@daily @daily", "@"])
+def test_an_unknown_schedule_name_is_an_error_that_lists_the_names(expression):
+    with pytest.raises(ValidationError) as raised:
+        parse_cron(expression)
+    assert raised.value.field == "cron"
+    assert "is not a name of a schedule; the names are @yearly, @annually, @monthly" in str(raised.value)
+    assert "columns" not in str(raised.value)  # croniter's field count, which said 7 would do
+    assert parse_cron("@Daily") == "@Daily"  # in any case, as croniter reads them
+
+
 def test_cron_expressions_are_normalised_and_checked_where_they_are_written():
     assert parse_cron("  */5   *  * * * ") == "*/5 * * * *"
     assert parse_cron("@daily") == "@daily"

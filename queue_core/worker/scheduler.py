@@ -48,6 +48,8 @@ RETRY_AFTER = 5.0  # seconds before a tick whose create failed (the database was
 # would find nothing due and wait again for a few microseconds. Waking a little late costs nothing.
 WAKE_MARGIN = 0.005
 _VALIDATION_START = datetime(2000, 1, 1, tzinfo=UTC)
+# croniter's names (in any case); not @reboot, which no scheduler of a database can keep.
+ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 
 
 # --- cron expressions --------------------------------------------------------------------------------
@@ -59,6 +61,12 @@ def parse_cron(expression) -> str:
         raise ValidationError("cron", f"must be a cron expression such as '*/5 * * * *', got {expression!r}")
     text = " ".join(expression.split())
     count = len(text.split())
+    if text.startswith("@") and text.lower() not in ALIASES:
+        # croniter's own message counted fields ("Exactly 5, 6 or 7 columns"): neither the fix nor the rule here.
+        raise ValidationError(
+            "cron",
+            f"{expression!r} is not a name of a schedule; the names are {', '.join(ALIASES)} (or write 5 fields)",
+        )
     if not text.startswith("@") and count not in (5, 6):
         raise ValidationError(
             "cron",
