@@ -312,13 +312,17 @@ def describe_schedules(repo, schedules: Iterable[Schedule], now: datetime) -> li
     now = _utc(now)
     lines = []
     for schedule in schedules:
-        job = last_job(repo, schedule.name)
+        tick = repo.last_tick(schedule.name)
+        # The recorded tick's job by its key (the index); last_job's scan read every keyed job for a schedule
+        # whose job was not among the newest rows (0.2 s at 300,000 jobs, per schedule and console refresh).
+        # Without a record (ticks from before it was kept, or through an old server's POST /jobs): the scan.
+        job = last_job(repo, schedule.name) if tick is None else repo.find_by_idempotency_key(schedule.key(tick))
         lines.append(
             ScheduleStatus(
                 name=schedule.name,
                 cron=schedule.cron,
                 type=schedule.type,
-                last_run=repo.last_tick(schedule.name) if job is None else _tick_of(job, schedule.name),
+                last_run=tick if job is None else _tick_of(job, schedule.name),
                 last_job_id=None if job is None else job.id,
                 last_status=None if job is None else job.status,
                 next_run=schedule.next_tick(now),
@@ -328,7 +332,8 @@ def describe_schedules(repo, schedules: Iterable[Schedule], now: datetime) -> li
 
 
 def last_job(repo, name: str) -> Job | None:
-    """The newest job (highest id) the schedule ``name`` enqueued: its key starts with ``periodic:{name}:``.
+    """The newest job (highest id) the schedule ``name`` enqueued: its key starts with ``periodic:{name}:``. A
+    scan of the keyed jobs: for a schedule with no tick record (``describe_schedules`` reads the record's job).
 
     TODO(issue 12 layout / issue 15 schedules view): a read of the repository's read model, kept here
     until it moves into the store (``JobRepository.last_periodic_job(name)`` or similar); it writes nothing.
