@@ -354,7 +354,7 @@ def test_a_tick_ahead_of_the_database_s_clock_is_refused_and_does_not_silence_th
         assert fast.tick() == []
     assert "schedule nightly: could not enqueue the tick of 2027-01-01 03:00:00+00:00" in caplog.text
     assert "is ahead of the database's clock (2026-01-01T12:00:00Z) by more than 5 minutes" in caplog.text
-    assert "the clock of the host whose scheduler made it is wrong; set it right (NTP)" in caplog.text
+    assert "the clock of the scheduler's host or of the database server is wrong; set it right (NTP)" in caplog.text
     assert jobs_of(repo, "nightly") == [] and repo.last_tick("nightly") is None
     assert fast.next_due() == fast.clock()  # owed: tried again (and said again) until its clock is right
     # A host with the right clock enqueues the schedule's ticks as if the fast one had not been there.

@@ -195,8 +195,8 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             raise ValidationError(
                 "tick",
                 f"{tick:%Y-%m-%dT%H:%M:%SZ} is ahead of the database's clock ({now:%Y-%m-%dT%H:%M:%SZ}) by more than "
-                f"{MAX_TICK_AHEAD.total_seconds() / 60:g} minutes: the clock of the host whose scheduler made it is "
-                "wrong; set it right (NTP)",
+                f"{MAX_TICK_AHEAD.total_seconds() / 60:g} minutes: the clock of the scheduler's host or of the "
+                "database server is wrong; set it right (NTP)",
             )
         return ceiling.strftime(TICK_RECORD_FORMAT)
 
