@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from fastapi.testclient import TestClient
+from support import FakeClock
 
 from queue_core.errors import ValidationError
 from queue_core.server.app import create_app
@@ -16,6 +17,12 @@ from queue_core.store.repository import tick_record_key
 PROBLEM = "application/problem+json"
 KEY = "periodic:nightly:2026-01-02T03:00:00Z"
 TICK = "2026-01-02T03:00:00+00:00"
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    """The database's clock, past every tick these tests send (a tick ahead of it is refused)."""
+    return FakeClock(datetime(2026, 1, 3, 4, tzinfo=UTC))
 
 
 @pytest.fixture
@@ -100,6 +107,16 @@ def test_bad_input_is_a_422_naming_the_field_and_nothing_is_written(http, repo, 
     assert response.status_code == 422 and response.headers["content-type"] == PROBLEM, response.text
     assert field in [error["field"] for error in response.json()["errors"]], response.json()
     assert written(repo) == ([], [])
+
+
+def test_a_tick_ahead_of_the_databases_clock_is_a_422_and_nothing_is_written(http, repo):
+    # Recorded, a tick from a host whose clock was a year fast silenced the schedule for that year.
+    ahead = post_tick(http, tick="2027-01-03T03:00:00Z", idempotency_key="periodic:nightly:2027-01-03T03:00:00Z")
+    assert ahead.status_code == 422 and ahead.headers["content-type"] == PROBLEM, ahead.text
+    [error] = ahead.json()["errors"]
+    assert error["field"] == "tick" and "ahead of the database's clock (2026-01-03T04:00:00Z)" in error["message"]
+    assert written(repo) == ([], [])
+    assert post_tick(http).status_code == 201  # the right tick is enqueued
 
 
 def test_the_tick_record_is_the_repositorys(http, repo):

@@ -65,6 +65,10 @@ PRUNE_BATCH = 5000  # rows per prune transaction: short locks, and autovacuum ke
 # Acknowledgements per statement in complete_many: 3 bound values each, far below every parameter limit.
 ACK_CHUNK = 500
 TICK_RECORD_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"  # fixed width, UTC: text order is time order
+# How far a periodic tick may be ahead of the database's clock: a host's clock a little fast (the tick is then
+# only noticed early), not one that is wrong. Recorded, a tick a year ahead made every scheduler skip the
+# schedule's ticks for that year (each "enqueued before"), without an error anywhere.
+MAX_TICK_AHEAD = timedelta(minutes=5)
 
 
 def tick_record_key(schedule: str) -> str:
@@ -162,21 +166,39 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         recorded (in ``queue_meta``, in the create's transaction), and kept when its job is pruned. The HTTP
         API's ``POST /schedules/{name}/ticks`` is this, for a ``--api`` worker's scheduler."""
         record = tick_record_key(validate_schedule(schedule))
-        stamp = validate_aware("tick", tick).strftime(TICK_RECORD_FORMAT)  # in UTC, as the format's Z says
+        tick = validate_aware("tick", tick)
+        stamp = tick.strftime(TICK_RECORD_FORMAT)  # in UTC, as the format's Z says
         # The job's fields checked first, as create checks them: a bad definition is an error for every tick,
         # not only for one newer than the schedule's last (the shortcut below answered it "nothing to do").
         fields = validated_fields(self.time.sql(), type, payload, idempotency_key=idempotency_key, **options)
+        ceiling = self._latest_tick_allowed(tick)
         meta = self.SchemaMeta
         with self.db.atomic():
             known = meta.get_or_none(meta.key == record)
-            if known is not None and known.value >= stamp and self.find_by_idempotency_key(idempotency_key) is None:
+            # A record past the ceiling (written before it was checked) is not trusted, and is replaced.
+            trusted = known is not None and stamp <= known.value <= ceiling
+            if trusted and self.find_by_idempotency_key(idempotency_key) is None:
                 return None  # while its job is there, create says whether this definition is the one enqueued
             made = self._create(fields)
-            newer = pw.EXCLUDED.value > meta.value
+            newer = (pw.EXCLUDED.value > meta.value) | (meta.value > ceiling)
             meta.insert(key=record, value=stamp).on_conflict(
                 conflict_target=[meta.key], update={meta.value: pw.EXCLUDED.value}, where=newer
             ).execute()
         return made
+
+    def _latest_tick_allowed(self, tick: datetime) -> str:
+        """The newest tick ``create_tick`` takes, as recorded (the database's clock + ``MAX_TICK_AHEAD``);
+        a ValidationError naming ``tick`` for a later one."""
+        now = self.time.now()
+        ceiling = now + MAX_TICK_AHEAD
+        if tick > ceiling:
+            raise ValidationError(
+                "tick",
+                f"{tick:%Y-%m-%dT%H:%M:%SZ} is ahead of the database's clock ({now:%Y-%m-%dT%H:%M:%SZ}) by more than "
+                f"{MAX_TICK_AHEAD.total_seconds() / 60:g} minutes: the clock of the scheduler's host or of the "
+                "database server is wrong; set it right (NTP)",
+            )
+        return ceiling.strftime(TICK_RECORD_FORMAT)
 
     def last_tick(self, schedule: str) -> datetime | None:
         """The newest tick ``create_tick`` enqueued for ``schedule`` (its job may since have been pruned)."""

@@ -48,6 +48,8 @@ RETRY_AFTER = 5.0  # seconds before a tick whose create failed (the database was
 # would find nothing due and wait again for a few microseconds. Waking a little late costs nothing.
 WAKE_MARGIN = 0.005
 _VALIDATION_START = datetime(2000, 1, 1, tzinfo=UTC)
+# croniter's names (in any case); not @reboot, which no scheduler of a database can keep.
+ALIASES = ("@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly")
 
 
 # --- cron expressions --------------------------------------------------------------------------------
@@ -59,6 +61,12 @@ def parse_cron(expression) -> str:
         raise ValidationError("cron", f"must be a cron expression such as '*/5 * * * *', got {expression!r}")
     text = " ".join(expression.split())
     count = len(text.split())
+    if text.startswith("@") and text.lower() not in ALIASES:
+        # croniter's own message counted fields ("Exactly 5, 6 or 7 columns"): neither the fix nor the rule here.
+        raise ValidationError(
+            "cron",
+            f"{expression!r} is not a name of a schedule; the names are {', '.join(ALIASES)} (or write 5 fields)",
+        )
     if not text.startswith("@") and count not in (5, 6):
         raise ValidationError(
             "cron",
@@ -156,7 +164,8 @@ class Scheduler:
     """Enqueues the due ticks of ``schedules`` through ``repo.create``; one per worker, on a thread of its own.
 
     ``clock`` (default: this host's UTC clock) says when ticks are due. Hosts whose clocks disagree still
-    create one job per tick, since the key is the tick; a skew only moves when a tick is noticed.
+    create one job per tick, since the key is the tick; a skew only moves when a tick is noticed. A tick
+    more than ``MAX_TICK_AHEAD`` ahead of the database's clock is refused (logged, and owed).
     """
 
     def __init__(self, repo, schedules: Iterable[Schedule], clock: Callable[[], datetime] | None = None):
@@ -303,13 +312,17 @@ def describe_schedules(repo, schedules: Iterable[Schedule], now: datetime) -> li
     now = _utc(now)
     lines = []
     for schedule in schedules:
-        job = last_job(repo, schedule.name)
+        tick = repo.last_tick(schedule.name)
+        # The recorded tick's job by its key (the index); last_job's scan read every keyed job for a schedule
+        # whose job was not among the newest rows (0.2 s at 300,000 jobs, per schedule and console refresh).
+        # Without a record (ticks from before it was kept, or through an old server's POST /jobs): the scan.
+        job = last_job(repo, schedule.name) if tick is None else repo.find_by_idempotency_key(schedule.key(tick))
         lines.append(
             ScheduleStatus(
                 name=schedule.name,
                 cron=schedule.cron,
                 type=schedule.type,
-                last_run=repo.last_tick(schedule.name) if job is None else _tick_of(job, schedule.name),
+                last_run=tick if job is None else _tick_of(job, schedule.name),
                 last_job_id=None if job is None else job.id,
                 last_status=None if job is None else job.status,
                 next_run=schedule.next_tick(now),
@@ -319,7 +332,8 @@ def describe_schedules(repo, schedules: Iterable[Schedule], now: datetime) -> li
 
 
 def last_job(repo, name: str) -> Job | None:
-    """The newest job (highest id) the schedule ``name`` enqueued: its key starts with ``periodic:{name}:``.
+    """The newest job (highest id) the schedule ``name`` enqueued: its key starts with ``periodic:{name}:``. A
+    scan of the keyed jobs: for a schedule with no tick record (``describe_schedules`` reads the record's job).
 
     TODO(issue 12 layout / issue 15 schedules view): a read of the repository's read model, kept here
     until it moves into the store (``JobRepository.last_periodic_job(name)`` or similar); it writes nothing.
