@@ -573,7 +573,6 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             validate_positive_int("max_batches", max_batches)
         Job = self.Job
         cutoff = cutoff_before(self.now(), older_than)
-        finished = Job.status.in_(FINAL) & (Job.updated_at < cutoff)
         self.prune_workers(cutoff)
         pruned = batches = 0
         while True:
@@ -587,12 +586,22 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
                     if len(found) == batch:
                         break
                 # The condition again: an operator may have retried one of them meanwhile.
-                doomed = Job.delete().where(Job.id.in_(found) & finished).returning(Job.id) if found else []
+                doomed = Job.delete().where(self._still_prunable(found, cutoff)).returning(Job.id) if found else []
                 deleted = [row.id for row in doomed]
                 self._forget_deleted(deleted)
             pruned += len(deleted)
             if len(found) < batch or batches == max_batches:
                 return pruned
+
+    def _still_prunable(self, ids: list[int], cutoff: datetime) -> pw.Expression:
+        """These jobs, while still finished before ``cutoff``: found by primary key, as a bulk batch's fence
+        finds its jobs (``BulkActions._fence``). Written plainly (``status IN (...) AND updated_at < ...``),
+        SQLite walked the status index over every old finished job to find a batch's ids (from ten ids on),
+        per batch, and PostgreSQL planned a sequential scan: a backlog's prune was quadratic in its size."""
+        Job = self.Job
+        ids = sorted(ids)
+        key = Job.id.between(ids[0], ids[-1]) & Job.id.in_(ids)
+        return key & Job.status.checked(FINAL) & (Job.updated_at < cutoff)
 
     def _prunable(self, status: str, cutoff: datetime, limit: int) -> pw.Select:
         """The ids of up to ``limit`` ``status`` jobs last changed before ``cutoff``, oldest first.
