@@ -97,7 +97,7 @@ class BulkActions:
     bulk_batch_size: int = BULK_BATCH
     _bulk_stop: threading.Event | None = None
     # A dry run is on its thread: another bulk key waits for its confirmation (a second one, pushed under the
-    # same id, crashed the console; and two questions at once are one too many).
+    # same id, crashed the console; and two questions at once are one too many). The header says "counting…".
     _bulk_planning = False
 
     def action_bulk(self, action: str) -> None:
@@ -115,6 +115,7 @@ class BulkActions:
                 return
             plan = partial(self.repo.plan_bulk, action, "", status=status, ids=ids)
         self._bulk_planning = True
+        self.update_sub_title()
         self.run_worker(partial(self._plan, plan, selection), name=f"plan {action}", group="write", thread=True)
 
     def _cursor_job(self, action: str) -> tuple[list[int] | None, str | None]:
@@ -154,6 +155,7 @@ class BulkActions:
 
     def on_bulk_planned(self, message: BulkPlanned) -> None:
         self._bulk_planning = False
+        self.update_sub_title()
         plan, selection = message.plan, message.selection
         if plan is None:
             return  # the dry run failed, and WriteFailed said why

@@ -162,7 +162,7 @@ class WorkerJobsLoaded(Message):
 
 @message
 class SelectionLoaded(Message):
-    selection: Selection
+    selection: Selection | None  # None: the read failed (a WriteFailed says why)
 
 
 @message

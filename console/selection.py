@@ -81,6 +81,9 @@ class JobSelection:
     ``update_sub_title``, ``_on_main_screen``."""
 
     selection: Selection | None = None
+    # ``a`` reads in flight: the header says "selecting…" meanwhile (at a million jobs a read takes seconds,
+    # and the screen showed nothing until it landed). console.bulk's dry run says "counting…" likewise.
+    _selecting = 0
 
     def set_selection(self, selection: Selection | None) -> None:
         self.selection = selection if selection and selection.ids else None
@@ -91,7 +94,12 @@ class JobSelection:
         self.update_sub_title()
 
     def selection_note(self) -> str:
-        return f" · {len(self.selection):,} selected" if self.selection else ""
+        note = f" · {len(self.selection):,} selected" if self.selection else ""
+        if self._selecting:
+            note += " · selecting…"
+        if getattr(self, "_bulk_planning", False):  # console.bulk's dry run
+            note += " · counting…"
+        return note
 
     def action_toggle_select(self) -> None:
         self._on_main_screen()
@@ -116,6 +124,8 @@ class JobSelection:
             return
         state = self.current_table.status if self.view == "tables" else self.view
         query = self.job_query
+        self._selecting += 1
+        self.update_sub_title()
         self.run_worker(partial(self._read_matching, state, query, self.type_filter), group="read", thread=True)
 
     def _read_matching(self, state: str, query: JobQuery | None, type_filter: str | None) -> None:
@@ -126,11 +136,16 @@ class JobSelection:
                 ids = matching_ids(self.repo, state, scope)
         except (QueueError, *DATABASE_ERRORS) as exc:
             self.post_message(WriteFailed("select", str(exc)))  # "Could not select: ..."; nothing changed
+            self.post_message(SelectionLoaded(None))  # the read is over
             return
         self.post_message(SelectionLoaded(Selection(frozenset(ids), state, scope)))
 
     def on_selection_loaded(self, message: SelectionLoaded) -> None:
+        self._selecting = max(0, self._selecting - 1)
         selection = message.selection
+        if selection is None:
+            self.update_sub_title()
+            return
         if not selection.ids:
             scope = f" matching {selection.scope}" if selection.scope else ""
             self.notify(f"Nothing to select: no {selection.state} jobs{scope}.", severity="warning")

@@ -20,6 +20,7 @@ from ..worker.handlers import registry
 from . import bulk, controls, schedules
 from .args import (
     EXIT_FAILURE,
+    INTERRUPTED,
     WHOLE_NUMBER,
     CLIArgumentParser,
     bounded_number,
@@ -34,6 +35,7 @@ from .args import (
     refused,
     whole_number,
 )
+from .interrupt import StopOnInterrupt
 
 INT64_MAX = 2**63 - 1  # ids are the database's 64-bit signed integers
 JOB_ID = "a job id: pass its number in ASCII digits 0-9, e.g. 42"
@@ -247,7 +249,15 @@ def run_reap(args, repo: JobRepository) -> int:
 
 
 def run_prune(args, repo: JobRepository) -> int:
-    print_json({"pruned": repo.prune(timedelta(seconds=args.older_than))})
+    with StopOnInterrupt() as interrupt:
+        pruned = repo.prune(timedelta(seconds=args.older_than), on_batch=interrupt.keep_going)
+    print_json({"pruned": pruned})
+    if interrupt.stopped:
+        note = (
+            f"stopped by ctrl-C after {pruned:,} jobs: the others were not touched; run the command again for the rest"
+        )
+        print(note, file=sys.stderr)
+        return INTERRUPTED
     return 0
 
 

@@ -33,6 +33,7 @@ from ..validation import ASCII_INTEGER, MAX_SECONDS, validate_token
 
 EXIT_USAGE = 2
 EXIT_FAILURE = 1
+INTERRUPTED = 128 + signal.SIGINT  # ctrl-C, as a shell reports it
 
 
 def program_name(module: str, script: str) -> str:
@@ -92,7 +93,7 @@ def exit_with(main: Callable[[], int]) -> NoReturn:
         code = 128 + signal.SIGPIPE
     except KeyboardInterrupt:
         print(file=sys.stderr)
-        code = 128 + signal.SIGINT
+        code = INTERRUPTED
     sys.exit(code)
 
 

@@ -11,7 +11,8 @@ import argparse
 
 from ..store.bulk import PAST
 from ..store.repository import JobRepository
-from .args import fail
+from .args import INTERRUPTED, fail
+from .interrupt import StopOnInterrupt
 
 QUERY_HELP = 'act on every job this query matches, e.g. "status:failed type:send-invoice" (see README)'
 
@@ -86,9 +87,15 @@ def run_bulk(args, repo: JobRepository, action: str) -> int:
     if args.dry_run:
         print(f"would {action} {described}{left}")
         return 0
-    outcome = repo.apply_bulk(plan)
+    with StopOnInterrupt() as interrupt:
+        outcome = repo.apply_bulk(plan, on_batch=interrupt.keep_going)
     skipped = f"{outcome.skipped:,} skipped: changed meanwhile"
-    print(f"{PAST[action]} {outcome.changed:,} of {described} ({skipped}){left}")
+    line = f"{PAST[action]} {outcome.changed:,} of {described} ({skipped}){left}"
+    if outcome.stopped:
+        rest = plan.count - outcome.changed - outcome.skipped
+        print(f"stopped by ctrl-C: {line}; the other {rest:,} were not touched: run the command again for the rest")
+        return INTERRUPTED
+    print(line)
     return 0
 
 

@@ -19,12 +19,14 @@ from ..validation import (
     validate_type,
 )
 from .compiled import Markers, RowReader
-from .models import Job, JobStatus
+from .models import Job, JobStatus, is_postgres
 from .schema import queue_index_parts
 from .statements import HostTime, ServerTime, Statements
 
 ROW_ERROR_CHARS = 300
 MAX_PRIORITY_LEVELS = 50  # seeks per read of the jobs due later; priorities past this many levels are not read
+# A list page (id order) of a status or type with more jobs than this walks the primary key instead of its index.
+LIST_SORT_CAP = 10_000
 
 
 @dataclass(frozen=True)
@@ -186,15 +188,32 @@ class JobReads:
         """Jobs in id order, ``limit`` at a time; pass the last id seen as ``after`` for the next page."""
         Job = self.Job
         query = Job.select().order_by(Job.id).limit(validate_limit(limit))
+        status = None if status is None else validate_status(status)
+        # A job's type follows validate_type: another (a NUL, which PostgreSQL refused as a database error, or
+        # a blank) is a mistake to name, not a filter that matches nothing.
+        type = None if type is None else validate_type(type)
+        walk = self._many_listed(status, type)
         if status is not None:
-            query = query.where(Job.status == validate_status(status))
+            query = query.where(Job.status.checked([status]) if walk else Job.status == status)
         if type is not None:
-            # A job's type follows validate_type: another (a NUL, which PostgreSQL refused as a database error,
-            # or a blank) is a mistake to name, not a filter that matches nothing.
-            query = query.where(Job.type == validate_type(type))
+            query = query.where(Job.type.concat(pw.SQL("''")) == type if walk else Job.type == type)
         if after is not None:
             query = query.where(Job.id > after)
         return list(query)
+
+    def _many_listed(self, status: str | None, type: str | None) -> bool:
+        """Whether a list page of ``status`` and ``type`` should walk the primary key (filters no index can
+        use) rather than their index: on SQLite, when they match more than LIST_SORT_CAP jobs (counted up to
+        there). SQLite, which has no statistics of the table, read a page through the index: every job of the
+        status in it, sorted by id for the page (0.2-0.3 s of CPU at 880,000 completed jobs, each page); the
+        key walk reads from ``after`` until the page is full. PostgreSQL's planner chooses by its statistics."""
+        if is_postgres(self.db) or (status is None and type is None):
+            return False
+        if status is None:
+            return sum(self.counts(type=type, cap=LIST_SORT_CAP).values()) > LIST_SORT_CAP
+        statement = self.statements.compiled.statement(self._capped_count, status, type is not None, LIST_SORT_CAP)
+        values = {} if type is None else {"type": type}
+        return self.db.execute_sql(statement.sql, statement.params(values)).fetchone()[0] > LIST_SORT_CAP
 
     def window(
         self, status: str, *, type: str | None = None, limit: int = 200, now: datetime | None = None

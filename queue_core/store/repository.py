@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import random
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 
 import peewee as pw
@@ -583,14 +583,22 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
         query = Job.update(**changes).where((Job.id == job_id) & Job.status.in_([FAILED, CANCELLED])).returning(Job)
         return self._announced(next(iter(query.execute()), None))
 
-    def prune(self, older_than: timedelta, *, batch: int = PRUNE_BATCH, max_batches: int | None = None) -> int:
+    def prune(
+        self,
+        older_than: timedelta,
+        *,
+        batch: int = PRUNE_BATCH,
+        max_batches: int | None = None,
+        on_batch: Callable[[int], bool | None] | None = None,
+    ) -> int:
         """Delete completed, failed and cancelled jobs (and their error history) finished more than
         ``older_than`` ago, and the registry's stopped or lost workers last seen before then.
 
         In transactions of ``batch`` jobs, so that a large backlog never holds locks (SQLite: the write
         lock every worker needs) for long, and PostgreSQL's autovacuum can reclaim space in between.
         ``max_batches`` stops after that many (a worker prunes one per heartbeat, so that thread is never
-        busy long); None goes on until nothing is left. Returns how many jobs were deleted.
+        busy long); None goes on until nothing is left. ``on_batch`` hears the jobs deleted so far after each
+        batch that may not be the last; returning False stops there. Returns how many jobs were deleted.
         """
         validate_age("older_than", older_than)
         validate_positive_int("batch", batch)
@@ -598,7 +606,6 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
             validate_positive_int("max_batches", max_batches)
         Job = self.Job
         cutoff = cutoff_before(self.now(), older_than)
-        finished = Job.status.in_(FINAL) & (Job.updated_at < cutoff)
         self.prune_workers(cutoff)
         pruned = batches = 0
         while True:
@@ -612,12 +619,24 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
                     if len(found) == batch:
                         break
                 # The condition again: an operator may have retried one of them meanwhile.
-                doomed = Job.delete().where(Job.id.in_(found) & finished).returning(Job.id) if found else []
+                doomed = Job.delete().where(self._still_prunable(found, cutoff)).returning(Job.id) if found else []
                 deleted = [row.id for row in doomed]
                 self._forget_deleted(deleted)
             pruned += len(deleted)
             if len(found) < batch or batches == max_batches:
                 return pruned
+            if on_batch is not None and on_batch(pruned) is False:
+                return pruned
+
+    def _still_prunable(self, ids: list[int], cutoff: datetime) -> pw.Expression:
+        """These jobs, while still finished before ``cutoff``: found by primary key, as a bulk batch's fence
+        finds its jobs (``BulkActions._fence``). Written plainly (``status IN (...) AND updated_at < ...``),
+        SQLite walked the status index over every old finished job to find a batch's ids (from ten ids on),
+        per batch, and PostgreSQL planned a sequential scan: a backlog's prune was quadratic in its size."""
+        Job = self.Job
+        ids = sorted(ids)
+        key = Job.id.between(ids[0], ids[-1]) & Job.id.in_(ids)
+        return key & Job.status.checked(FINAL) & (Job.updated_at < cutoff)
 
     def _prunable(self, status: str, cutoff: datetime, limit: int) -> pw.Select:
         """The ids of up to ``limit`` ``status`` jobs last changed before ``cutoff``, oldest first.

@@ -65,6 +65,9 @@ class JobTable(DataTable):
         self._cells: dict[str, tuple[Cell, ...]] = {}
         self.shown_columns: Columns = ()
         self.marked: frozenset[int] = frozenset()  # the operator's selection (console.selection)
+        # As wide as the longest id shown so far (never narrower than COLUMNS says): a queue past a million
+        # jobs has seven-digit ids, which a 6-wide column cut to "10000…" (review finding).
+        self.id_width = WIDTHS[0][1]
 
     def mark(self, marked: frozenset[int], snapshot: Snapshot | None) -> None:
         """Show ``marked`` as selected: their id in reverse."""
@@ -72,17 +75,28 @@ class JobTable(DataTable):
         if snapshot is not None:
             self.show(snapshot)
 
+    @property
+    def widths(self) -> Columns:
+        return tuple((key, self.id_width if key == "id" else width) for key, width in WIDTHS)
+
     def on_mount(self) -> None:
-        self._lay_out(WIDTHS)
+        self._lay_out(self.widths)
         self.show_cursor = self.has_focus
 
     def on_resize(self) -> None:
-        if not self.size.width:
+        self._fit()
+
+    def _fit(self, *, again: bool = False) -> None:
+        """The columns fitted to the room, the rows laid out again if they changed (or ``again``)."""
+        if self.size.width:
+            flex, flex_min, give_way = FITS[self.status]
+            room = self.size.width - self.styles.scrollbar_size_vertical  # kept free: a long table's scrollbar
+            columns = fit_columns(self.widths, room, flex, flex_min, give_way, 2 * self.cell_padding, grow="error")
+        elif again:
+            columns = self.widths  # another view's table: fitted to the room when it is shown
+        else:
             return  # another view's table, laid out when it is shown
-        flex, flex_min, give_way = FITS[self.status]
-        room = self.size.width - self.styles.scrollbar_size_vertical  # kept free: a long table's scrollbar
-        columns = fit_columns(WIDTHS, room, flex, flex_min, give_way, 2 * self.cell_padding, grow="error")
-        if columns != self.shown_columns:
+        if again or columns != self.shown_columns:
             selected, index = self.selected_job_id, self.cursor_row  # clearing the columns moves the cursor
             order = [row.key.value for row in self.ordered_rows]
             self._lay_out(columns)
@@ -138,6 +152,10 @@ class JobTable(DataTable):
         if jobs is None:
             return  # this refresh was read for another view: keep the rows until one is read for this table
         wanted = {str(job.id): self.cells(job, snapshot) for job in jobs}
+        widest = max(map(len, wanted), default=0)
+        if widest > self.id_width:
+            self.id_width = widest
+            self._fit(again=True)
         selected = self.selected_job_id
         selected_index = self.cursor_row
         for key in [key for key in self._cells if key not in wanted]:
