@@ -113,3 +113,26 @@ def table_names(url: str) -> list[str]:
     with psycopg.connect(url) as conn:
         rows = conn.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()
     return sorted(name for (name,) in rows)
+
+
+@contextlib.contextmanager
+def statements_run(repo: JobRepository, keep):
+    """The (sql, params) of each statement ``repo`` runs inside the block for which ``keep(sql)`` is true."""
+    kept = []
+    execute_sql = repo.db.execute_sql
+
+    def recording(sql, params=None, *args, **kwargs):
+        if keep(sql):
+            kept.append((sql, params))
+        return execute_sql(sql, params, *args, **kwargs)
+
+    repo.db.execute_sql = recording
+    try:
+        yield kept
+    finally:
+        del repo.db.execute_sql
+
+
+def sqlite_plan(repo: JobRepository, sql: str, params) -> str:
+    """SQLite's EXPLAIN QUERY PLAN of a statement, its steps joined by " / "."""
+    return " / ".join(row[-1] for row in repo.db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())

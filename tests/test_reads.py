@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from support import sqlite_plan, statements_run
 
 from queue_core.store.query import parse_query
 from queue_core.store.search import in_window_order
@@ -123,23 +124,12 @@ def test_the_pending_windows_due_filter_leaves_sqlites_choice_of_index_as_it_was
     # SQLite read and sorted every due job of that type (a temp B-tree) where the claim index gives the
     # first ones in claim order; the same for a query naming a type.
     repo.create("a")
-    executed = []
-    execute_sql = repo.db.execute_sql
-
-    def recording(sql, params=None, *args, **kwargs):
-        if sql.startswith("SELECT") and "ORDER BY" in sql:
-            executed.append((sql, params))
-        return execute_sql(sql, params, *args, **kwargs)
-
-    repo.db.execute_sql = recording
-    try:
+    with statements_run(repo, lambda sql: sql.startswith("SELECT") and "ORDER BY" in sql) as executed:
         repo.window_rows("pending", type="a", limit=1)
         repo.window_rows("pending", where=parse_query("type:a").condition(repo), limit=1)
-    finally:
-        del repo.db.execute_sql
     assert len(executed) == 2
     for sql, params in executed:
-        plan = " / ".join(row[-1] for row in repo.db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params))
+        plan = sqlite_plan(repo, sql, params)
         assert "jobs_pending_claim" in plan and "TEMP B-TREE" not in plan, plan
 
 
@@ -153,23 +143,12 @@ def test_a_list_page_of_a_common_status_or_type_walks_the_primary_key_not_every_
 
     monkeypatch.setattr(reads, "LIST_SORT_CAP", 5, raising=False)
     repo.create_many([{"type": "common"} for _ in range(8)] + [{"type": "rare"} for _ in range(2)])
-    executed = []
-    execute_sql = repo.db.execute_sql
-
-    def recording(sql, params=None, *args, **kwargs):
-        if sql.startswith("SELECT") and 'ORDER BY "t1"."id"' in sql:
-            executed.append((sql, params))
-        return execute_sql(sql, params, *args, **kwargs)
 
     def plan_of(listing):
-        executed.clear()
-        repo.db.execute_sql = recording
-        try:
+        with statements_run(repo, lambda sql: sql.startswith("SELECT") and 'ORDER BY "t1"."id"' in sql) as executed:
             ids = [job.id for job in listing()]
-        finally:
-            del repo.db.execute_sql
         (sql, params), *_ = executed
-        return ids, " / ".join(row[-1] for row in repo.db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params))
+        return ids, sqlite_plan(repo, sql, params)
 
     ids, plan = plan_of(lambda: repo.list("pending", limit=3, after=2))
     assert ids == [3, 4, 5] and "TEMP B-TREE" not in plan, plan

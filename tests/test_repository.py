@@ -7,6 +7,7 @@ from datetime import timedelta
 
 import peewee as pw
 import pytest
+from support import sqlite_plan, statements_run
 
 from queue_core.errors import IdempotencyConflict, ValidationError
 from queue_core.rules import BACKOFF_CAP, DEFAULT_BACKOFF_BASE
@@ -440,13 +441,18 @@ def test_prune_works_in_batches_and_keeps_what_is_not_old_or_not_finished(repo, 
     assert repo.prune(timedelta(days=7), batch=3) == 0
 
 
-def test_prune_with_max_batches_stops_after_that_many_transactions(repo, clock):
-    # A worker prunes one batch per heartbeat: a backlog must not keep that thread busy.
-    for _ in range(7):
+def completed_days_ago(repo, clock, n: int, *, days: int) -> None:
+    """``n`` jobs run and completed, then the clock ``days`` later."""
+    for _ in range(n):
         job, _ = repo.create("t")
         repo.claim("w")
         repo.complete(job.id)
-    clock.advance(days=8)
+    clock.advance(days=days)
+
+
+def test_prune_with_max_batches_stops_after_that_many_transactions(repo, clock):
+    # A worker prunes one batch per heartbeat: a backlog must not keep that thread busy.
+    completed_days_ago(repo, clock, 7, days=8)
     assert repo.prune(timedelta(days=7), batch=3, max_batches=1) == 3
     assert repo.prune(timedelta(days=7), batch=3, max_batches=5) == 4  # a short batch ends it before the cap
     assert repo.prune(timedelta(days=7), batch=3, max_batches=1) == 0
@@ -723,25 +729,10 @@ def test_a_prune_batch_deletes_its_jobs_by_primary_key_not_by_walking_every_old_
     # worker's write waited up to 6 s), and each --prune-after batch of a worker cost as much. Its ids are
     # known: the primary key finds them whatever the table holds (PostgreSQL planned a sequential scan).
     # SQLite chose the index from about ten ids on.
-    for _ in range(12):
-        job, _ = repo.create("t")
-        repo.claim("w")
-        repo.complete(job.id)
-    clock.advance(days=8)
-    deletes = []
-    execute_sql = repo.db.execute_sql
-
-    def recording(sql, params=None, *args, **kwargs):
-        if sql.startswith('DELETE FROM "jobs"'):
-            deletes.append((sql, params))
-        return execute_sql(sql, params, *args, **kwargs)
-
-    repo.db.execute_sql = recording
-    try:
+    completed_days_ago(repo, clock, 12, days=8)
+    with statements_run(repo, lambda sql: sql.startswith('DELETE FROM "jobs"')) as deletes:
         assert repo.prune(timedelta(days=7)) == 12
-    finally:
-        del repo.db.execute_sql
     assert deletes
     for sql, params in deletes:
-        plan = " / ".join(row[-1] for row in repo.db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params))
+        plan = sqlite_plan(repo, sql, params)
         assert "INTEGER PRIMARY KEY" in plan and "jobs_status_updated" not in plan, plan

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from support import sqlite_plan, statements_run
 
 from queue_core.store.query import parse_query
 from queue_core.store.search import FoundJobs, search, served_by_index
@@ -65,20 +66,9 @@ def test_each_step_reads_its_id_range_by_primary_key_even_beside_an_indexed_term
     # Regression: with no statistics SQLite took "type = ?" (the type index) as the narrower and read every
     # job of that type for each step: 8 s a step at a million jobs instead of 14 ms.
     make_jobs(repo, 10)
-    steps_sql = []
-    execute_sql = repo.db.execute_sql
-
-    def recording(sql, params=None, *args, **kwargs):
-        if "LIKE" in sql:
-            steps_sql.append((sql, params))
-        return execute_sql(sql, params, *args, **kwargs)
-
-    repo.db.execute_sql = recording
-    try:
+    with statements_run(repo, lambda sql: "LIKE" in sql) as steps_sql:
         [*_, last] = search(repo, parse_query("type:t needle"), chunk=5)
-    finally:
-        del repo.db.execute_sql
     assert len(last.ids) == 4 and len(steps_sql) == 2
     for sql, params in steps_sql:
-        plan = " ".join(row[-1] for row in repo.db.execute_sql(f"EXPLAIN QUERY PLAN {sql}", params).fetchall())
+        plan = sqlite_plan(repo, sql, params)
         assert "PRIMARY KEY" in plan and "jobs_type" not in plan, plan
