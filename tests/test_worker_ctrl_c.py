@@ -102,3 +102,37 @@ def test_a_programs_own_ctrl_c_handler_is_left_alone(live_repo, handlers, make_w
     signal.signal(signal.SIGINT, own)
     make_worker().run(burst=True)
     assert seen == [own] and signal.getsignal(signal.SIGINT) is own
+
+
+class Stoppable:
+    """What of a worker a stop signal's handler uses, recording the stops it asks for."""
+
+    shutdown_timeout = 120.0
+    is_running = True
+
+    def __init__(self):
+        self.stops: list[float | None] = []
+
+    def request_stop(self, timeout=None) -> None:
+        self.stops.append(timeout)
+
+
+@pytest.mark.parametrize("level", ["info", "warning"])
+def test_a_signal_whose_line_cannot_be_written_still_stops_the_worker(monkeypatch, level):
+    # Regression (CI, under load: a worker that took a SIGINT and then a SIGTERM ran on for its whole 120 s
+    # shutdown timeout): a signal's handler runs inside whatever the main thread was doing, also its write to
+    # stderr; the nested write's error ("reentrant call inside BufferedWriter", which the logging module's
+    # report of it raises again) left the handler before it asked for the stop, and went on up through the
+    # code it had interrupted. The stop is asked first now, and a line that cannot be written is dropped.
+    from queue_core.worker import signals
+
+    def unwritable(*args, **kwargs):
+        raise RuntimeError("reentrant call inside <_io.BufferedWriter name='<stderr>'>")
+
+    monkeypatch.setattr(signals.logger, level, unwritable)
+    worker = Stoppable()
+    on_signal = signals.StopOnSignal(worker)
+    on_signal.started()
+    on_signal(signal.SIGINT, None)  # logged at info
+    on_signal(signal.SIGTERM, None)  # logged at warning
+    assert worker.stops == [None, 0]  # a graceful stop, then "release the running jobs now"

@@ -421,6 +421,20 @@ def test_a_second_signal_during_the_first_ones_message_still_reaches_each_proces
         assert words(readers) == [b"sn", b"sn"]
 
 
+@pytest.mark.parametrize("level", ["info", "warning"])
+def test_a_signal_whose_line_cannot_be_written_still_reaches_each_process(monkeypatch, level):
+    # The line may raise (a handler run inside the main thread's own write to stderr: "reentrant call"); the
+    # word it says was sent must be sent all the same, before the line (test_worker_ctrl_c has the worker's).
+    def unwritable(*args, **kwargs):
+        raise RuntimeError("reentrant call inside <_io.BufferedWriter name='<stderr>'>")
+
+    with pool_with_pipes(2) as (pool, readers):
+        monkeypatch.setattr(pool_module.logger, level, unwritable)
+        pool._on_signal(signal.SIGTERM, None)
+        pool._on_signal(signal.SIGINT, None)
+        assert words(readers) == [b"sn", b"sn"]
+
+
 @pytest.mark.parametrize("after_writes", [1, 2])
 def test_a_second_signal_while_the_first_is_being_sent_is_sent_after_it_once(monkeypatch, after_writes):
     with pool_with_pipes(2) as (pool, readers):

@@ -248,18 +248,19 @@ class WorkerPool:
         name = signal.Signals(signum).name
         self.signals += 1
         self.stopping = True
-        if self.signals == 1:
-            logger.info(
-                "%s received: stopping %d worker processes; running jobs get up to %gs to finish (send it again "
-                "to release them now)",
-                name,
-                len(self.children),
-                self.shutdown_timeout,
-            )
-            self._tell_all(STOP)
-        else:
-            logger.warning("%s received again: releasing running jobs now", name)
-            self._tell_all(STOP_NOW)
+        first = self.signals == 1
+        self._tell_all(STOP if first else STOP_NOW)  # before the line, which may fail (signals.StopOnSignal)
+        with contextlib.suppress(Exception):
+            if first:
+                logger.info(
+                    "%s received: stopping %d worker processes; running jobs get up to %gs to finish (send it "
+                    "again to release them now)",
+                    name,
+                    len(self.children),
+                    self.shutdown_timeout,
+                )
+            else:
+                logger.warning("%s received again: releasing running jobs now", name)
 
     def _tell_all(self, word: bytes) -> None:
         """Send each process ``word``, and first the words before it that it was not sent, in order.

@@ -55,17 +55,27 @@ class StopOnSignal:
     def __call__(self, signum, _frame) -> None:
         name = signal.Signals(signum).name
         self.received.append(name)
-        if self.has_started and not self.worker.is_running:
-            logger.info("%s received: the worker has stopped already and runs no job; finishing", name)
-        elif len(self.received) == 1:
-            logger.info(
-                "%s received: stopping; running jobs get up to %gs to finish (send it again to release them now)",
-                name,
-                self.worker.shutdown_timeout,
-            )
-        else:
-            logger.warning("%s received again: releasing running jobs now", name)
+        stopped = self.has_started and not self.worker.is_running
+        # The stop first, then the line that says so: the line could fail (below), and whoever reads it (an
+        # operator, a test) may send the next signal as soon as it is written.
         self._stop_as_received()
+        try:
+            if stopped:
+                logger.info("%s received: the worker has stopped already and runs no job; finishing", name)
+            elif len(self.received) == 1:
+                logger.info(
+                    "%s received: stopping; running jobs get up to %gs to finish (send it again to release them now)",
+                    name,
+                    self.worker.shutdown_timeout,
+                )
+            else:
+                logger.warning("%s received again: releasing running jobs now", name)
+        except Exception:
+            # A handler runs between any two steps of the main thread, also inside its write to stderr: the
+            # logging module's report of the nested write's error ("reentrant call inside BufferedWriter")
+            # raised out of it, into the code it interrupted, and the stop it had not asked yet was lost (a
+            # second signal then waited out the whole shutdown timeout). The line is lost, never the stop.
+            pass
 
     def started(self) -> None:
         """The worker's run has started: a signal received before now stops it."""
