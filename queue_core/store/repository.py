@@ -629,14 +629,11 @@ class JobRepository(OperatorControls, BulkActions, FailureGroups, WaitingReasons
                 return pruned
 
     def _still_prunable(self, ids: list[int], cutoff: datetime) -> pw.Expression:
-        """These jobs, while still finished before ``cutoff``: found by primary key, as a bulk batch's fence
-        finds its jobs (``BulkActions._fence``). Written plainly (``status IN (...) AND updated_at < ...``),
-        SQLite walked the status index over every old finished job to find a batch's ids (from ten ids on),
-        per batch, and PostgreSQL planned a sequential scan: a backlog's prune was quadratic in its size."""
-        Job = self.Job
-        ids = sorted(ids)
-        key = Job.id.between(ids[0], ids[-1]) & Job.id.in_(ids)
-        return key & Job.status.checked(FINAL) & (Job.updated_at < cutoff)
+        """These jobs, while still finished before ``cutoff``: found by primary key, as a bulk batch finds its
+        jobs (``BulkActions._by_key``). Written plainly (``status IN (...) AND updated_at < ...``), SQLite
+        walked the status index over every old finished job to find a batch's ids (from ten ids on), per
+        batch, and PostgreSQL planned a sequential scan: a backlog's prune was quadratic in its size."""
+        return self._by_key(sorted(ids), FINAL) & (self.Job.updated_at < cutoff)
 
     def _prunable(self, status: str, cutoff: datetime, limit: int) -> pw.Select:
         """The ids of up to ``limit`` ``status`` jobs last changed before ``cutoff``, oldest first.
