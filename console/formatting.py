@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from queue_core.store.postgres import refusal
 from queue_core.text import printable
 
 
@@ -113,3 +114,12 @@ def header_text(
             break
         step()
     return line()
+
+
+def write_error(exc: BaseException) -> str:
+    """A refused write as the console says it: the database's words, then what to change when PostgreSQL
+    refuses it for good (``refusal``: a read-only server or role, a missing privilege, a statement timeout).
+    Review finding: a console on a server gone read-only (a fail-over to a standby) said only "Could not
+    cancel: cannot execute UPDATE in a read-only transaction", and every retry said it again."""
+    why = refusal(exc)
+    return f"{exc}: {why}" if why else str(exc)
