@@ -17,6 +17,7 @@ from queue_core.rules import has_retries_left
 from queue_core.store.database import DATABASE_ERRORS
 
 from .commands import command_line, enqueue_line
+from .formatting import write_error
 from .messages import JobFailedByOperator, StaleReaped, WriteFailed
 from .screens.enqueue import EnqueueScreen
 from .screens.prompt import PromptScreen
@@ -45,7 +46,7 @@ class JobActions:
             with self.repo.db.connection_context():
                 result = operation()
         except (QueueError, *DATABASE_ERRORS) as exc:
-            self.post_message(WriteFailed(what, str(exc)))
+            self.post_message(WriteFailed(what, write_error(exc)))
         else:
             self.post_message(done(result))
 

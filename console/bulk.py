@@ -22,6 +22,7 @@ from queue_core.store.database import DATABASE_ERRORS
 from queue_core.store.pages import SCHEDULED
 
 from .commands import bulk_lines
+from .formatting import write_error
 from .messages import BulkDone, BulkPlanned, BulkProgressed, WriteFailed
 from .screens.bulk_progress import BulkProgressScreen
 from .screens.confirm import ConfirmScreen
@@ -203,7 +204,7 @@ class BulkActions:
             with self.repo.db.connection_context():
                 outcome = self.repo.apply_bulk(plan, batch_size=self.bulk_batch_size, on_batch=self.bulk_batch_done)
         except (QueueError, *DATABASE_ERRORS) as exc:
-            self.post_message(WriteFailed(plan.action, str(exc)))
+            self.post_message(WriteFailed(plan.action, write_error(exc)))
             self.post_message(BulkDone(None, [], plan.describe()))
         else:
             running = plan.statuses.count(STATUSES.index(RUNNING)) if plan.action == "cancel" else 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import unicodedata
 from collections.abc import Sequence
 
 PROGRAM = "python -m queue_core"
@@ -20,12 +21,35 @@ IDS_SPELT_OUT = 5  # a hand-picked selection longer than this is named by its fi
 
 def quote(value: str) -> str:
     """``value`` as one shell word: bare when safe, in double quotes as an operator would type it, and in
-    single quotes (shlex's) when it holds a character double quotes do not keep literal."""
+    single quotes (shlex's) when it holds a character double quotes do not keep literal, and as ``$'...'``
+    with escapes when it holds a control character, which a terminal would act on (``ansi_c_quote``)."""
+    if any(unicodedata.category(char) == "Cc" for char in value):
+        return ansi_c_quote(value)
     if value and SAFE.fullmatch(value):
         return value
     if not DOUBLE_QUOTE_SPECIAL.search(value):
         return f'"{value}"'
     return shlex.quote(value)
+
+
+def ansi_c_quote(value: str) -> str:
+    """``value`` as a bash/zsh ``$'...'`` word, every character that is not printable as its escape: the word
+    is the value, byte for byte, and the line shows no control character. Review finding: a cause holding
+    a handler's ``\\x1b[31m`` went into the panel's ``--cause "..."`` raw, and coloured the terminal. (The
+    query line refuses control characters, so only a cause, made of a handler's error, holds one.)"""
+    escaped = []
+    for char in value:
+        if char in "\\'":
+            escaped.append("\\" + char)
+        elif char.isprintable():
+            escaped.append(char)
+        elif ord(char) < 0x80:
+            escaped.append(f"\\x{ord(char):02x}")
+        elif ord(char) <= 0xFFFF:
+            escaped.append(f"\\u{ord(char):04x}")
+        else:
+            escaped.append(f"\\U{ord(char):08x}")
+    return "$'" + "".join(escaped) + "'"
 
 
 def command_line(verb: str, *arguments: object, **options: object) -> str:

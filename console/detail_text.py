@@ -23,7 +23,7 @@ from textual.visual import RenderOptions, Visual
 
 from queue_core.store.pages import AttemptPage
 
-from .formatting import time_of_day, timestamp
+from .formatting import shown, time_of_day, timestamp
 
 PAGE_CHARS = 16 * 1024
 ATTEMPTS_SHOWN = 50
@@ -165,7 +165,7 @@ def traceback_text(error) -> Content:
     if earlier > 0:
         note = f"{earlier:,} earlier characters: python -m queue_core show {error.job_id} prints them"
         parts.append(("\n  … " + note, "dim"))
-    parts += [("\n  " + line, "dim") for line in lines]
+    parts += [("\n  " + shown(line), "dim") for line in lines]
     return Content.assemble(*parts)
 
 
@@ -220,11 +220,11 @@ def same_traceback_text(attempt: int) -> Content:
 
 def cut(text: str, limit: int, *, length: int | None = None) -> Content:
     """``text`` up to ``limit`` characters, then a dim note of how many more there are (of ``length`` in all,
-    when the text was already cut by the database)."""
+    when the text was already cut by the database); what a terminal would act on is written as escapes."""
     length = len(text) if length is None else length
     if length <= limit:
-        return Content(text)
-    return Content.assemble(text[:limit], (f" … {length - limit:,} more characters", "dim"))
+        return Content(shown(text, keep_newlines=True))
+    return Content.assemble(shown(text[:limit], keep_newlines=True), (f" … {length - limit:,} more characters", "dim"))
 
 
 def pages(text: str, size: int = PAGE_CHARS) -> list[str]:

@@ -9,6 +9,7 @@ from queue_core.errors import QueueError
 from queue_core.store.database import DATABASE_ERRORS
 from queue_core.store.query import parse_query
 
+from .formatting import shown
 from .messages import SelectionLoaded, WriteFailed
 from .selection import Selection, scoped_query_text
 from .widgets.failures.table import FailuresTable
@@ -41,7 +42,7 @@ class FailureGroupControls:
         except (QueueError, *DATABASE_ERRORS) as exc:
             self.post_message(WriteFailed("select the cause's jobs", str(exc)))
             return
-        what = f"of cause “{signature}”"
+        what = f"of cause “{shown(signature)}”"
         self.post_message(
             SelectionLoaded(Selection(frozenset(ids), "failed", None, what, group=signature, group_query=text))
         )

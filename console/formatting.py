@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from queue_core.store.postgres import refusal
+from queue_core.text import printable
+
 
 def short_duration(seconds: float) -> str:
     """The two largest units that matter: 7s, 3m05s, 2h10m, 3d04h."""
@@ -25,14 +28,25 @@ def since(then: datetime | None, now: datetime) -> str:
 
 
 def one_line(text: str | None, width: int) -> str:
-    """One line of ``text`` cut to ``width``: the first, or for a traceback the last (the one that says what broke)."""
+    """One line of ``text`` cut to ``width``: the first, or for a traceback the last (the one that says what broke),
+    with what a terminal would act on written as escapes (``shown``)."""
     if not text:
         return ""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     if not lines:
         return ""
-    line = lines[-1] if lines[0].startswith("Traceback") else lines[0]
+    line = shown(lines[-1] if lines[0].startswith("Traceback") else lines[0])
     return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def shown(text: str, *, keep_newlines: bool = False) -> str:
+    """Free text from the database (a handler's exception, its traceback, a cause made of them) as the console
+    draws it: a control character, an escape sequence's ESC or a bidi override written as its ``\\u`` escape.
+    Review finding: drawn raw, ``\\x1b[31m`` in a handler's error reached the operator's terminal, which coloured
+    the rest of the failed table and shifted its row (the table had counted the escape as text); U+202E
+    reversed the rest of the line. Names (types, queues, worker ids, keys) are refused such characters when
+    written, so only free text needs this."""
+    return printable(text, keep_newlines=keep_newlines)
 
 
 def time_of_day(moment: datetime) -> str:
@@ -100,3 +114,12 @@ def header_text(
             break
         step()
     return line()
+
+
+def write_error(exc: BaseException) -> str:
+    """A refused write as the console says it: the database's words, then what to change when PostgreSQL
+    refuses it for good (``refusal``: a read-only server or role, a missing privilege, a statement timeout).
+    Review finding: a console on a server gone read-only (a fail-over to a standby) said only "Could not
+    cancel: cannot execute UPDATE in a read-only transaction", and every retry said it again."""
+    why = refusal(exc)
+    return f"{exc}: {why}" if why else str(exc)

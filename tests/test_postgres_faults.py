@@ -52,6 +52,24 @@ def test_a_connection_dropped_while_idle_is_replaced_before_the_next_statement(d
     repo.db.close()
 
 
+def test_a_connection_dropped_inside_a_connection_context_is_replaced_and_the_context_closes_it(db_url):
+    # Review finding: the console reads and writes each inside db.connection_context(). A connection the server
+    # dropped between two of its statements was replaced, and the statement ran, but the replacement emptied
+    # peewee's stack of open contexts, so leaving the context raised "IndexError: pop from empty list": the
+    # console said "Cannot read the queue: IndexError" for a read that worked, and a bulk write that went on
+    # on the new connection ended in that error, which is no database error, so it reached the operator.
+    repo = JobRepository(open_database(db_url))
+    first, _ = repo.create("t")
+    with repo.db.connection_context():
+        assert repo.find_by_id(first.id).id == first.id
+        assert terminate_this_tests_connections(db_url) == 1
+        second, created = repo.create("t")  # on a new connection, inside the same context
+        assert created
+    assert repo.db.is_closed()  # the context closed the connection it held, the replacement
+    assert [job.id for job in repo.list()] == [first.id, second.id]
+    repo.db.close()
+
+
 def test_a_listening_connection_keeps_its_notifications_through_the_check(db_url):
     # The check reads a readable idle socket: a notification it reads must still reach the application.
     db = open_database(db_url)

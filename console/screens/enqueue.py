@@ -35,6 +35,7 @@ from queue_core.validation import (
     validate_type,
 )
 
+from ..formatting import write_error
 from ..messages import EnqueueRefused, JobEnqueued
 from .dialog import Dialog
 
@@ -156,7 +157,7 @@ class EnqueueScreen(Dialog):
         except IdempotencyConflict as exc:
             self.post_message(EnqueueRefused(str(exc), "idempotency_key"))
         except DATABASE_ERRORS as exc:  # nothing was written; the form stays, so the operator can try again
-            self.post_message(EnqueueRefused(f"database error: {exc}", "type"))
+            self.post_message(EnqueueRefused(f"database error: {write_error(exc)}", "type"))
         else:
             self.post_message(JobEnqueued(job, created))
 

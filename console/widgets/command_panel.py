@@ -10,6 +10,8 @@ from collections import deque
 from textual.content import Content
 from textual.widgets import Static
 
+from queue_core.text import printable
+
 from ..commands import is_command
 
 KEPT = 6
@@ -39,7 +41,9 @@ class CommandPanel(Static):
         if not shown:
             self.update(Content.styled("no action yet: each one's admin-CLI line shows here", "dim"))
             return
-        self.update(Content("\n").join(Content.assemble(("$ ", "dim"), line) for line in shown))
+        # A control character is quoted as $'\x1b' in the line itself (commands.quote); a bidi override or
+        # another format character in a cause is drawn as its escape here, never acted on by the terminal.
+        self.update(Content("\n").join(Content.assemble(("$ ", "dim"), printable(line)) for line in shown))
 
     def _last(self) -> list[str]:
         """The collapsed panel's line: the last command, with the note after it if a note came last (a

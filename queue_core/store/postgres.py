@@ -51,8 +51,21 @@ class ReconnectingPostgresqlDatabase(pw.PostgresqlDatabase):
 
     def cursor(self, named_cursor=None):
         if not self.is_closed() and self.transaction_depth() == 0 and connection_dropped(self._state.conn):
-            self.close()
+            self._replace_connection()
         return super().cursor(named_cursor)
+
+    def _replace_connection(self) -> None:
+        """Close the dropped connection and open another, keeping this thread's open ``connection_context()``s:
+        peewee's close and connect each empty their stack, and leaving a context then raised "IndexError: pop
+        from empty list" (review finding: the console, which reads and writes inside one, said "Cannot read
+        the queue: IndexError" for a read that worked, and a write that did too ended in that error). The
+        outermost context closes the new connection when it is left, as it would have the old one."""
+        contexts = self._state.ctx
+        try:
+            self.close()
+            self.connect()
+        finally:
+            self._state.ctx = contexts
 
 
 class IdleWatch:

@@ -7,6 +7,7 @@ console itself may not import it), and what the parser read is what the console 
 from __future__ import annotations
 
 import shlex
+import subprocess
 from datetime import datetime, timedelta
 from types import SimpleNamespace
 
@@ -15,7 +16,7 @@ from console_helpers import settle, wait_for
 from hypothesis import given
 from hypothesis import strategies as st
 
-from console.commands import PROGRAM, bulk_lines, command_line, enqueue_line, is_command
+from console.commands import PROGRAM, bulk_lines, command_line, enqueue_line, is_command, quote
 from console.screens.confirm import ConfirmScreen
 from console.widgets.command_panel import CommandPanel
 from queue_core.cli.admin import build_parser
@@ -113,3 +114,18 @@ def test_the_collapsed_panel_shows_a_command_even_when_a_note_came_last():
     assert shlex.split(line, comments=True) == shlex.split(command)  # as a shell reads it: the note is a comment
     panel.add(bulk_lines("retry", query="status:failed", ids=()))
     assert panel._last() == [panel.lines[-1]] and is_command(panel.lines[-1])
+
+
+@pytest.mark.parametrize(
+    "value",
+    ["card \x1b[31mRED\x1b[0m \u202eRTL\u202c \x9b2J", "tab\there", "it's \\ \x1b", "C1 \x85, astral \U000e0001"],
+)
+def test_a_cause_with_a_control_character_is_a_word_bash_reads_back_byte_for_byte(value):
+    """Review finding: a cause (a handler's error) holding ``\\x1b[31m`` went into the ``--cause "..."`` line raw,
+    and the command panel coloured the terminal. It is a ``$'...'`` word now: printable, and the cause itself
+    once a shell reads it."""
+    word = quote(value)
+    assert word.isprintable() and word.startswith("$'")
+    env = {"LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"}
+    read = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, env=env, check=True).stdout
+    assert read == value.encode()
