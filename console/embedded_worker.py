@@ -15,6 +15,7 @@ from textual import work
 from queue_core.worker import Worker
 from queue_core.worker.scheduler import Scheduler
 
+from .hangup import HangUpGuard
 from .messages import QueueWorkerStopped, WorkerEventReceived
 from .widgets.worker.pane import WorkerPane
 
@@ -117,20 +118,26 @@ class EmbeddedWorkerControls:
         """SIGHUP (the terminal closed: tmux session killed, SSH dropped) and SIGTERM leave no job of the
         embedded worker running: by default each killed the process at once, its jobs still ``running`` for
         ``--stale-after``. SIGTERM quits as ``q`` does (a second one releases the running jobs now); SIGHUP
-        releases them now and exits, since no one is left to watch a graceful stop."""
+        releases them now and exits, since no one is left to watch a graceful stop (``hangup.HangUpGuard``:
+        a terminal that is gone must not hold the way out)."""
         loop = asyncio.get_running_loop()
-        for signum, handler in ((signal.SIGHUP, self.hang_up), (signal.SIGTERM, self.terminate)):
-            try:
-                loop.add_signal_handler(signum, handler)
-            except (NotImplementedError, RuntimeError, ValueError):  # no signals here (not the main thread)
-                return
-            self._signals = (*getattr(self, "_signals", ()), signum)
+        try:
+            loop.add_signal_handler(signal.SIGTERM, self.terminate)
+        except (NotImplementedError, RuntimeError, ValueError):  # no signals here (not the main thread)
+            return
+        self._signals = (signal.SIGTERM,)
+        self._hang_up_guard = HangUpGuard(loop.call_soon_threadsafe, self.hang_up)
+        self._hang_up_guard.install()
 
     def unwatch_signals(self) -> None:
         loop = asyncio.get_running_loop()
         for signum in getattr(self, "_signals", ()):
             loop.remove_signal_handler(signum)
         self._signals = ()
+        guard = getattr(self, "_hang_up_guard", None)
+        if guard is not None:
+            guard.uninstall()
+            self._hang_up_guard = None
 
     def hang_up(self) -> None:
         if self.queue_worker is not None and self.queue_worker.is_running:

@@ -26,6 +26,11 @@ def wait_until(condition, what: str, timeout: float = 30.0) -> None:
         time.sleep(0.05)
 
 
+def take_terminal() -> None:
+    """In the child, after its setsid: make its stdin (the pty) its controlling terminal."""
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+
 class TerminalProcess:
     """``python -m console ...`` on a 120x40 pty whose output is read (and kept) on a thread."""
 
@@ -39,7 +44,8 @@ class TerminalProcess:
             stdout=slave,
             stderr=slave,
             env=env,
-            start_new_session=True,  # its own session: the pty is its controlling terminal
+            start_new_session=True,  # its own session, of which the pty is the controlling terminal:
+            preexec_fn=take_terminal,  # a hang-up signals it as it does a login shell or a tmux pane's command
         )
         os.close(slave)
         self.master = master
@@ -103,4 +109,23 @@ def test_a_signal_leaves_no_job_of_the_embedded_worker_running(db, db_url, conso
     assert console.process.returncode == 0, f"ended by signal {-console.process.returncode}, not by its handler"
     job = repo.find_by_id(job_id)
     assert job.status == "pending" and job.worker_id is None, console.output.decode(errors="replace")[-2000:]
+    assert worker_stopped(repo) == [True]
+
+
+@pytest.mark.backends("sqlite", "postgresql")
+def test_a_terminal_that_hangs_up_leaves_no_console_running_nor_job_of_its_worker(db, db_url, console_process):
+    """The terminal itself gone (an SSH connection dropped, a tmux server killed): the kernel sends SIGHUP and
+    then SIGCONT, and every write to the terminal fails. Review finding: Textual's SIGCONT handler started a
+    second output thread, which died on its first write; the app's exit then waited on that thread's queue
+    for ever, the process left running with its worker's job claimed (`running` until --stale-after)."""
+    repo, job_id, console = running_sleep(db, console_process, db_url)
+    os.close(console.master)  # the terminal's other end: the pty hangs up
+    console.master = os.open(os.devnull, os.O_RDONLY)  # for close() to close
+    try:
+        console.process.wait(timeout=60)  # a hang guard, not a timing: it exited at once here
+    except subprocess.TimeoutExpired:
+        pytest.fail("the console did not exit after its terminal hung up")
+    assert console.process.returncode == 0, f"ended by signal {-console.process.returncode}, not by its handler"
+    job = repo.find_by_id(job_id)
+    assert job.status == "pending" and job.worker_id is None
     assert worker_stopped(repo) == [True]
