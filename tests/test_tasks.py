@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import typing
 from collections import UserDict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -246,6 +247,15 @@ def test_delay_may_be_a_timedelta_and_a_past_run_at_is_due_at_once_in_its_place(
     assert past.run_at == START - timedelta(days=1)
     # Due first: a day ago ranks ahead of a job of its priority due since now (README, The task API).
     assert [repo.claim("w").id, repo.claim("w").id, repo.claim("w")] == [past.id, first.id, None]
+
+
+@pytest.mark.parametrize("method", [Task.enqueue, Queue.enqueue])
+def test_the_type_hints_take_what_enqueue_takes(method):
+    """``delay`` takes seconds or a timedelta (README, The task API): typed ``float | None``, an application's
+    mypy or pyright refused ``enqueue(delay=timedelta(minutes=5))``, which runs."""
+    hints = typing.get_type_hints(method)
+    assert typing.get_args(hints["delay"]) == (float, timedelta, type(None))
+    assert typing.get_args(hints["run_at"]) == (datetime, type(None))
 
 
 def test_queue_and_timeout_are_kept_on_the_task(queue, repo):
