@@ -19,6 +19,7 @@ where it was made, not in a worker an hour later.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -180,6 +181,25 @@ class Queue:
             if self._owns_database and self._repository is not None:
                 self._repository.db.close()
                 self._repository = None
+
+    @contextlib.contextmanager
+    def replace_repository(self, repository: JobRepository) -> Iterator[JobRepository]:
+        """For the ``with`` block, this queue (its tasks' ``enqueue``, ``result``, ``scheduler``, and a worker given
+        ``queue.repository``) uses ``repository``: a test's own database, on a clock the test moves. The queue's
+        own database is neither opened nor closed by it, and is back after the block, as is ``repository`` open."""
+        if not isinstance(repository, JobRepository):
+            raise ValidationError(
+                "repository",
+                f"must be a JobRepository, e.g. JobRepository(open_database(url)), got {type(repository).__name__}",
+            )
+        with self._lock:
+            saved = self._repository, self._owns_database
+            self._repository, self._owns_database = repository, False
+        try:
+            yield repository
+        finally:
+            with self._lock:
+                self._repository, self._owns_database = saved
 
     # --- defining tasks ---------------------------------------------------------------------------------
 
