@@ -19,6 +19,7 @@ where it was made, not in a worker an hour later.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -57,6 +58,7 @@ MAX_RESULT_POLL = 1.0
 ENQUEUE_OPTIONS = ("idempotency_key", "delay", "run_at", *JOB_OPTIONS)
 # Every Queue made in this process, so a worker that imported --handlers modules finds their schedules.
 _queues: weakref.WeakSet[Queue] = weakref.WeakSet()
+_opening = threading.Lock()  # one Queue opens a URL's database at a time: the others share it
 
 
 def registered_schedules(registry: HandlerRegistry | None = None) -> list[Schedule]:
@@ -117,6 +119,23 @@ def serve_database(url: str, registry: HandlerRegistry | None = None) -> None:
             queue.url = url
 
 
+def _shared_repository(url: str | None) -> JobRepository:
+    """The open repository of a Queue of this process on ``url`` (None: ``$QUEUE_DB_URL``...), else one opened now.
+
+    Queues on one URL (an application's task modules, each with its own ``Queue()``) share one database and so one
+    connection per thread: each with its own, a transaction of the application that enqueued tasks of two of them
+    wrote the second job on another connection, outside the transaction. On PostgreSQL that job stayed when the
+    transaction rolled back; on SQLite it waited for the transaction's own write lock, then failed "database is
+    locked"."""
+    wanted = url or default_url()
+    with _opening:
+        for queue in list(_queues):
+            found = queue._repository
+            if found is not None and queue._owns_database and (queue.url or default_url()) == wanted:
+                return found
+        return JobRepository(open_database(url))
+
+
 def _definition(schedule: Schedule) -> tuple:
     payload = json.dumps(schedule.payload, sort_keys=True)
     return (schedule.cron, schedule.type, payload, sorted(schedule.options.items()))
@@ -165,21 +184,42 @@ class Queue:
 
     @property
     def repository(self) -> JobRepository:
-        """The repository, opening the database on first use."""
+        """The repository, opening the database on first use: the one of another Queue of this process on the
+        same URL if there is one open (see ``_shared_repository``)."""
         repository = self._repository
         if repository is None:
             with self._lock:
                 if self._repository is None:
-                    self._repository = JobRepository(open_database(self.url))
+                    self._repository = _shared_repository(self.url)
                 repository = self._repository
         return repository
 
     def close(self) -> None:
-        """Close the database this queue opened (it opens again on next use); a given repository is left open."""
+        """Close this thread's connection to the database this queue opened (it opens again on next use; the other
+        Queues of its URL, which share it, reconnect on theirs); a given repository is left open."""
         with self._lock:
             if self._owns_database and self._repository is not None:
                 self._repository.db.close()
                 self._repository = None
+
+    @contextlib.contextmanager
+    def replace_repository(self, repository: JobRepository) -> Iterator[JobRepository]:
+        """For the ``with`` block, this queue (its tasks' ``enqueue``, ``result``, ``scheduler``, and a worker given
+        ``queue.repository``) uses ``repository``: a test's own database, on a clock the test moves. The queue's
+        own database is neither opened nor closed by it, and is back after the block, as is ``repository`` open."""
+        if not isinstance(repository, JobRepository):
+            raise ValidationError(
+                "repository",
+                f"must be a JobRepository, e.g. JobRepository(open_database(url)), got {type(repository).__name__}",
+            )
+        with self._lock:
+            saved = self._repository, self._owns_database
+            self._repository, self._owns_database = repository, False
+        try:
+            yield repository
+        finally:
+            with self._lock:
+                self._repository, self._owns_database = saved
 
     # --- defining tasks ---------------------------------------------------------------------------------
 
@@ -263,7 +303,7 @@ class Queue:
         payload: Mapping | None = None,
         *,
         idempotency_key: str | None = None,
-        delay: float | None = None,
+        delay: float | timedelta | None = None,
         run_at: datetime | None = None,
         priority: int | str | None = None,
         max_retries: int | None = None,
@@ -409,7 +449,7 @@ class Task:
         /,
         *positional,
         idempotency_key: str | None = None,
-        delay: float | None = None,
+        delay: float | timedelta | None = None,
         run_at: datetime | None = None,
         priority: int | str | None = None,
         max_retries: int | None = None,

@@ -31,6 +31,7 @@ EXPECTED = {
     "results_demo.py": "5\nfailed card 77 declined\n",
     "outbox_demo.py": "1 1",
     "metrics_demo.py": "{'queue': 'mail', 'status': 'pending'} 1.0",
+    "test_signup_demo.py": "3 passed",
 }
 
 # What a snippet's comments say it logs (stderr): an embedded worker logs only when the program asks it to.
@@ -46,10 +47,14 @@ def test_each_snippet_runs_as_pasted(name, tmp_path):
     (tmp_path / name).write_text(snippets()[name], encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("QUEUE_")}
     env["PYTHONPATH"] = str(ROOT)
-    done = subprocess.run(
-        [sys.executable, name], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False
+    # A test module runs as README says to run it: python -m pytest test_signup_demo.py.
+    command = (
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name]
+        if name.startswith("test_")
+        else [sys.executable, name]
     )
-    assert done.returncode == 0, done.stderr
+    done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
     assert EXPECTED[name] in done.stdout, done.stdout
     for line in EXPECTED_LOG.get(name, ()):
         assert line in done.stderr, done.stderr

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import typing
 from collections import UserDict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -23,6 +24,7 @@ from support import START
 import queue_core
 from queue_core import Queue, ValidationError
 from queue_core.handlers import HandlerRegistry, current_job, handler
+from queue_core.store.database import open_database
 from queue_core.store.repository import JobRepository
 from queue_core.tasks import Task
 from queue_core.worker import Worker
@@ -246,6 +248,15 @@ def test_delay_may_be_a_timedelta_and_a_past_run_at_is_due_at_once_in_its_place(
     assert past.run_at == START - timedelta(days=1)
     # Due first: a day ago ranks ahead of a job of its priority due since now (README, The task API).
     assert [repo.claim("w").id, repo.claim("w").id, repo.claim("w")] == [past.id, first.id, None]
+
+
+@pytest.mark.parametrize("method", [Task.enqueue, Queue.enqueue])
+def test_the_type_hints_take_what_enqueue_takes(method):
+    """``delay`` takes seconds or a timedelta (README, The task API): typed ``float | None``, an application's
+    mypy or pyright refused ``enqueue(delay=timedelta(minutes=5))``, which runs."""
+    hints = typing.get_type_hints(method)
+    assert typing.get_args(hints["delay"]) == (float, timedelta, type(None))
+    assert typing.get_args(hints["run_at"]) == (datetime, type(None))
 
 
 def test_queue_and_timeout_are_kept_on_the_task(queue, repo):
@@ -791,3 +802,63 @@ def test_a_queues_repr_never_shows_the_database_password():
     queue = Queue("postgresql://app:s3cret@db.internal/app?sslpassword=s3cret")
     assert "s3cret" not in repr(queue) and repr(queue).startswith("Queue('postgresql://app:***@db.internal/app")
     assert repr(Queue()) == "Queue(None)"  # $QUEUE_DB_URL, read at first use
+
+
+# --- replace_repository: a test's own database under an application's Queue ---------------------------
+
+
+def test_replace_repository_points_the_tasks_at_a_tests_database_and_gives_the_queue_back(
+    tmp_path, repo, clock, handlers
+):
+    """An application's Queue names its database at import; a test points it at its own for a block (its tasks'
+    enqueue, the chain a handler enqueues, result and the scheduler), on the test's clock, and the application's
+    database is neither opened nor written."""
+    app_file = tmp_path / "app.db"
+    app_queue = Queue(f"sqlite:///{app_file}", registry=handlers)
+
+    @app_queue.task("double")
+    def double(n: int) -> int:
+        if n < 100:
+            double.enqueue(n=n * 100)  # a chain: the handler's enqueue goes where the test's job came from
+        return n * 2
+
+    @app_queue.periodic("0 * * * *")
+    def hourly() -> None: ...
+
+    with app_queue.replace_repository(repo) as given:
+        assert given is repo and app_queue.repository is repo
+        job = double.enqueue(n=2, delay=60)
+        assert job.run_at == clock() + timedelta(seconds=60)  # the test's clock
+        clock.advance(60)
+        Worker(app_queue.repository, registry=handlers, worker_id="t").run(burst=True)
+        assert app_queue.result(job, timeout=0) == 4
+        assert sorted(j.payload["n"] for j in repo.list(type="double")) == [2, 200]
+        assert [j.type for j in app_queue.scheduler(clock).tick()] == ["hourly"]
+    assert not app_file.exists()  # never opened, never written
+    assert app_queue.repository is not repo  # its own again, opened now
+    assert app_queue.repository.counts()["pending"] == 0
+    assert repo.counts()["completed"] == 2  # the test's repository is left open
+    app_queue.close()
+
+
+def test_replace_repository_restores_after_an_error_and_nests(repo, db_url, handlers, tmp_path):
+    own = JobRepository(open_database(f"sqlite:///{tmp_path / 'own.db'}"))
+    app_queue = Queue(repository=own, registry=handlers)
+    other = JobRepository(open_database(db_url))
+    with pytest.raises(RuntimeError), app_queue.replace_repository(repo):
+        with app_queue.replace_repository(other):
+            assert app_queue.repository is other
+        assert app_queue.repository is repo
+        raise RuntimeError("the test failed")
+    assert app_queue.repository is own
+    app_queue.close()  # a given repository is the caller's: not closed
+    assert app_queue.repository is own and not own.db.is_closed()
+    own.db.close()
+    other.db.close()
+
+
+@pytest.mark.parametrize("given", [None, "sqlite:///queue.db", object()])
+def test_replace_repository_takes_a_repository_only(queue, repo, given):
+    with pytest.raises(ValidationError, match="must be a JobRepository"), queue.replace_repository(given):
+        pass
+    assert queue.repository is repo

@@ -9,6 +9,7 @@ import re
 import sqlite3
 import stat
 import time
+import weakref
 from urllib.parse import parse_qsl, quote, unquote, urlparse
 
 import peewee as pw
@@ -204,6 +205,33 @@ def default_url() -> str:
     return os.environ.get("QUEUE_DB_URL") or DEFAULT_URL
 
 
+# Every database open_database returned, and the connections a forked child inherited from them (see
+# _forget_inherited_connections).
+_OPENED: weakref.WeakSet[pw.Database] = weakref.WeakSet()
+_INHERITED: list[object] = []
+
+
+def _forget_inherited_connections() -> None:
+    """In a child just forked: its databases open a connection of their own at their next statement.
+
+    The child inherited its parent's open connection (a web application's module opened the queue before
+    ``gunicorn --preload`` forked its workers, say). Used by both, one socket carried both processes' statements
+    and answers: on PostgreSQL they crossed ("server sent data without prior row description", "server closed
+    the connection unexpectedly"), and SQLite says never to use a connection across a fork. The inherited one is
+    kept, never closed here: closing it would end the parent's session (PostgreSQL's Terminate message on the
+    shared socket) or touch the parent's file locks (SQLite); psycopg's own finaliser leaves another process's
+    connection alone."""
+    for db in list(_OPENED):
+        state = db._state  # this thread's: the only thread a forked child has
+        if state.conn is not None:
+            _INHERITED.append(state.conn)
+        state.reset()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited_connections)
+
+
 def open_database(
     url: str | None = None, *, synchronous: str | None = None, create: bool = True, upgrade: bool = True
 ) -> pw.Database:
@@ -273,6 +301,7 @@ def open_database(
         elif why := refusal(exc):  # a read-only or unprivileged role, no connection slot left...
             reason += f": {why}"
         raise DatabaseURLError(f"cannot open {without_password(url)}: {reason}") from exc
+    _OPENED.add(db)
     return db
 
 
