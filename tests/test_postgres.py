@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import os
 import re
 import threading
 import time
@@ -562,20 +563,34 @@ def test_a_notification_is_sent_at_commit_not_before(db, repo, wakeups):
 
 
 @postgres_only
-def test_listener_reconnects_after_losing_its_connection(db, repo, wakeups):
+def test_listener_reconnects_after_losing_its_connection(db, repo, monkeypatch):
+    # Its own listener, named: the other test processes' listeners (every worker's, on this server) are not
+    # this test's to terminate, and their own reconnections would satisfy its wait.
+    name = f"listener-test-{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setitem(db.connect_params, "application_name", name)
+    wakeups = Wakeups()
+    listener = listen_for_jobs(db, wakeups)
+    assert listener.wait_listening(10)
+
     def listening_pids():
-        rows = db.execute_sql("SELECT pid FROM pg_stat_activity WHERE query = %s", (f"LISTEN {JOBS_CHANNEL}",))
+        rows = db.execute_sql(
+            "SELECT pid FROM pg_stat_activity WHERE query = %s AND application_name = %s",
+            (f"LISTEN {JOBS_CHANNEL}", name),
+        )
         return {pid for (pid,) in rows.fetchall()}
 
-    old = listening_pids()
-    assert old
-    db.execute_sql("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (list(old),))
-    deadline = time.monotonic() + 15
-    while not (listening_pids() - old) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert listening_pids() - old, "the listener did not LISTEN again"
-    repo.create("t")
-    assert wakeups.wait()
+    try:
+        old = listening_pids()
+        assert old
+        db.execute_sql("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (list(old),))
+        deadline = time.monotonic() + 15
+        while not (listening_pids() - old) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert listening_pids() - old, "the listener did not LISTEN again"
+        repo.create("t")
+        assert wakeups.wait()
+    finally:
+        listener.stop(timeout=5)
 
 
 @postgres_only
