@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sqlite3
 import threading
+import uuid
+from urllib.parse import urlsplit, urlunsplit
 
+import pytest
 from live_server import LiveServer
 from support import another_apps_database, as_schema_version_5, table_names
 from test_entry_point_errors import assert_one_error_line, run_cli, run_module
@@ -187,3 +191,57 @@ def test_the_server_says_it_made_the_tables_of_a_new_database(tmp_path):
 
     assert made(url).strip() in first, first
     assert "Serving on" in again and "the queue's tables" not in again, again
+
+
+def as_newer_schema(url: str) -> None:
+    """Record a schema version one past this queue_core's at ``url``: tables a newer queue_core upgraded."""
+    with contextlib.closing(open_database(url)) as db:  # made current first
+        db.execute_sql(f"UPDATE queue_meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version'")
+
+
+@pytest.mark.backends("sqlite")
+def test_a_look_at_a_newer_schema_says_so_without_the_write_lock(tmp_path):
+    # A downgrade after a bad deploy: the older queue_core's read-only look took the write lock before it found
+    # the schema newer (migrate's check), so a worker of the newer one writing meanwhile made it fail with
+    # "database is locked" instead of what to do.
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    as_newer_schema(url)
+    writer = sqlite3.connect(tmp_path / "q.db", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # a worker of the newer queue_core, mid-transaction
+    try:
+        with pytest.raises(DatabaseURLError, match=rf"schema version {SCHEMA_VERSION + 1} is newer") as raised:
+            open_database(f"{url}?busy_timeout=0", create=False, upgrade=False)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert "upgrade queue_core" in str(raised.value) and str(tmp_path / "q.db") in str(raised.value)
+
+
+@pytest.mark.backends("postgresql")
+def test_a_role_without_create_hears_that_the_schema_is_newer_not_that_it_lacks_a_privilege(db_url):
+    # The workers' role may read and write the tables but not CREATE (README, "Roles and server settings").
+    # Against tables a newer queue_core upgraded, every program of this one said "permission denied for
+    # schema ...: ... needs a role that may CREATE": migrate's CREATE TABLE IF NOT EXISTS ran before its
+    # version check. The operator granted CREATE, to hear the real reason next.
+    role = f"queue_nocreate_{uuid.uuid4().hex[:8]}"
+    with contextlib.closing(open_database(db_url)) as owner:
+        schema = owner.execute_sql("SELECT current_schema()").fetchone()[0]
+        owner.execute_sql(f"CREATE ROLE {role} LOGIN")
+        owner.execute_sql(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+        owner.execute_sql(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}")
+    as_newer_schema(db_url)
+    parts = urlsplit(db_url)
+    as_role = urlunsplit(parts._replace(netloc=f"{role}@{parts.netloc.rsplit('@', 1)[-1]}"))
+    try:
+        for command in (["stats"], ["migrate"], ["enqueue", "echo"]):
+            code, out, err = run_cli("--db", as_role, *command)
+            assert code == 2 and out == "", (command, out)
+            assert_one_error_line(err, f"schema version {SCHEMA_VERSION + 1} is newer", "upgrade queue_core")
+            assert "permission denied" not in err, (command, err)
+    finally:
+        import psycopg
+
+        with psycopg.connect(db_url, autocommit=True) as owner:  # open_database refuses the newer tables
+            owner.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {role}")
+            owner.execute(f"REVOKE ALL ON SCHEMA {schema} FROM {role}")
+            owner.execute(f"DROP ROLE {role}")

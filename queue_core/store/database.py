@@ -16,7 +16,7 @@ import peewee as pw
 from ..errors import DatabaseURLError, QueueError
 from .models import SchemaMeta
 from .postgres import ReconnectingPostgresqlDatabase, refusal
-from .schema import SCHEMA_VERSION, migrate, schema_version
+from .schema import SCHEMA_VERSION, migrate, newer_schema, schema_version
 
 DEFAULT_URL = "sqlite:///queue.db"
 BUSY_TIMEOUT_MS = 10_000
@@ -253,6 +253,10 @@ def open_database(
         version = schema_version(db)
         if version == 0 and not create:
             raise _no_queue_tables(url)
+        if version > SCHEMA_VERSION:
+            # Said before migrate, which would take the write or migration lock and try CREATE first: a role
+            # without CREATE heard "permission denied", a read-only look took the write lock, for nothing.
+            raise newer_schema(version, without_password(url))
         if 0 < version < SCHEMA_VERSION and not upgrade:
             raise DatabaseURLError(
                 f"the queue's tables in {without_password(url)} are at schema version {version}, older than this"

@@ -376,6 +376,17 @@ def schema_version(db: pw.Database) -> int:
     return int(text)
 
 
+def newer_schema(version: int, where: str | None = None) -> DatabaseURLError:
+    """The error for tables a newer queue_core made or upgraded (a downgrade after a bad deploy): this one
+    cannot know their shape, so it neither reads nor writes them."""
+    tables = f"the queue's tables in {where}" if where else "the queue's tables"
+    return DatabaseURLError(
+        f"database schema version {version} is newer than this queue_core's ({SCHEMA_VERSION}): {tables} were"
+        " made or upgraded by a newer queue_core, and nothing was read or written; upgrade queue_core to the"
+        " version that upgraded them (a schema is never downgraded)"
+    )
+
+
 def migrate(db: pw.Database) -> int:
     """Bring the schema to ``SCHEMA_VERSION``; idempotent and safe when several processes open at once.
     Returns the version the database held when this took the migration lock (0: no queue tables), so that
@@ -387,11 +398,8 @@ def migrate(db: pw.Database) -> int:
             db.execute_sql("SELECT pg_advisory_xact_lock(7312450981)")
         db.create_tables([meta])
         current = schema_version(db)
-        if current > SCHEMA_VERSION:
-            raise DatabaseURLError(
-                f"database schema version {current} is newer than this queue_core's "
-                f"({SCHEMA_VERSION}); upgrade queue_core"
-            )
+        if current > SCHEMA_VERSION:  # another process's newer queue_core upgraded them since our look
+            raise newer_schema(current)
         for version, step in MIGRATIONS:
             if version > current:
                 step(db)
