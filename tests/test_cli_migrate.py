@@ -245,3 +245,32 @@ def test_a_role_without_create_hears_that_the_schema_is_newer_not_that_it_lacks_
             owner.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {role}")
             owner.execute(f"REVOKE ALL ON SCHEMA {schema} FROM {role}")
             owner.execute(f"DROP ROLE {role}")
+
+
+@pytest.mark.backends("sqlite")
+def test_a_worker_that_waited_past_the_busy_timeout_for_another_upgrade_says_so_and_what_to_do(tmp_path):
+    # A deploy restarts its workers together on tables an older queue_core made: one upgrades them, holding
+    # the write lock (seconds for a large file), and the rest wait for it up to the busy timeout. Those said
+    # only "error: cannot open URL: database is locked": neither why a worker's open writes, nor what to do.
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    with contextlib.closing(open_database(url)) as db:
+        as_schema_version_5(db)
+    upgrading = sqlite3.connect(tmp_path / "q.db", isolation_level=None)
+    upgrading.execute("BEGIN IMMEDIATE")  # another process, upgrading them
+    try:
+        done = run_module("queue_core.worker", "--db", f"{url}?busy_timeout=0", "--burst")
+    finally:
+        upgrading.execute("ROLLBACK")
+        upgrading.close()
+
+    assert done.returncode == 2 and done.stdout == ""
+    assert_one_error_line(
+        done.stderr,
+        "database is locked",
+        f"upgrade the queue's tables from schema version 5 to {SCHEMA_VERSION}",
+        "busy timeout (0 s); nothing was changed",
+        "?busy_timeout=60000",
+    )
+    assert found_version(url) == 5  # nothing upgraded, nothing lost: the next start upgrades them
+    assert run_module("queue_core.worker", "--db", url, "--burst").returncode == 0
+    assert found_version(url) == SCHEMA_VERSION
