@@ -274,3 +274,37 @@ def test_a_worker_that_waited_past_the_busy_timeout_for_another_upgrade_says_so_
     assert found_version(url) == 5  # nothing upgraded, nothing lost: the next start upgrades them
     assert run_module("queue_core.worker", "--db", url, "--burst").returncode == 0
     assert found_version(url) == SCHEMA_VERSION
+
+
+@pytest.mark.backends("postgresql")
+def test_an_upgrade_that_finds_a_table_locked_gives_up_and_names_the_holder(db_url, monkeypatch):
+    # A long transaction on a queue table (a report, pg_dump, a session left idle in one) made migrate's
+    # ALTER TABLE wait for its lock for as long, silently, and every worker's claim and ack queued behind it.
+    import psycopg
+
+    from queue_core.store import schema
+
+    # raising=False: set on a queue_core without them too, where the test must fail, not error.
+    monkeypatch.setattr(schema, "MIGRATION_LOCK_TIMEOUT_MS", 100, raising=False)
+    monkeypatch.setattr(schema, "MIGRATION_TRIES", 2, raising=False)
+    monkeypatch.setattr(schema, "MIGRATION_PAUSE", 0, raising=False)
+    with contextlib.closing(open_database(db_url)) as db:
+        job = JobRepository(db).create("echo", {"n": 1})[0]
+        db.execute_sql("ALTER TABLE job_errors DROP COLUMN traceback")  # version 15's shape
+        db.execute_sql("UPDATE queue_meta SET value = '15' WHERE key = 'schema_version'")
+    with psycopg.connect(db_url) as holder:
+        # Ended by the server after 30 s, so that without the give-up the upgrade goes through and this fails.
+        holder.execute("SET idle_in_transaction_session_timeout = '30s'")
+        holder.execute("SELECT count(*) FROM job_errors")  # its transaction holds the table until it ends
+        pid = holder.info.backend_pid
+        with pytest.raises(DatabaseURLError) as raised:
+            open_database(db_url)
+        holder.rollback()
+
+    said = str(raised.value)
+    assert f"from schema version 15 to {SCHEMA_VERSION}" in said and "nothing was changed" in said, said
+    assert f"Held by pid {pid} (idle in transaction" in said and "SELECT count(*) FROM job_errors" in said, said
+    assert f"pg_terminate_backend({pid})" in said and "python -m queue_core migrate again" in said, said
+    assert found_version(db_url) == 15
+    with contextlib.closing(open_database(db_url)) as db:  # the holder gone: the upgrade goes through
+        assert db.schema_found == 15 and JobRepository(db).find_by_id(job.id).payload == {"n": 1}
