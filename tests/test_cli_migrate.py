@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import contextlib
 import re
+import sqlite3
 import threading
+import uuid
+from urllib.parse import urlsplit, urlunsplit
 
+import pytest
 from live_server import LiveServer
 from support import another_apps_database, as_schema_version_5, table_names
 from test_entry_point_errors import assert_one_error_line, run_cli, run_module
@@ -187,3 +191,120 @@ def test_the_server_says_it_made_the_tables_of_a_new_database(tmp_path):
 
     assert made(url).strip() in first, first
     assert "Serving on" in again and "the queue's tables" not in again, again
+
+
+def as_newer_schema(url: str) -> None:
+    """Record a schema version one past this queue_core's at ``url``: tables a newer queue_core upgraded."""
+    with contextlib.closing(open_database(url)) as db:  # made current first
+        db.execute_sql(f"UPDATE queue_meta SET value = '{SCHEMA_VERSION + 1}' WHERE key = 'schema_version'")
+
+
+@pytest.mark.backends("sqlite")
+def test_a_look_at_a_newer_schema_says_so_without_the_write_lock(tmp_path):
+    # A downgrade after a bad deploy: the older queue_core's read-only look took the write lock before it found
+    # the schema newer (migrate's check), so a worker of the newer one writing meanwhile made it fail with
+    # "database is locked" instead of what to do.
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    as_newer_schema(url)
+    writer = sqlite3.connect(tmp_path / "q.db", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # a worker of the newer queue_core, mid-transaction
+    try:
+        with pytest.raises(DatabaseURLError, match=rf"schema version {SCHEMA_VERSION + 1} is newer") as raised:
+            open_database(f"{url}?busy_timeout=0", create=False, upgrade=False)
+    finally:
+        writer.execute("ROLLBACK")
+        writer.close()
+    assert "upgrade queue_core" in str(raised.value) and str(tmp_path / "q.db") in str(raised.value)
+
+
+@pytest.mark.backends("postgresql")
+def test_a_role_without_create_hears_that_the_schema_is_newer_not_that_it_lacks_a_privilege(db_url):
+    # The workers' role may read and write the tables but not CREATE (README, "Roles and server settings").
+    # Against tables a newer queue_core upgraded, every program of this one said "permission denied for
+    # schema ...: ... needs a role that may CREATE": migrate's CREATE TABLE IF NOT EXISTS ran before its
+    # version check. The operator granted CREATE, to hear the real reason next.
+    role = f"queue_nocreate_{uuid.uuid4().hex[:8]}"
+    with contextlib.closing(open_database(db_url)) as owner:
+        schema = owner.execute_sql("SELECT current_schema()").fetchone()[0]
+        owner.execute_sql(f"CREATE ROLE {role} LOGIN")
+        owner.execute_sql(f"GRANT USAGE ON SCHEMA {schema} TO {role}")
+        owner.execute_sql(f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA {schema} TO {role}")
+    as_newer_schema(db_url)
+    parts = urlsplit(db_url)
+    as_role = urlunsplit(parts._replace(netloc=f"{role}@{parts.netloc.rsplit('@', 1)[-1]}"))
+    try:
+        for command in (["stats"], ["migrate"], ["enqueue", "echo"]):
+            code, out, err = run_cli("--db", as_role, *command)
+            assert code == 2 and out == "", (command, out)
+            assert_one_error_line(err, f"schema version {SCHEMA_VERSION + 1} is newer", "upgrade queue_core")
+            assert "permission denied" not in err, (command, err)
+    finally:
+        import psycopg
+
+        with psycopg.connect(db_url, autocommit=True) as owner:  # open_database refuses the newer tables
+            owner.execute(f"REVOKE ALL ON ALL TABLES IN SCHEMA {schema} FROM {role}")
+            owner.execute(f"REVOKE ALL ON SCHEMA {schema} FROM {role}")
+            owner.execute(f"DROP ROLE {role}")
+
+
+@pytest.mark.backends("sqlite")
+def test_a_worker_that_waited_past_the_busy_timeout_for_another_upgrade_says_so_and_what_to_do(tmp_path):
+    # A deploy restarts its workers together on tables an older queue_core made: one upgrades them, holding
+    # the write lock (seconds for a large file), and the rest wait for it up to the busy timeout. Those said
+    # only "error: cannot open URL: database is locked": neither why a worker's open writes, nor what to do.
+    url = f"sqlite:///{tmp_path / 'q.db'}"
+    with contextlib.closing(open_database(url)) as db:
+        as_schema_version_5(db)
+    upgrading = sqlite3.connect(tmp_path / "q.db", isolation_level=None)
+    upgrading.execute("BEGIN IMMEDIATE")  # another process, upgrading them
+    try:
+        done = run_module("queue_core.worker", "--db", f"{url}?busy_timeout=0", "--burst")
+    finally:
+        upgrading.execute("ROLLBACK")
+        upgrading.close()
+
+    assert done.returncode == 2 and done.stdout == ""
+    assert_one_error_line(
+        done.stderr,
+        "database is locked",
+        f"upgrade the queue's tables from schema version 5 to {SCHEMA_VERSION}",
+        "busy timeout (0 s); nothing was changed",
+        "?busy_timeout=60000",
+    )
+    assert found_version(url) == 5  # nothing upgraded, nothing lost: the next start upgrades them
+    assert run_module("queue_core.worker", "--db", url, "--burst").returncode == 0
+    assert found_version(url) == SCHEMA_VERSION
+
+
+@pytest.mark.backends("postgresql")
+def test_an_upgrade_that_finds_a_table_locked_gives_up_and_names_the_holder(db_url, monkeypatch):
+    # A long transaction on a queue table (a report, pg_dump, a session left idle in one) made migrate's
+    # ALTER TABLE wait for its lock for as long, silently, and every worker's claim and ack queued behind it.
+    import psycopg
+
+    from queue_core.store import schema
+
+    # raising=False: set on a queue_core without them too, where the test must fail, not error.
+    monkeypatch.setattr(schema, "MIGRATION_LOCK_TIMEOUT_MS", 100, raising=False)
+    monkeypatch.setattr(schema, "MIGRATION_TRIES", 2, raising=False)
+    monkeypatch.setattr(schema, "MIGRATION_PAUSE", 0, raising=False)
+    with contextlib.closing(open_database(db_url)) as db:
+        job = JobRepository(db).create("echo", {"n": 1})[0]
+        db.execute_sql("ALTER TABLE job_errors DROP COLUMN traceback")  # version 15's shape
+        db.execute_sql("UPDATE queue_meta SET value = '15' WHERE key = 'schema_version'")
+    with psycopg.connect(db_url) as holder:
+        # Ended by the server after 30 s, so that without the give-up the upgrade goes through and this fails.
+        holder.execute("SET idle_in_transaction_session_timeout = '30s'")
+        holder.execute("SELECT count(*) FROM job_errors")  # its transaction holds the table until it ends
+        pid = holder.info.backend_pid
+        with pytest.raises(DatabaseURLError) as raised:
+            open_database(db_url)
+        holder.rollback()
+
+    said = str(raised.value)
+    assert f"from schema version 15 to {SCHEMA_VERSION}" in said and "nothing was changed" in said, said
+    assert f"Held by pid {pid} (idle in transaction" in said and "SELECT count(*) FROM job_errors" in said, said
+    assert f"pg_terminate_backend({pid})" in said and "python -m queue_core migrate again" in said, said
+    assert found_version(db_url) == 15
+    with contextlib.closing(open_database(db_url)) as db:  # the holder gone: the upgrade goes through
+        assert db.schema_found == 15 and JobRepository(db).find_by_id(job.id).payload == {"n": 1}

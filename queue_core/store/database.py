@@ -17,7 +17,7 @@ import peewee as pw
 from ..errors import DatabaseURLError, QueueError
 from .models import SchemaMeta
 from .postgres import ReconnectingPostgresqlDatabase, refusal
-from .schema import SCHEMA_VERSION, migrate, schema_version
+from .schema import SCHEMA_VERSION, migrate, newer_schema, schema_version
 
 DEFAULT_URL = "sqlite:///queue.db"
 BUSY_TIMEOUT_MS = 10_000
@@ -273,6 +273,7 @@ def open_database(
             f"unsupported database URL {without_password(url)!r}: use sqlite:///path/to/file.db or"
             " postgresql://user@host/dbname"
         )
+    version = None  # the schema version found, once read: from then on an error is the migration's
     try:
         db.connect(reuse_if_open=True)
         _check_page_size(db, url)
@@ -281,6 +282,10 @@ def open_database(
         version = schema_version(db)
         if version == 0 and not create:
             raise _no_queue_tables(url)
+        if version > SCHEMA_VERSION:
+            # Said before migrate, which would take the write or migration lock and try CREATE first: a role
+            # without CREATE heard "permission denied", a read-only look took the write lock, for nothing.
+            raise newer_schema(version, without_password(url))
         if 0 < version < SCHEMA_VERSION and not upgrade:
             raise DatabaseURLError(
                 f"the queue's tables in {without_password(url)} are at schema version {version}, older than this"
@@ -300,9 +305,24 @@ def open_database(
             reason += f"; {_missing_schema_hint(parsed.query)}"
         elif why := refusal(exc):  # a read-only or unprivileged role, no connection slot left...
             reason += f": {why}"
+        elif version is not None and isinstance(db, pw.SqliteDatabase) and "database is locked" in reason:
+            reason += f": {_locked_migration(version, db.timeout)}"
         raise DatabaseURLError(f"cannot open {without_password(url)}: {reason}") from exc
     _OPENED.add(db)
     return db
+
+
+def _locked_migration(found: int, busy_seconds: float) -> str:
+    """Why a SQLite open that had tables to make or upgrade found the file locked, and what to do: of a
+    deploy's workers restarted together on tables an older queue_core made, one upgrades them and the rest
+    wait for it, each up to the busy timeout (a large file's upgrade takes longer), then said only this."""
+    task = "make the queue's tables" if found == 0 else f"upgrade the queue's tables from schema version {found}"
+    return (
+        f"this open had to {task} to {SCHEMA_VERSION}, and another process (one upgrading them too, a worker,"
+        f" the server, a prune) held the write lock for longer than the busy timeout ({busy_seconds:g} s); nothing"
+        " was changed. Start it again once that process is done (python -m queue_core migrate upgrades them"
+        " once for every process), or let it wait longer: ?busy_timeout=60000 in the URL"
+    )
 
 
 def driver_reason(exc: BaseException) -> str:

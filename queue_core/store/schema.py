@@ -6,6 +6,8 @@ row of ``queue_meta``.
 
 from __future__ import annotations
 
+import time
+
 import peewee as pw
 
 from ..errors import DatabaseURLError
@@ -376,22 +378,60 @@ def schema_version(db: pw.Database) -> int:
     return int(text)
 
 
+def newer_schema(version: int, where: str | None = None) -> DatabaseURLError:
+    """The error for tables a newer queue_core made or upgraded (a downgrade after a bad deploy): this one
+    cannot know their shape, so it neither reads nor writes them."""
+    tables = f"the queue's tables in {where}" if where else "the queue's tables"
+    return DatabaseURLError(
+        f"database schema version {version} is newer than this queue_core's ({SCHEMA_VERSION}): {tables} were"
+        " made or upgraded by a newer queue_core, and nothing was read or written; upgrade queue_core to the"
+        " version that upgraded them (a schema is never downgraded)"
+    )
+
+
+# PostgreSQL: how long one try of an upgrade waits for a lock on a queue table, how many tries, and the pause
+# between them. An ALTER TABLE waiting for its lock (behind a long transaction: a report, pg_dump, a session
+# left idle in one) queues every later statement on the table behind it, so a worker's claim or ack waited as
+# long as it did, with no word from either: each try gives up soon and lets the queue run, and the last says
+# who holds the lock.
+MIGRATION_LOCK_TIMEOUT_MS = 3000
+MIGRATION_TRIES = 5
+MIGRATION_PAUSE = 1.0  # seconds
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL's SQLSTATE for a lock_timeout that expired
+QUEUE_TABLES = ("jobs", "job_errors", "queues", "workers", "queue_meta")
+
+
 def migrate(db: pw.Database) -> int:
     """Bring the schema to ``SCHEMA_VERSION``; idempotent and safe when several processes open at once.
     Returns the version the database held when this took the migration lock (0: no queue tables), so that
-    of two opens at once only the one that made or upgraded the tables says so."""
+    of two opens at once only the one that made or upgraded the tables says so. On PostgreSQL a table lock
+    another session holds is waited for ``MIGRATION_TRIES`` times, then a DatabaseURLError names it."""
+    if not is_postgres(db):
+        return _migrate_once(db)
+    for tries in range(1, MIGRATION_TRIES + 1):
+        try:
+            return _migrate_once(db)
+        except pw.OperationalError as exc:
+            if getattr(getattr(exc, "orig", None), "sqlstate", None) != LOCK_NOT_AVAILABLE:
+                raise
+            if tries == MIGRATION_TRIES:
+                raise _locked_out(db, schema_version(db)) from exc
+            time.sleep(MIGRATION_PAUSE)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _migrate_once(db: pw.Database) -> int:
     meta = bind_models(db).SchemaMeta
     with db.atomic():
         if is_postgres(db):
-            # Serialise concurrent first opens; SQLite's BEGIN IMMEDIATE already does.
+            # Serialise concurrent first opens; SQLite's BEGIN IMMEDIATE already does. Then every lock a step
+            # waits for is waited for a while only (MIGRATION_LOCK_TIMEOUT_MS), for this transaction alone.
             db.execute_sql("SELECT pg_advisory_xact_lock(7312450981)")
+            db.execute_sql(f"SET LOCAL lock_timeout = {int(MIGRATION_LOCK_TIMEOUT_MS)}")
         db.create_tables([meta])
         current = schema_version(db)
-        if current > SCHEMA_VERSION:
-            raise DatabaseURLError(
-                f"database schema version {current} is newer than this queue_core's "
-                f"({SCHEMA_VERSION}); upgrade queue_core"
-            )
+        if current > SCHEMA_VERSION:  # another process's newer queue_core upgraded them since our look
+            raise newer_schema(current)
         for version, step in MIGRATIONS:
             if version > current:
                 step(db)
@@ -399,3 +439,31 @@ def migrate(db: pw.Database) -> int:
                     conflict_target=[meta.key], preserve=[meta.value]
                 ).execute()
     return current
+
+
+def _locked_out(db: pw.Database, found: int) -> DatabaseURLError:
+    """The error for an upgrade that found the queue's tables locked at each try: who holds them (the longest
+    transactions first: a worker's own, of milliseconds, may be among them), and what to do."""
+    holders = db.execute_sql(
+        "SELECT DISTINCT a.pid, a.state, now() - a.xact_start, a.query FROM pg_locks l"
+        " JOIN pg_stat_activity a ON a.pid = l.pid WHERE l.granted AND a.pid <> pg_backend_pid()"
+        " AND l.relation IN (SELECT to_regclass(name) FROM unnest(%s::text[]) AS name) ORDER BY 3 DESC NULLS LAST",
+        (list(QUEUE_TABLES),),
+    ).fetchall()
+    who = "; ".join(
+        f"pid {pid} ({state}{_for(held)}: {' '.join(str(query or '').split())[:80]})"
+        for pid, state, held, query in holders[:3]
+    )
+    first = holders[0][0] if holders else "pid"
+    return DatabaseURLError(
+        f"the upgrade of the queue's tables from schema version {found} to {SCHEMA_VERSION} waited"
+        f" {MIGRATION_LOCK_TIMEOUT_MS / 1000:g} s for a lock on them {MIGRATION_TRIES} times and gave up (the"
+        " workers' statements queue behind a waiting upgrade): nothing was changed. "
+        + (f"Held by {who}: " if who else "")
+        + f"let that transaction finish, or end it (SELECT pg_terminate_backend({first})), then run"
+        " python -m queue_core migrate again"
+    )
+
+
+def _for(held) -> str:
+    return f" for {int(held.total_seconds())} s" if held is not None else ""
