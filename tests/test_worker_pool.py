@@ -291,6 +291,32 @@ def test_a_process_that_cannot_start_stops_the_pool_with_its_error(live_repo, wo
     assert registered(live_repo, "m-1").state == "stopped"  # stopped by the pool, gracefully
 
 
+@pytest.mark.backends("sqlite")
+def test_a_pool_whose_sqlite_file_is_deleted_stops_rather_than_replace_its_processes_on_a_new_file(
+    db_url, live_repo, start_pool
+):
+    """Regression: each process stopped on its own (exit 1, "the database file ... was moved or deleted"), and
+    the parent replaced it a second later; the replacement made a new, empty database at the path ("made the
+    queue's tables") and the pool ran on it for ever, while the queue's jobs sat in the deleted file and an
+    operator putting the file back found a stranger's -wal and -shm beside it. The pool stops, exit 1."""
+    from pathlib import Path
+
+    path = Path(db_url.removeprefix("sqlite:///"))
+    pool = start_pool("--processes", "2", "--worker-id", "g", "--stale-after", "0.6")  # a beat every 0.2 s
+    wait_until(lambda: len(members(live_repo, "g-")) == 2, "both processes to register")
+    live_repo.db.close()  # this test's own connection: none left on the file but the pool's
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+    assert pool.wait() == EXIT_CRASH, pool.log()
+    log = pool.log()
+    assert f"the database file {path} was moved or deleted" in log
+    assert "stopping the pool, none replaced. Put the file back" in log
+    assert "starting another" not in log and "made the queue's tables" not in log, log
+    assert not path.exists()  # no new, empty file at the path
+    assert "Traceback" not in log
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -361,6 +387,23 @@ def test_a_first_process_that_exits_2_is_not_replaced(tmp_path, monkeypatch):
     serve, calls = runs_in_turn(tmp_path, [EXIT_USAGE, EXIT_OK])
     assert pool_exit(serve, processes=1, burst=False) == EXIT_USAGE
     assert calls.read_text() == "x"
+
+
+def test_a_process_that_dies_after_the_database_file_went_is_not_replaced(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool_module, "FIRST_RESTART_DELAY", 0.01)
+    serve, calls = runs_in_turn(tmp_path, [EXIT_CRASH, EXIT_OK])
+    taken_back: list[int] = []
+    pool = WorkerPool(
+        1,
+        serve,
+        burst=False,
+        shutdown_timeout=1,
+        on_unreplaced=lambda index, pid: taken_back.append(pid),
+        gone=lambda: "the database file /q.db was moved or deleted (No such file or directory)",
+    )
+    assert pool.run() == EXIT_CRASH
+    assert calls.read_text() == "x"  # no replacement forked
+    assert taken_back == []  # nor an open at the path to take its jobs back: they are in the moved file
 
 
 def test_a_program_a_job_starts_stops_on_its_own_sigterm():
