@@ -205,6 +205,23 @@ def test_a_replacement_takes_back_the_jobs_of_the_process_it_replaces_at_once(li
     assert pool.wait() == 0, pool.log()
 
 
+def test_a_process_a_handler_ends_with_exit_0_is_replaced_and_its_job_taken_back(live_repo, start_pool):
+    # Regression: a handler that called os._exit(0) (or a library that exits cleanly under it) ended its
+    # process with code 0, which the pool took for a clean end: no line in its log, no replacement, so the
+    # pool ran one process short for good, and the job stayed running and its worker "running" in `workers`
+    # until --stale-after (300 s here: this test would time out waiting).
+    job, _ = live_repo.create("die_on_first_attempt", {"code": 0})
+    pool = start_pool("--processes", "2", "--worker-id", "z")
+    wait_until(lambda: live_repo.find_by_id(job.id).status == "completed", "the job to be taken back and run")
+    [lost] = live_repo.errors_for(job.id)
+    holder = lost.worker_id
+    assert "exited with code 0: starting another in 1s" in pool.log(), pool.log()
+    assert f"took back 1 job(s) of worker {holder}" in pool.log()
+    wait_until(lambda: len(members(live_repo, "z-")) == 2, "the pool to be two processes again")
+    pool.proc.send_signal(signal.SIGTERM)
+    assert pool.wait() == 0, pool.log()
+
+
 def test_in_a_burst_the_parent_takes_back_the_jobs_of_a_process_that_died(live_repo, worker_env, tmp_path):
     # Regression: with --burst a dead process is not replaced, and nothing took back what it held: its job
     # stayed running, and `workers` showed it running, until --stale-after (300 s here) had passed.
@@ -363,23 +380,40 @@ def test_a_process_that_raises_counts_as_crashed():
 
 
 def runs_in_turn(tmp_path, codes):
-    """A serve function that returns ``codes`` one per call, across processes (a file counts the calls)."""
+    """A serve function that returns ``codes`` one per call, across processes (a file counts the calls); a
+    code that is a function is called with the member, and what it returns is the code."""
     calls = tmp_path / "calls"
 
     def serve(member):
         with open(calls, "a") as out:
             out.write("x")
-        return codes[len(calls.read_text()) - 1]
+        code = codes[len(calls.read_text()) - 1]
+        return code(member) if callable(code) else code
 
     return serve, calls
 
 
+def stops_the_pool(member) -> int:
+    """A process that stops its pool, as a SIGTERM to the parent does, and exits 0 once told to stop."""
+    os.kill(os.getppid(), signal.SIGTERM)
+    return until_told_to_stop(member)
+
+
 def test_a_process_that_dies_is_replaced_and_a_replacements_exit_2_is_a_crash(tmp_path, monkeypatch):
     monkeypatch.setattr(pool_module, "FIRST_RESTART_DELAY", 0.01)
-    # Crashed, then a replacement that could not reach the database (exit 2), then one that ran to its end.
-    serve, calls = runs_in_turn(tmp_path, [EXIT_CRASH, EXIT_USAGE, EXIT_OK])
+    # Crashed, then a replacement that could not reach the database (exit 2), then one that ran until the stop.
+    serve, calls = runs_in_turn(tmp_path, [EXIT_CRASH, EXIT_USAGE, stops_the_pool])
     assert pool_exit(serve, processes=1, burst=False) == EXIT_OK
     assert calls.read_text() == "xxx"
+
+
+def test_a_process_that_exits_0_while_the_pool_runs_on_is_replaced(tmp_path, monkeypatch):
+    # Regression: exit 0 counted as a clean end whatever the pool was doing, so a process that a handler ended
+    # with os._exit(0) left the pool one process short for good, with no line in its log.
+    monkeypatch.setattr(pool_module, "FIRST_RESTART_DELAY", 0.01)
+    serve, calls = runs_in_turn(tmp_path, [EXIT_OK, stops_the_pool])
+    assert pool_exit(serve, processes=1, burst=False) == EXIT_OK
+    assert calls.read_text() == "xx"
 
 
 def test_a_first_process_that_exits_2_is_not_replaced(tmp_path, monkeypatch):

@@ -5,8 +5,8 @@ processes. Started one by one, each pays the interpreter's start-up and the impo
 psycopg); forked from one that has paid them, each begins with its modules and handlers loaded and only opens
 its own connections. The parent is a supervisor: it holds no connection and runs no job, and a process that
 dies while the pool is not stopping is replaced (after 1 s, doubling up to 30 s while replacements keep dying
-young), unless the pool runs ``--burst`` or is stopping: then the parent takes back the jobs it held
-(``on_unreplaced``).
+young; an exit 0 too, which only a burst's process makes on its own), unless the pool runs ``--burst`` or is
+stopping: then the parent takes back the jobs it held (``on_unreplaced``).
 
 Stopping: the processes' own SIGINT, SIGTERM and SIGHUP do nothing, so that a terminal's Ctrl-C or hang-up
 or a service manager's SIGTERM, which reach the whole process group, count once, not twice (a second signal
@@ -177,7 +177,9 @@ class WorkerPool:
             os.close(child.control)
             code = os.waitstatus_to_exitcode(status)
             what = f"worker process {child.index + 1} (pid {pid}) {describe_exit(status)}"
-            if code == EXIT_OK or self.stopping:
+            # Exit 0 is a process's end only where it can end on its own (a burst) or was told to (a stop); else
+            # it died (a handler's os._exit(0), a library's exit) and is replaced like any other death.
+            if self.stopping or (code == EXIT_OK and self.burst):
                 self.code = max(self.code, code if code in (EXIT_OK, EXIT_USAGE) else EXIT_CRASH)
                 if code not in (EXIT_OK, EXIT_USAGE):
                     self._take_back(child.index, pid)  # died in a stop: a stopping pool replaces none
