@@ -85,3 +85,24 @@ def test_a_broken_callback_does_not_end_the_watch(db, live_repo):
             live_repo.create("t")
     finally:
         watcher.stop(WAIT)
+
+
+def test_a_watcher_that_opens_after_its_file_went_makes_no_new_file_at_the_path(tmp_path):
+    # Regression: the watcher opened its own connection with a plain sqlite3.connect, which makes a missing
+    # file. A worker whose database was deleted or moved stopped without making one (its own connections
+    # refuse to), but its watcher, (re)opening meanwhile, made a new, empty file at the path: where an operator
+    # puts the file back (seen once under load, a --processes pool's file deleted in test_worker_pool).
+    path = tmp_path / "queue.db"
+    heard = threading.Event()
+    watcher = ChangeWatcher(str(path), heard.set, interval=0.01).start()
+    try:
+        assert not watcher.wait_listening(0.5)  # it cannot open what is not there, and keeps trying
+    finally:
+        watcher.stop(WAIT)
+    assert not path.exists()
+    sqlite3.connect(path).close()  # once the file is back (any SQLite file), it watches it
+    watcher = ChangeWatcher(str(path), heard.set, interval=0.01).start()
+    try:
+        assert watcher.wait_listening(WAIT)
+    finally:
+        watcher.stop(WAIT)

@@ -559,6 +559,24 @@ def test_a_stop_tries_each_release_once_and_leaves_the_rest_to_the_reaper(live_r
     )
 
 
+def test_a_stop_that_leaves_a_job_unreleased_does_not_say_it_stopped_clean(live_repo, handlers, events, make_worker):
+    # Regression: the release that failed was said (an "unwritten ... not released" line), but the stop's last
+    # line was "stopped worker=... completed=0 failed=0", as after a clean stop, while the job stayed running
+    # until the reaper. An operator (or an alert) reading the stopped line, whose " unwritten=N" is there to
+    # say a stop was not clean, saw nothing.
+    started, let_go = threading.Event(), threading.Event()
+    handlers.register("t", lambda payload: (started.set(), let_go.wait(WAIT)))
+    job, _ = live_repo.create("t")
+    worker = make_worker(DeadReleases(live_repo), stale_after=600)
+    worker.start()
+    assert started.wait(WAIT)
+    worker.stop(timeout=0)
+    let_go.set()
+    assert live_repo.find_by_id(job.id).status == "running"
+    [stopped] = events.of("stopped")
+    assert stopped.message.endswith(" unwritten=1"), stopped.message
+
+
 class FlakyAcks:
     """A queue whose ``complete`` (alone or with the next claim) fails the first ``failures`` times."""
 

@@ -205,6 +205,23 @@ def test_a_replacement_takes_back_the_jobs_of_the_process_it_replaces_at_once(li
     assert pool.wait() == 0, pool.log()
 
 
+def test_a_process_a_handler_ends_with_exit_0_is_replaced_and_its_job_taken_back(live_repo, start_pool):
+    # Regression: a handler that called os._exit(0) (or a library that exits cleanly under it) ended its
+    # process with code 0, which the pool took for a clean end: no line in its log, no replacement, so the
+    # pool ran one process short for good, and the job stayed running and its worker "running" in `workers`
+    # until --stale-after (300 s here: this test would time out waiting).
+    job, _ = live_repo.create("die_on_first_attempt", {"code": 0})
+    pool = start_pool("--processes", "2", "--worker-id", "z")
+    wait_until(lambda: live_repo.find_by_id(job.id).status == "completed", "the job to be taken back and run")
+    [lost] = live_repo.errors_for(job.id)
+    holder = lost.worker_id
+    assert "exited with code 0: starting another in 1s" in pool.log(), pool.log()
+    assert f"took back 1 job(s) of worker {holder}" in pool.log()
+    wait_until(lambda: len(members(live_repo, "z-")) == 2, "the pool to be two processes again")
+    pool.proc.send_signal(signal.SIGTERM)
+    assert pool.wait() == 0, pool.log()
+
+
 def test_in_a_burst_the_parent_takes_back_the_jobs_of_a_process_that_died(live_repo, worker_env, tmp_path):
     # Regression: with --burst a dead process is not replaced, and nothing took back what it held: its job
     # stayed running, and `workers` showed it running, until --stale-after (300 s here) had passed.
@@ -291,6 +308,32 @@ def test_a_process_that_cannot_start_stops_the_pool_with_its_error(live_repo, wo
     assert registered(live_repo, "m-1").state == "stopped"  # stopped by the pool, gracefully
 
 
+@pytest.mark.backends("sqlite")
+def test_a_pool_whose_sqlite_file_is_deleted_stops_rather_than_replace_its_processes_on_a_new_file(
+    db_url, live_repo, start_pool
+):
+    """Regression: each process stopped on its own (exit 1, "the database file ... was moved or deleted"), and
+    the parent replaced it a second later; the replacement made a new, empty database at the path ("made the
+    queue's tables") and the pool ran on it for ever, while the queue's jobs sat in the deleted file and an
+    operator putting the file back found a stranger's -wal and -shm beside it. The pool stops, exit 1."""
+    from pathlib import Path
+
+    path = Path(db_url.removeprefix("sqlite:///"))
+    pool = start_pool("--processes", "2", "--worker-id", "g", "--stale-after", "0.6")  # a beat every 0.2 s
+    wait_until(lambda: len(members(live_repo, "g-")) == 2, "both processes to register")
+    live_repo.db.close()  # this test's own connection: none left on the file but the pool's
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+    assert pool.wait() == EXIT_CRASH, pool.log()
+    log = pool.log()
+    assert f"the database file {path} was moved or deleted" in log
+    assert "stopping the pool, none replaced. Put the file back" in log
+    assert "starting another" not in log and "made the queue's tables" not in log, log
+    assert not path.exists()  # no new, empty file at the path
+    assert "Traceback" not in log
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
@@ -337,23 +380,40 @@ def test_a_process_that_raises_counts_as_crashed():
 
 
 def runs_in_turn(tmp_path, codes):
-    """A serve function that returns ``codes`` one per call, across processes (a file counts the calls)."""
+    """A serve function that returns ``codes`` one per call, across processes (a file counts the calls); a
+    code that is a function is called with the member, and what it returns is the code."""
     calls = tmp_path / "calls"
 
     def serve(member):
         with open(calls, "a") as out:
             out.write("x")
-        return codes[len(calls.read_text()) - 1]
+        code = codes[len(calls.read_text()) - 1]
+        return code(member) if callable(code) else code
 
     return serve, calls
 
 
+def stops_the_pool(member) -> int:
+    """A process that stops its pool, as a SIGTERM to the parent does, and exits 0 once told to stop."""
+    os.kill(os.getppid(), signal.SIGTERM)
+    return until_told_to_stop(member)
+
+
 def test_a_process_that_dies_is_replaced_and_a_replacements_exit_2_is_a_crash(tmp_path, monkeypatch):
     monkeypatch.setattr(pool_module, "FIRST_RESTART_DELAY", 0.01)
-    # Crashed, then a replacement that could not reach the database (exit 2), then one that ran to its end.
-    serve, calls = runs_in_turn(tmp_path, [EXIT_CRASH, EXIT_USAGE, EXIT_OK])
+    # Crashed, then a replacement that could not reach the database (exit 2), then one that ran until the stop.
+    serve, calls = runs_in_turn(tmp_path, [EXIT_CRASH, EXIT_USAGE, stops_the_pool])
     assert pool_exit(serve, processes=1, burst=False) == EXIT_OK
     assert calls.read_text() == "xxx"
+
+
+def test_a_process_that_exits_0_while_the_pool_runs_on_is_replaced(tmp_path, monkeypatch):
+    # Regression: exit 0 counted as a clean end whatever the pool was doing, so a process that a handler ended
+    # with os._exit(0) left the pool one process short for good, with no line in its log.
+    monkeypatch.setattr(pool_module, "FIRST_RESTART_DELAY", 0.01)
+    serve, calls = runs_in_turn(tmp_path, [EXIT_OK, stops_the_pool])
+    assert pool_exit(serve, processes=1, burst=False) == EXIT_OK
+    assert calls.read_text() == "xx"
 
 
 def test_a_first_process_that_exits_2_is_not_replaced(tmp_path, monkeypatch):
@@ -361,6 +421,23 @@ def test_a_first_process_that_exits_2_is_not_replaced(tmp_path, monkeypatch):
     serve, calls = runs_in_turn(tmp_path, [EXIT_USAGE, EXIT_OK])
     assert pool_exit(serve, processes=1, burst=False) == EXIT_USAGE
     assert calls.read_text() == "x"
+
+
+def test_a_process_that_dies_after_the_database_file_went_is_not_replaced(tmp_path, monkeypatch):
+    monkeypatch.setattr(pool_module, "FIRST_RESTART_DELAY", 0.01)
+    serve, calls = runs_in_turn(tmp_path, [EXIT_CRASH, EXIT_OK])
+    taken_back: list[int] = []
+    pool = WorkerPool(
+        1,
+        serve,
+        burst=False,
+        shutdown_timeout=1,
+        on_unreplaced=lambda index, pid: taken_back.append(pid),
+        gone=lambda: "the database file /q.db was moved or deleted (No such file or directory)",
+    )
+    assert pool.run() == EXIT_CRASH
+    assert calls.read_text() == "x"  # no replacement forked
+    assert taken_back == []  # nor an open at the path to take its jobs back: they are in the moved file
 
 
 def test_a_program_a_job_starts_stops_on_its_own_sigterm():

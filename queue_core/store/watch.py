@@ -11,8 +11,10 @@ idle workers do not wake each other. Polling stays the fallback, as with Postgre
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 from collections.abc import Callable
+from urllib.parse import quote
 
 import peewee as pw
 
@@ -42,7 +44,7 @@ class ChangeWatcher(WakeupThread):
                 self._stopping.wait(REOPEN_DELAY)
 
     def _watch(self) -> None:
-        connection = sqlite3.connect(self._path, isolation_level=None, check_same_thread=False)
+        connection = sqlite3.connect(*opening(self._path), isolation_level=None, check_same_thread=False)
         try:
             read = connection.cursor()
             version = read.execute("PRAGMA data_version").fetchone()[0]
@@ -54,6 +56,15 @@ class ChangeWatcher(WakeupThread):
                     self._wake()
         finally:
             connection.close()
+
+
+def opening(path: str) -> tuple[str, bool]:
+    """``sqlite3.connect``'s database and ``uri`` for the file at ``path``, never made by the open: a watcher
+    that (re)opens after the file was moved or deleted under its worker would otherwise make a new, empty one
+    at the path, where an operator may be putting the file back (it fails instead, and tries again)."""
+    if path in ("", ":memory:") or path.startswith("file:"):
+        return path, path.startswith("file:")
+    return f"file:{quote(os.path.abspath(path))}?mode=rw", True
 
 
 def watch_for_changes(db: pw.Database, on_change: Callable[[], None]) -> ChangeWatcher | None:

@@ -250,6 +250,7 @@ def main(argv: list[str] | None = None, *, freeze_after_startup: bool = False) -
         shutdown_timeout=args.shutdown_timeout,
         exit_hooks=freeze_after_startup,
         on_unreplaced=lambda index, pid: take_back_unreplaced(args, index, pid),
+        gone=getattr(database, "file_gone", None),  # the SQLite file the pool was started on (closed, still known)
     )
     return pool.run()
 
@@ -278,7 +279,9 @@ def serve(args, *, freeze_after_startup: bool = False, member: Member | None = N
     index = 0 if member is None else member.index
     try:
         schedules = [] if args.no_scheduler or index > 0 else registered_schedules(registry)
-        queue, database, close = open_queue(args)
+        # A pool's process opens what its parent made (or found): a SQLite file gone meanwhile is an error, not
+        # a new, empty file at the path.
+        queue, database, close = open_queue(args, create=member is None)
     except QueueError as exc:
         return fail(str(exc))
     previous: dict = {}  # the signal handlers before this worker's, put back once its clean-up is over

@@ -308,7 +308,8 @@ class Worker:
         session.batch.stop()
         session.flusher_thread.join(max(0.0, grace_deadline - time.monotonic()))
         self._bounded("flush", session.batch.flush, max(grace_deadline, time.monotonic() + stopping.FINAL_WRITE_WAIT))
-        unwritten = self._report_unwritten(session)
+        # Jobs it could not release count too (each said as "unwritten ... not released"): never a clean stop.
+        unwritten = self._report_unwritten(session) + session.left_running(leftovers)
         session.heartbeat_stop.set()
         session.join_helpers(ACK_GRACE)
         self._runner.close()  # reports the handler threads it leaves running past their timeout

@@ -58,7 +58,7 @@ def take_back_unreplaced(args, index: int, dead: int) -> None:
     if args.api:
         return
     try:
-        queue, _database, close = open_queue(args)
+        queue, _database, close = open_queue(args, create=False)  # what the pool started on, not a new file
     except QueueError as exc:
         logger.warning("could not take back the jobs of worker process %d (pid %d): %s", index + 1, dead, exc)
         return
@@ -84,8 +84,9 @@ def start_metrics(worker: Worker, port: int | None):
     return metrics
 
 
-def open_queue(args) -> tuple[JobQueue, pw.Database | None, Callable[[], None]]:
-    """The queue to work on, its database (None over the HTTP API) and how to close it."""
+def open_queue(args, *, create: bool = True) -> tuple[JobQueue, pw.Database | None, Callable[[], None]]:
+    """The queue to work on, its database (None over the HTTP API) and how to close it; ``create`` as
+    ``open_database``'s (False: a SQLite file not there, or a database without the tables, is an error)."""
     if args.api:
         # Imported here: the HTTP client pulls in httpx and FastAPI's models, ~0.4 s of start-up that a
         # worker on the database never needs (measured by python -m tests.bench, burst drains).
@@ -101,7 +102,7 @@ def open_queue(args) -> tuple[JobQueue, pw.Database | None, Callable[[], None]]:
             queue.close()
             raise
         return queue, None, queue.close
-    db = open_for_command(args.db)
+    db = open_for_command(args.db, create=create)
     if done := schema_change(db, args.db):
         logger.info("%s", done)  # the first open of a new database, or the first after an upgrade of queue_core
     if isinstance(db, ReconnectingPostgresqlDatabase):

@@ -5,8 +5,8 @@ processes. Started one by one, each pays the interpreter's start-up and the impo
 psycopg); forked from one that has paid them, each begins with its modules and handlers loaded and only opens
 its own connections. The parent is a supervisor: it holds no connection and runs no job, and a process that
 dies while the pool is not stopping is replaced (after 1 s, doubling up to 30 s while replacements keep dying
-young), unless the pool runs ``--burst`` or is stopping: then the parent takes back the jobs it held
-(``on_unreplaced``).
+young; an exit 0 too, which only a burst's process makes on its own), unless the pool runs ``--burst`` or is
+stopping: then the parent takes back the jobs it held (``on_unreplaced``).
 
 Stopping: the processes' own SIGINT, SIGTERM and SIGHUP do nothing, so that a terminal's Ctrl-C or hang-up
 or a service manager's SIGTERM, which reach the whole process group, count once, not twice (a second signal
@@ -108,7 +108,9 @@ class WorkerPool:
     would (only where the pool owns the program: a caller's hooks are not the processes' to run).
     ``on_unreplaced(index, pid)``: called in the parent for a process that died and is not replaced (a
     burst, or a pool that is stopping: no fork follows), to do what a replacement does first: take back the
-    jobs it held."""
+    jobs it held. ``gone()``: what became of the database the pool was started on (a SQLite file moved,
+    deleted or replaced), else None; asked before a replacement is forked: a pool whose file went stops,
+    exit 1, as its processes do, rather than fork one that would open (or make) whatever is at the path."""
 
     def __init__(
         self,
@@ -119,9 +121,10 @@ class WorkerPool:
         shutdown_timeout: float,
         exit_hooks: bool = False,
         on_unreplaced: Callable[[int, int], None] | None = None,
+        gone: Callable[[], str | None] | None = None,
     ):
         self.processes, self.serve, self.burst, self.shutdown_timeout = processes, serve, burst, shutdown_timeout
-        self.exit_hooks, self.on_unreplaced = exit_hooks, on_unreplaced
+        self.exit_hooks, self.on_unreplaced, self.gone = exit_hooks, on_unreplaced, gone
         self.children: dict[int, Child] = {}  # by pid
         self.signals = 0  # stop signals received
         self.wanted = 0  # how many of WORDS every process is to be sent
@@ -159,7 +162,8 @@ class WorkerPool:
             for index, (at, dead) in list(due.items()):
                 if at <= time.monotonic():
                     del due[index]
-                    self._fork(index, replaces=dead)
+                    if not self._database_gone():
+                        self._fork(index, replaces=dead)
             if due:  # a replacement to fork meanwhile: look for exits without blocking
                 pid, status = os.waitpid(-1, os.WNOHANG) if self.children else (0, 0)
                 if pid == 0:
@@ -173,7 +177,9 @@ class WorkerPool:
             os.close(child.control)
             code = os.waitstatus_to_exitcode(status)
             what = f"worker process {child.index + 1} (pid {pid}) {describe_exit(status)}"
-            if code == EXIT_OK or self.stopping:
+            # Exit 0 is a process's end only where it can end on its own (a burst) or was told to (a stop); else
+            # it died (a handler's os._exit(0), a library's exit) and is replaced like any other death.
+            if self.stopping or (code == EXIT_OK and self.burst):
                 self.code = max(self.code, code if code in (EXIT_OK, EXIT_USAGE) else EXIT_CRASH)
                 if code not in (EXIT_OK, EXIT_USAGE):
                     self._take_back(child.index, pid)  # died in a stop: a stopping pool replaces none
@@ -186,6 +192,8 @@ class WorkerPool:
                 logger.error("%s", what)
                 self.code = EXIT_CRASH
                 self._take_back(child.index, pid)
+            elif self._database_gone(f"{what}, and "):
+                pass  # its jobs are in the file that went: nothing to take back at the path
             else:
                 delay = FIRST_RESTART_DELAY
                 if time.monotonic() - child.started_at < YOUNG:
@@ -194,10 +202,28 @@ class WorkerPool:
                 due[child.index] = (time.monotonic() + delay, pid)
                 logger.warning("%s: starting another in %gs", what, delay)
 
+    def _database_gone(self, died: str = "") -> bool:
+        """Whether the database's file went (``gone``); if so the pool stops, exit 1, once, saying why. A
+        replacement would open whatever is at the path now, or make a new, empty file there, and run on it
+        while the queue's jobs sit in the moved file: where an operator may be putting the file back."""
+        why = None if self.gone is None else self.gone()
+        if why is None:
+            return False
+        logger.error(
+            "%s%s: stopping the pool, none replaced. Put the file back (with its -wal and -shm files) and start"
+            " the pool again",
+            died,
+            why,
+        )
+        self.code, self.stopping = EXIT_CRASH, True
+        self._tell_all(STOP)
+        return True
+
     def _take_back(self, index: int, pid: int) -> None:
         """``on_unreplaced`` for process ``index`` (pid ``pid``), which died; whatever it raises is logged, and
-        the pool goes on supervising the others."""
-        if self.on_unreplaced is None:
+        the pool goes on supervising the others. Not once the database's file went: its jobs are in the
+        moved file, and an open at the path would make a new one."""
+        if self.on_unreplaced is None or (self.gone is not None and self.gone() is not None):
             return
         try:
             self.on_unreplaced(index, pid)

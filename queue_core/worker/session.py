@@ -248,6 +248,12 @@ class Session:
                 self.abandoned.add(entry.thread)
         return leftovers
 
+    def left_running(self, leftovers: list[Running]) -> int:
+        """How many of ``leftovers`` (``take_leftovers``) a stop's release left held: its one try failed, or got
+        no answer in time. Still running in the queue, they are reaped and run again."""
+        with self.lock:
+            return sum(1 for entry in leftovers if self.running.get(entry.key) is entry)
+
     def release_reason(self) -> str:
         """Why a stop released the jobs still running: the timeout ran out, or a second request cut it short."""
         if self.hurried:
