@@ -35,6 +35,12 @@ def notifications(app) -> list[str]:
     return [n.message for n in app._notifications]
 
 
+async def refusal_told(pilot, app) -> list[str]:
+    """Wait until a notification tells the refusal; the notifications that do."""
+    await wait_for(pilot, lambda: any(READ_ONLY in m for m in notifications(app)), "the refusal")
+    return [m for m in notifications(app) if READ_ONLY in m]
+
+
 async def test_a_bulk_write_refused_read_only_says_to_point_at_the_primary(make_app, scene, monkeypatch):
     monkeypatch.setattr(scene, "apply_bulk", refused)
     before = scene.counts()
@@ -42,8 +48,7 @@ async def test_a_bulk_write_refused_read_only_says_to_point_at_the_primary(make_
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
         await asked_then(pilot, "c", "y")  # the pending job under the cursor
-        await wait_for(pilot, lambda: any(READ_ONLY in m for m in notifications(app)), "the refusal")
-        (said,) = [m for m in notifications(app) if READ_ONLY in m]
+        (said,) = await refusal_told(pilot, app)
         assert said.startswith(f"Could not cancel: {READ_ONLY}: the server runs this connection read-only")
         assert "point the URL at the primary" in said
         assert app.is_running and scene.counts() == before
@@ -55,8 +60,7 @@ async def test_a_reap_refused_read_only_says_so(make_app, scene, monkeypatch):
     async with app.run_test(size=(120, 40), notifications=True) as pilot:
         await settle(pilot)
         await pilot.press("x")
-        await wait_for(pilot, lambda: any(READ_ONLY in m for m in notifications(app)), "the refusal")
-        assert any("point the URL at the primary" in m for m in notifications(app))
+        assert any("point the URL at the primary" in m for m in await refusal_told(pilot, app))
 
 
 async def test_an_enqueue_refused_read_only_says_so_in_the_form(make_app, scene, monkeypatch):
